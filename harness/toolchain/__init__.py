@@ -1,0 +1,84 @@
+"""Upstream binaries for the embedded cluster, built from the Go module proxy and cached.
+
+`binary("kube-apiserver")` returns a path: the user's own binary when its env var is set
+(KTH_KUBE_APISERVER, KTH_ETCD, ...), else a cached build, built first when missing or stale.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from harness.toolchain import cache
+from harness.toolchain.gocmd import ToolchainError, module_dir
+from harness.toolchain.pins import PINS, Pins
+from harness.toolchain.recipes import KUEUE_MODULE, KWOK_MODULE, Component, components
+
+__all__ = [
+    "PINS",
+    "Component",
+    "Pins",
+    "ToolchainError",
+    "binary",
+    "components",
+    "ensure_all",
+    "kueue_module_dir",
+    "kwok_module_dir",
+]
+
+
+def _override(comp: Component) -> Path | None:
+    value = os.environ.get(comp.env_var)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise ToolchainError(f"{comp.env_var}={value}: not an executable file")
+    return path
+
+
+def binary(name: str, pins: Pins = PINS) -> Path:
+    """Path to the named binary, building it into the cache if needed."""
+    table = components(pins)
+    if name not in table:
+        raise ToolchainError(f"unknown component {name!r}; known: {', '.join(table)}")
+    comp = table[name]
+    own = _override(comp)
+    if own is not None:
+        return own
+    final = cache.cache_root() / comp.dirname
+    target = final / comp.name
+    if cache.is_current(final, comp.fingerprint(), [comp.name]):
+        return target
+    with cache.locked(comp.dirname):
+        if cache.is_current(final, comp.fingerprint(), [comp.name]):
+            return target
+        log = cache.cache_root() / "logs" / f"{comp.dirname}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+        print(f"building {comp.name} {comp.version} (log: {log})", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        cache.populate(final, comp.fingerprint(), lambda out: comp.build(comp, out, log))
+        print(
+            f"built {comp.name} {comp.version} in {time.monotonic() - started:.0f}s -> {target}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return target
+
+
+def ensure_all(pins: Pins = PINS) -> dict[str, Path]:
+    """Every component's binary path, building what is missing (CI's first step)."""
+    return {name: binary(name, pins) for name in components(pins)}
+
+
+def kueue_module_dir(pins: Pins = PINS) -> Path:
+    """Kueue's module tree: config/components/crd/bases and webhook/manifests.yaml."""
+    return module_dir(KUEUE_MODULE, pins.kueue)
+
+
+def kwok_module_dir(pins: Pins = PINS) -> Path:
+    """KWOK's module tree: kustomize/stage/... stage YAMLs."""
+    return module_dir(KWOK_MODULE, pins.kwok)
