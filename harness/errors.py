@@ -1,0 +1,21 @@
+"""The few named errors the harness raises; callers catch these, never strings."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class: anything the CLI turns into a one-line message."""
+
+
+class ScenarioError(HarnessError):
+    """A scenario file is malformed: names the file, the key path and the problem."""
+
+    def __init__(self, file: str, key: str, problem: str) -> None:
+        self.file = file
+        self.key = key
+        self.problem = problem
+        super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
+
+
+class UnsupportedVersionError(HarnessError):
+    """The fit model was asked for a Kueue version it does not model."""

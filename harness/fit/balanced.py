@@ -1,0 +1,228 @@
+"""TASBalancedPlacement (alpha, off by default): spread preferred pod sets evenly.
+
+Our reading of Kueue v0.19.2 pkg/cache/scheduler/tas_balanced_placement.go: for each group of
+sibling domains at the preferred level, find the greedy-minimal number of domains (one level
+down when slices sit lower), take the per-domain slice threshold that gives, prune domains
+below it, keep the group with the highest threshold (then the fewest domains), choose the
+exact domain set by dynamic programming and give each `threshold` slices plus extras.
+Returns no domains when it cannot apply, and the caller falls back to BestFit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from harness.fit.sorting import Algorithm
+from harness.fit.tree import Domain, Tree
+
+if TYPE_CHECKING:
+    from harness.fit.request import PlacementRequest
+
+_BEST_FIT = Algorithm(best_fit=True)
+
+
+def balanced_domains(
+    tree: Tree, request: PlacementRequest, algo: Algorithm
+) -> tuple[list[Domain] | None, int]:
+    chosen, threshold = _best_candidate(tree, request)
+    if threshold <= 0 or chosen is None:
+        return None, 0
+    needed = request.count // request.slice_size
+    level = request.level_index
+    if request.level_index < request.slice_level_index:
+        picked = _optimal_set(chosen, needed, request.leader_count, request.slice_size, True)
+        if picked is None:
+            return None, 0
+        chosen = [c for d in picked for c in d.children]
+        level += 1
+    placed = _place_balanced(chosen, needed, request.leader_count, request.slice_size, threshold)
+    return (placed, level) if placed is not None else (None, 0)
+
+
+def _best_candidate(tree: Tree, request: PlacementRequest) -> tuple[list[Domain] | None, int]:
+    needed = request.count // request.slice_size
+    leaders = request.leader_count
+    if request.level_index == 0:
+        groups = [list(tree.per_level[0].values())]
+    else:
+        parents = sorted(tree.per_level[request.level_index - 1].values(), key=lambda d: d.values)
+        groups = [p.children for p in parents]
+    best_threshold, best_count, best = 0, 0, None
+    for siblings in groups:
+        candidates = [_clone(d, None) for d in siblings]
+        lower = _lower(candidates, request)
+        fits, selected, last_with_leader, last = _greedy(lower, needed, leaders)
+        if not fits:
+            continue
+        threshold = needed // selected
+        if last_with_leader is not None:
+            threshold = min(threshold, last_with_leader.slices_wl)
+        if last is not None:
+            threshold = min(threshold, last.slices)
+        reserved = threshold
+        if leaders > 0 and last is not None:
+            reserved = min(threshold, last.slices_wl)
+        if threshold < best_threshold:
+            continue
+        _prune(candidates, threshold, request)
+        fits, count, _, _ = _greedy(candidates, needed, leaders)
+        if not fits and reserved < threshold:
+            if reserved <= 0 or reserved < best_threshold:
+                continue
+            threshold = reserved
+            candidates = [_clone(d, None) for d in siblings]
+            _prune(candidates, threshold, request)
+            fits, count, _, _ = _greedy(candidates, needed, leaders)
+        if not fits:
+            continue
+        if threshold > best_threshold or (threshold == best_threshold and count < best_count):
+            best_threshold, best_count, best = threshold, count, candidates
+    return best, best_threshold
+
+
+def _lower(domains: list[Domain], request: PlacementRequest) -> list[Domain]:
+    if request.level_index < request.slice_level_index:
+        return [c for d in domains for c in d.children]
+    return domains
+
+
+def _clone(domain: Domain, parent: Domain | None) -> Domain:
+    clone = domain.copy_counts()
+    clone.parent = parent
+    clone.children = [_clone(c, clone) for c in domain.children]
+    return clone
+
+
+def _greedy(
+    domains: list[Domain], needed: int, leaders: int
+) -> tuple[bool, int, Domain | None, Domain | None]:
+    """How many domains a greedy pick needs (evaluateGreedyAssignment), always BestFit order."""
+    selected, remaining, leaders_left = 0, needed, leaders
+    last_with_leader = last = None
+    index = 0
+    if leaders > 0:
+        ordered = _BEST_FIT.sorted_with_leader(domains)
+        while leaders_left > 0 and index < len(ordered) and ordered[index].leaders > 0:
+            selected += 1
+            last_with_leader = ordered[index]
+            leaders_left -= ordered[index].leaders
+            remaining -= ordered[index].slices_wl
+            index += 1
+        rest = _BEST_FIT.sorted(ordered[index:])
+    else:
+        rest = _BEST_FIT.sorted(domains)
+    if leaders_left > 0:
+        return False, 0, None, None
+    for domain in rest:
+        if remaining <= 0 or domain.slices <= 0:
+            break
+        selected += 1
+        last = domain
+        remaining -= domain.slices
+    if remaining > 0:
+        return False, 0, None, None
+    return True, selected, last_with_leader, last
+
+
+def _clear(domain: Domain) -> None:
+    domain.reset()
+    for child in domain.children:
+        _clear(child)
+
+
+def _clear_leader(domain: Domain) -> None:
+    domain.pods_wl = domain.slices_wl = domain.leaders = 0
+    for child in domain.children:
+        _clear_leader(child)
+
+
+def _prune_one(domain: Domain, threshold: int, leader: bool) -> None:
+    if domain.slices < threshold:
+        _clear(domain)
+    elif leader and domain.leaders > 0 and domain.slices_wl < threshold:
+        _clear_leader(domain)
+
+
+def _prune(domains: list[Domain], threshold: int, request: PlacementRequest) -> None:
+    from harness.fit.placement import roll_up_from
+
+    leader = request.leader is not None
+    for domain in domains:
+        for child in domain.children:
+            _prune_one(child, threshold, leader)
+    for domain in domains:
+        roll_up_from(domain, request)
+        _prune_one(domain, threshold, leader)
+
+
+def _entropy(domain: Domain) -> float:
+    total = sum(c.pods for c in domain.children)
+    if total == 0:
+        return 0.0
+    out = 0.0
+    for child in domain.children:
+        if child.pods > 0:
+            share = child.pods / total
+            out += -share * math.log2(share)
+    return out
+
+
+def _optimal_set(
+    domains: list[Domain], needed: int, leaders: int, size: int, by_entropy: bool
+) -> list[Domain] | None:
+    """Fewest domains that fit, then the least spare pod capacity (selectOptimalDomainSetToFit)."""
+    fits, optimal, _, _ = _greedy(domains, needed, leaders)
+    if not fits:
+        return None
+    if by_entropy:
+        ordered = sorted(
+            domains, key=lambda d: (-d.leaders, -d.slices_wl, -_entropy(d), d.values)
+        )
+    else:
+        ordered = sorted(domains, key=lambda d: d.values)
+    table: list[dict[int, dict[int, list[Domain]]]] = [{} for _ in range(optimal + 1)]
+    table[0][leaders] = {needed * size: []}
+    for domain in ordered:
+        for i in range(optimal, 0, -1):
+            for before_leader in sorted(table[i - 1]):
+                for before_pods in sorted(table[i - 1][before_leader]):
+                    if before_leader <= 0 and before_pods <= 0:
+                        continue
+                    placement = [*table[i - 1][before_leader][before_pods], domain]
+                    if before_leader > 0 and domain.leaders > 0:
+                        row = table[i].setdefault(before_leader - domain.leaders, {})
+                        row.setdefault(before_pods - domain.pods_wl, placement)
+                    if domain.slices > 0:
+                        row = table[i].setdefault(before_leader, {})
+                        row.setdefault(before_pods - domain.pods, placement)
+    complete = table[optimal].get(0, {})
+    left_over = [k for k in complete if k <= 0]
+    return complete[max(left_over)] if left_over else None
+
+
+def _place_balanced(
+    domains: list[Domain], needed: int, leaders: int, size: int, threshold: int
+) -> list[Domain] | None:
+    picked = _optimal_set(domains, needed, leaders, size, False)
+    if picked is None or needed < len(picked) * threshold:
+        return None
+    picked = _BEST_FIT.sorted_with_leader(picked)
+    extra, leaders_left = needed - len(picked) * threshold, leaders
+    for domain in picked:
+        if leaders_left > 0:
+            take = min(domain.slices_wl - threshold, extra)
+            domain.leaders = 1
+            leaders_left -= 1
+        elif extra > 0:
+            take = min(domain.slices - threshold, extra)
+            domain.leaders = 0
+        else:
+            domain.leaders, take = 0, 0
+        domain.slices = domain.slices_wl = threshold + take
+        domain.pods = domain.slices * size
+        domain.pods_wl = domain.pods - domain.leaders
+        extra -= take
+    if extra > 0 or leaders_left > 0:
+        return None
+    return picked

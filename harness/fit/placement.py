@@ -1,0 +1,279 @@
+"""Kueue v0.19.2's TAS placement for one pod set or leader/worker group, in our own code.
+
+Follows pkg/cache/scheduler/tas_flavor_snapshot.go findTopologyAssignment:
+phase 1 counts how many pods (and slices) fit in every domain, bottom-up; phase 2a picks
+the level and the domains (BestFit, or LeastFreeCapacity for unconstrained under
+TASProfileMixed; preferred walks up a level when nothing fits); phase 2b walks down,
+keeping the fewest domains at each level; the leaves with pods are the assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.fit.balanced import balanced_domains
+from harness.fit.request import PlacementRequest
+from harness.fit.resources import MAX_INT32, ResourceVector, count_in, sub_into
+from harness.fit.sorting import Algorithm
+from harness.fit.stats import ExclusionStats, not_fit_message
+from harness.fit.tree import Domain, LeafKey, Tree
+from harness.scenario import Toleration
+
+
+class PlacementFailed(Exception):
+    """Kueue's reason string for a pod set that does not fit."""
+
+
+@dataclass
+class Assignment:
+    """Pods per leaf for each pod set of the request (leader included)."""
+
+    per_pod_set: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    tree: Tree
+    request: PlacementRequest
+    algo: Algorithm
+    stats: ExclusionStats
+
+
+def place(
+    tree: Tree,
+    request: PlacementRequest,
+    flavor_tolerations: tuple[Toleration, ...],
+    assumed: Mapping[LeafKey, ResourceVector],
+    algo: Algorithm,
+    balanced_gate: bool,
+) -> Assignment:
+    """Place the request or raise PlacementFailed with Kueue's message."""
+    run = _Run(tree, request, algo, ExclusionStats())
+    if request.level_index > request.slice_level_index:
+        levels = tree.topology.levels
+        raise PlacementFailed(
+            f"podset slice topology {levels[request.slice_level_index]} is above the podset "
+            f"topology {levels[request.level_index]}"
+        )
+    _fill_counts(run, flavor_tolerations, assumed)
+    chosen: list[Domain] | None = None
+    use_balanced = False
+    if balanced_gate and not request.required and not request.unconstrained:
+        chosen, fit_level = balanced_domains(tree, request, algo)
+        use_balanced = chosen is not None
+    if not use_balanced:
+        fit_level, chosen = _find_level(run, request.level_index)
+    assert chosen is not None
+    leaves = _descend(run, chosen, fit_level, use_balanced)
+    return _assignment(run, leaves)
+
+
+# ---- phase 1 ---------------------------------------------------------------------------------
+
+
+def _feasible(run: _Run, flavor_tolerations: tuple[Toleration, ...]) -> list[Domain]:
+    """Leaves the pod set may use; node checks apply only with a hostname lowest level."""
+    tree, stats = run.tree, run.stats
+    leaves = [leaf.domain for leaf in tree.leaves.values()]
+    stats.total_nodes += len(leaves)
+    if not tree.hostname_lowest:
+        return leaves
+    pod_set = run.request.workers
+    tolerations = pod_set.tolerations + flavor_tolerations
+    out = []
+    for leaf in tree.leaves.values():
+        node = leaf.nodes[0]
+        untolerated = next(
+            (
+                t
+                for t in node.taints
+                if t.effect in ("NoSchedule", "NoExecute")
+                and not any(tol.tolerates(t) for tol in tolerations)
+            ),
+            None,
+        )
+        if untolerated is not None:
+            stats.exclude_taint(untolerated.render())
+            continue
+        if any(node.labels.get(k) != v for k, v in pod_set.node_selector.items()):
+            stats.node_selector += 1
+            continue
+        out.append(leaf.domain)
+    return out
+
+
+def _fill_counts(
+    run: _Run,
+    flavor_tolerations: tuple[Toleration, ...],
+    assumed: Mapping[LeafKey, ResourceVector],
+) -> None:
+    for domain in run.tree.domains():
+        domain.reset()
+    request = run.request
+    for domain in _feasible(run, flavor_tolerations):
+        leaf = domain.leaf
+        assert leaf is not None
+        remaining = leaf.free()
+        if leaf.key in assumed:
+            sub_into(remaining, assumed[leaf.key])
+        domain.pods, limiting = count_in(request.worker_requests, remaining)
+        if domain.pods == 0 and limiting:
+            run.stats.exclude_resource(limiting)
+        if request.leader_requests is not None and count_in(request.leader_requests, remaining)[0]:
+            domain.leaders = 1
+            sub_into(remaining, request.leader_requests)
+        domain.pods_wl = count_in(request.worker_requests, remaining)[0]
+    for root in run.tree.per_level[0].values():
+        roll_up_from(root, request)
+
+
+def roll_up_from(domain: Domain, request: PlacementRequest) -> None:
+    """Recompute a subtree's counts from its leaves (Kueue's fillInCountsHelper)."""
+    size, at_slice_level = request.slice_size, domain.level == request.slice_level_index
+    if not domain.children:
+        if at_slice_level:
+            domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
+        return
+    pods = slices = leaders = 0
+    min_pod_penalty = min_slice_penalty = MAX_INT32
+    contributor = False
+    for child in domain.children:
+        roll_up_from(child, request)
+        pods += child.pods
+        slices += child.slices
+        if request.leader is None or child.leaders > 0:
+            contributor = True
+            min_pod_penalty = min(min_pod_penalty, child.pods - child.pods_wl)
+            min_slice_penalty = min(min_slice_penalty, child.slices - child.slices_wl)
+        leaders = max(leaders, child.leaders)
+    domain.pods, domain.leaders = pods, leaders
+    slices_wl = 0
+    if contributor:
+        domain.pods_wl = pods - min_pod_penalty
+        slices_wl = slices - min_slice_penalty
+    else:
+        domain.pods_wl = 0
+    if at_slice_level:
+        slices, slices_wl = domain.pods // size, domain.pods_wl // size
+    domain.slices, domain.slices_wl = slices, slices_wl
+
+
+# ---- phase 2a --------------------------------------------------------------------------------
+
+
+def _fail(run: _Run, fit: int, total: int) -> PlacementFailed:
+    name = run.tree.topology.name
+    return PlacementFailed(not_fit_message(name, fit, total, run.request.slice_size, run.stats))
+
+
+def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
+    request, algo = run.request, run.algo
+    domains = list(run.tree.per_level[level].values())
+    if not domains:
+        raise PlacementFailed(f"no topology domains at level: {run.tree.topology.levels[level]}")
+    ordered = algo.sorted_with_leader(domains)
+    top = ordered[0]
+    needed, leaders = request.count // request.slice_size, request.leader_count
+    if algo.best_fit and top.slices_wl >= needed and top.leaders >= leaders:
+        top = algo.best_fit_slices(ordered, needed, leaders)
+    if not algo.best_fit:
+        for candidate in ordered:
+            capacity = candidate.slices
+            if leaders > 0:
+                if candidate.leaders < leaders:
+                    continue
+                capacity = candidate.slices_wl
+            if capacity >= needed:
+                return level, [candidate]
+    if top.slices_wl >= needed and top.leaders >= leaders:
+        return level, [top]
+    if request.required:
+        raise _fail(run, top.slices, needed)
+    if level > 0 and not request.unconstrained:
+        return _find_level(run, level - 1)
+    return level, _spread(run, ordered, needed)
+
+
+def _spread(run: _Run, ordered: list[Domain], needed: int) -> list[Domain]:
+    """Several domains of one level: leaders first, then largest first, tight last pick."""
+    algo, request = run.algo, run.request
+    results: list[Domain] = []
+    remaining, leaders_left = needed, request.leader_count
+    ordered = algo.prioritize_leader(ordered, request.count, leaders_left, request.slice_size, True)
+    index = 0
+    while leaders_left > 0 and index < len(ordered) and ordered[index].leaders > 0:
+        domain = ordered[index]
+        if algo.best_fit and domain.slices_wl >= remaining:
+            domain = algo.best_fit_slices(ordered[index:], remaining, leaders_left)
+        results.append(domain)
+        leaders_left -= domain.leaders
+        remaining -= domain.slices_wl
+        index += 1
+    if leaders_left > 0:
+        raise _fail(run, request.leader_count - leaders_left, needed)
+    rest = algo.sorted(ordered[index:])
+    index = 0
+    while remaining > 0 and index < len(rest):
+        domain = rest[index]
+        if algo.best_fit and domain.slices >= remaining:
+            domain = algo.best_fit_slices(rest[index:], remaining, 0)
+        results.append(domain)
+        remaining -= domain.slices
+        index += 1
+    if remaining > 0:
+        raise _fail(run, needed - remaining, needed)
+    return results
+
+
+# ---- phase 2b --------------------------------------------------------------------------------
+
+
+def _descend(run: _Run, chosen: list[Domain], fit_level: int, balanced: bool) -> list[Domain]:
+    request, algo = run.request, run.algo
+    lowest = len(run.tree.topology.levels) - 1
+    current = algo.take_minimum(
+        chosen, request.count, request.leader_count, request.slice_size, slices=True
+    )
+    level = fit_level
+    while level < min(lowest, request.slice_level_index) and not balanced:
+        children = [c for d in current for c in d.children]
+        current = algo.take_minimum(
+            algo.sorted(children), request.count, request.leader_count,
+            request.slice_size, slices=True,
+        )  # fmt: skip
+        level += 1
+    while level < lowest:
+        size = request.slice_size if level < request.slice_level_index else 1
+        nxt: list[Domain] = []
+        for parent in current:
+            nxt += algo.take_minimum(
+                algo.sorted(parent.children), parent.pods, parent.leaders, size, slices=size > 1
+            )
+        current = nxt
+        level += 1
+    return current
+
+
+def _assignment(run: _Run, leaves: list[Domain]) -> Assignment:
+    request = run.request
+    result = Assignment()
+    if request.leader is not None:
+        leader_domains = []
+        for domain in leaves:
+            if domain.leaders > 0:
+                clone = domain.copy_counts()
+                clone.pods = domain.leaders
+                leader_domains.append(clone)
+        result.per_pod_set[request.leader.name] = _per_leaf(leader_domains)
+        leaves = [d for d in leaves if d.pods > 0]
+    result.per_pod_set[request.workers.name] = _per_leaf(leaves)
+    return result
+
+
+def _per_leaf(domains: list[Domain]) -> dict[LeafKey, int]:
+    out: dict[LeafKey, int] = {}
+    for domain in sorted(domains, key=lambda d: d.values):
+        if domain.pods > 0:
+            out[domain.key] = out.get(domain.key, 0) + domain.pods
+    return out

@@ -1,0 +1,53 @@
+"""Resource vectors in Kueue's integer units, and how many times a request fits into one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from harness.quantity import kueue_units
+from harness.scenario import Resources
+
+ResourceVector = dict[str, int]
+MAX_INT32 = 2**31 - 1
+
+
+def from_quantities(quantities: Resources) -> ResourceVector:
+    return {name: kueue_units(name, q) for name, q in quantities.items()}
+
+
+def add_into(target: ResourceVector, other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        target[name] = target.get(name, 0) + value
+
+
+def sub_into(target: ResourceVector, other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        target[name] = target.get(name, 0) - value
+
+
+def scaled(vector: Mapping[str, int], factor: int) -> ResourceVector:
+    return {name: value * factor for name, value in vector.items()}
+
+
+def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
+    """How many times `requests` fits into `capacity`, and the resource that limits it.
+
+    As Kueue's CountInWithLimitingResource: a zero request never limits, a missing capacity
+    counts as 0, negative remainders clamp to 0, ties go to the smallest resource name.
+    """
+    best: int | None = None
+    limiting = ""
+    for name, request in requests.items():
+        if request == 0:
+            count = MAX_INT32
+        else:
+            count = max(0, min(_go_div(capacity.get(name, 0), request), MAX_INT32))
+        if best is None or count < best or (count == best and name < limiting):
+            best, limiting = count, name
+    return (best or 0), limiting
+
+
+def _go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's `/` on int64."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q

@@ -1,0 +1,155 @@
+"""Domain orderings and greedy picks of Kueue's two TAS profiles: BestFit and LeastFreeCapacity.
+
+BestFit (required, preferred, and everything when TASProfileMixed is off) ranks domains with
+the most free slices first and trims the last pick to the tightest domain that still fits;
+LeastFreeCapacity (unconstrained under TASProfileMixed) ranks the least free first and never
+trims. Ties: fewer pods first, then the level-value path (KEP-2724; tas_flavor_snapshot.go).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.fit.resources import MAX_INT32
+from harness.fit.tree import Domain
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    best_fit: bool
+
+    # ---- orderings ----------------------------------------------------------------------
+    def sorted_with_leader(self, domains: list[Domain]) -> list[Domain]:
+        sign = -1 if self.best_fit else 1
+        return sorted(
+            domains, key=lambda d: (-d.leaders, sign * d.slices_wl, d.pods_wl, d.values)
+        )
+
+    def sorted(self, domains: list[Domain]) -> list[Domain]:
+        sign = -1 if self.best_fit else 1
+        return sorted(domains, key=lambda d: (sign * d.slices, d.pods, d.values))
+
+    # ---- best-fit picks -----------------------------------------------------------------
+    def best_fit_slices(self, domains: list[Domain], needed: int, leaders: int) -> Domain:
+        if leaders > 0:
+            return _best_fit(domains, needed, leaders, lambda d: d.slices_wl)
+        return _best_fit(domains, needed, leaders, lambda d: d.slices)
+
+    def best_fit_pods(self, domains: list[Domain], needed: int, leaders: int) -> Domain:
+        if leaders > 0:
+            return _best_fit(domains, needed, leaders, lambda d: d.pods_wl)
+        return _best_fit(domains, needed, leaders, lambda d: d.pods)
+
+    # ---- leader priority ------------------------------------------------------------------
+    def prioritize_leader(
+        self, domains: list[Domain], count: int, leaders: int, size: int, slices: bool
+    ) -> list[Domain]:
+        """Move to the front the first leader-capable domain whose leader penalty fits the slack."""
+        if leaders == 0 or len(domains) < 2:
+            return domains
+        required = count // size if slices else count
+        available = sum(d.slices if slices else d.pods for d in domains)
+        for index, domain in enumerate(domains):
+            if domain.leaders < leaders:
+                continue
+            penalty = (
+                domain.slices - domain.slices_wl if slices else domain.pods - domain.pods_wl
+            )
+            if available - penalty < required:
+                continue
+            if index == 0:
+                return domains
+            return [domain, *domains[:index], *domains[index + 1 :]]
+        return domains
+
+    # ---- trimming the chosen domains to the request -------------------------------------------
+    def take_minimum(
+        self, domains: list[Domain], count: int, leaders: int, size: int, slices: bool
+    ) -> list[Domain]:
+        """Kueue's updateCountsToMinimumGeneric: keep domains until the request is covered.
+
+        Rewrites each kept domain's pod (and slice) count to what it receives. Returns [] where
+        Kueue logs "code assumptions violated" (the domains cannot hold the request).
+        """
+        domains = self.prioritize_leader(domains, count, leaders, size, slices)
+        result: list[Domain] = []
+        state = [count // size if slices else count, leaders]
+        for index, domain in enumerate(domains):
+            if state[1] > 0:
+                picked, done = self._consume_with_leaders(domain, domains[index:], state, size,
+                                                          slices)  # fmt: skip
+                result.append(picked)
+                if done:
+                    return result
+                continue
+            remaining = state[0]
+            if slices:
+                if self.best_fit and domain.slices >= remaining:
+                    domain = self.best_fit_slices(domains[index:], remaining, 0)
+                domain.leaders = 0
+                result.append(domain)
+                if domain.slices >= remaining:
+                    domain.pods, domain.slices = remaining * size, remaining
+                    return result
+                domain.pods = domain.slices * size
+                state[0] -= domain.slices
+                continue
+            if self.best_fit and domain.pods >= remaining:
+                domain = self.best_fit_pods(domains[index:], remaining, 0)
+            domain.leaders = 0
+            result.append(domain)
+            if domain.pods >= remaining:
+                domain.pods = remaining
+                return result
+            state[0] -= domain.pods
+        return []
+
+    def _consume_with_leaders(
+        self, domain: Domain, rest: list[Domain], state: list[int], size: int, slices: bool
+    ) -> tuple[Domain, bool]:
+        remaining, leaders = state
+
+        def with_leader(d: Domain) -> int:
+            return d.slices_wl if slices else d.pods_wl
+
+        if self.best_fit and with_leader(domain) >= remaining and domain.leaders >= leaders:
+            pick = self.best_fit_slices if slices else self.best_fit_pods
+            domain = pick(rest, remaining, leaders)
+        if with_leader(domain) >= remaining and domain.leaders >= leaders:
+            _set_primary(domain, slices, remaining)
+            domain.leaders = leaders
+            domain.pods = remaining * (size if slices else 1)
+            return domain, True
+        capacity = min(with_leader(domain), remaining)
+        if slices:
+            domain.slices_wl = capacity
+        else:
+            domain.pods_wl = capacity
+        domain.leaders = min(domain.leaders, leaders)
+        _set_primary(domain, slices, capacity)
+        domain.pods = capacity * (size if slices else 1)
+        state[1] -= domain.leaders
+        state[0] -= capacity
+        return domain, False
+
+
+def _set_primary(domain: Domain, slices: bool, value: int) -> None:
+    if slices:
+        domain.slices = value
+    else:
+        domain.pods = value
+
+
+def _best_fit(
+    domains: list[Domain], needed: int, leaders: int, count: Callable[[Domain], int]
+) -> Domain:
+    """The first domain with the smallest count that still covers `needed`, else the first."""
+    best, best_count = domains[0], MAX_INT32
+    for domain in domains:
+        if domain.leaders < leaders:
+            continue
+        value = count(domain)
+        if needed <= value < best_count:
+            best, best_count = domain, value
+    return best

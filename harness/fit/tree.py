@@ -1,0 +1,156 @@
+"""The flavor's topology tree and what is free on each leaf, as Kueue's TAS snapshot sees it.
+
+Modelled on Kueue v0.19.2 pkg/cache/scheduler (tas_topology_tree.go, tas_flavor.go,
+tas_nodes_cache.go, tas_non_tas_pod_cache.go): only Ready, schedulable nodes that carry the
+flavor's nodeLabels and every level label become leaves; with a hostname lowest level each
+node is a leaf, otherwise nodes sharing a level-value path are summed into one leaf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from harness.fit.resources import ResourceVector, add_into, from_quantities, sub_into
+from harness.scenario import Flavor, Node, Topology, Usage
+
+LeafKey = str | tuple[str, ...]
+
+
+class Domain:
+    """A topology domain plus the scratch counters of one placement run."""
+
+    __slots__ = (
+        "children",
+        "key",
+        "leaders",
+        "leaf",
+        "level",
+        "parent",
+        "pods",
+        "pods_wl",
+        "slices",
+        "slices_wl",
+        "values",
+    )
+
+    def __init__(self, values: tuple[str, ...], key: LeafKey, parent: Domain | None) -> None:
+        self.values = values
+        self.key = key
+        self.level = len(values) - 1
+        self.parent = parent
+        self.children: list[Domain] = []
+        self.leaf: Leaf | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.pods = self.pods_wl = self.slices = self.slices_wl = self.leaders = 0
+
+    def copy_counts(self) -> Domain:
+        """A detached copy (Kueue's shallowCloneWithState) used for leader assignments."""
+        clone = Domain.__new__(Domain)
+        for slot in Domain.__slots__:
+            setattr(clone, slot, getattr(self, slot))
+        return clone
+
+    def __repr__(self) -> str:
+        return f"Domain({'/'.join(self.values)} pods={self.pods} slices={self.slices})"
+
+
+@dataclass
+class Leaf:
+    """A lowest-level domain: its nodes, capacity and the usage already on it."""
+
+    key: LeafKey
+    domain: Domain
+    nodes: list[Node] = field(default_factory=list)
+    capacity: ResourceVector = field(default_factory=dict)
+    non_tas: ResourceVector = field(default_factory=dict)
+    tas: ResourceVector = field(default_factory=dict)
+
+    def free(self, simulate_empty: bool = False) -> ResourceVector:
+        out = dict(self.capacity)
+        sub_into(out, self.non_tas)
+        if not simulate_empty:
+            sub_into(out, self.tas)
+        return out
+
+
+@dataclass
+class Tree:
+    topology: Topology
+    leaves: dict[LeafKey, Leaf]
+    per_level: list[dict[tuple[str, ...], Domain]]
+    node_to_leaf: dict[str, LeafKey]
+
+    @property
+    def hostname_lowest(self) -> bool:
+        return self.topology.lowest_is_hostname
+
+    def domains(self) -> Iterable[Domain]:
+        for level in self.per_level:
+            yield from level.values()
+
+
+def node_in_flavor(node: Node, flavor: Flavor, topology: Topology) -> bool:
+    """Ready and schedulable (node cache), then flavor labels and every level label present."""
+    if not node.ready or node.unschedulable:
+        return False
+    if any(node.labels.get(k) != v for k, v in flavor.node_labels.items()):
+        return False
+    return all(level in node.labels for level in topology.levels)
+
+
+def build_tree(
+    topology: Topology,
+    flavor: Flavor,
+    nodes: Iterable[Node],
+    usage: Iterable[Usage],
+    tas_usage: Mapping[LeafKey, ResourceVector],
+) -> Tree:
+    """Build the leaves (with capacity and usage) and their ancestors."""
+    levels = topology.levels
+    tree = Tree(topology, {}, [{} for _ in levels], {})
+    for node in nodes:
+        if not node_in_flavor(node, flavor, topology):
+            continue
+        values = tuple(node.labels.get(level, "") for level in levels)
+        key: LeafKey = node.labels[levels[-1]] if tree.hostname_lowest else values
+        leaf = tree.leaves.get(key)
+        if leaf is None:
+            leaf = Leaf(key=key, domain=_attach(tree, values, key))
+            leaf.domain.leaf = leaf
+            tree.leaves[key] = leaf
+        leaf.nodes.append(node)
+        add_into(leaf.capacity, from_quantities(node.allocatable))
+        tree.node_to_leaf[node.name] = key
+    for entry in usage:
+        leaf_key = tree.node_to_leaf.get(entry.node)
+        if leaf_key is None:
+            continue
+        per_pod = from_quantities(entry.requests)
+        per_pod["pods"] = per_pod.get("pods", 0) + 1
+        add_into(tree.leaves[leaf_key].non_tas, {r: v * entry.count for r, v in per_pod.items()})
+    for leaf_key, used in tas_usage.items():
+        if leaf_key in tree.leaves:
+            add_into(tree.leaves[leaf_key].tas, used)
+    return tree
+
+
+def _attach(tree: Tree, values: tuple[str, ...], key: LeafKey) -> Domain:
+    """Create the leaf domain and any missing ancestors (parents keyed by their value path)."""
+    parent = None
+    for depth in range(1, len(values)):
+        path = values[:depth]
+        found = tree.per_level[depth - 1].get(path)
+        if found is None:
+            found = Domain(path, path, parent)
+            tree.per_level[depth - 1][path] = found
+            if parent is not None:
+                parent.children.append(found)
+        parent = found
+    leaf = Domain(values, key, parent)
+    tree.per_level[-1][values] = leaf
+    if parent is not None:
+        parent.children.append(leaf)
+    return leaf

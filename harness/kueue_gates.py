@@ -1,0 +1,43 @@
+"""Names of Kueue v0.19.2's feature gates (pkg/features/kube_features.go), for validating input.
+
+Only the names live here; what each gate does to placement is the fit model's business.
+"""
+
+from __future__ import annotations
+
+KUEUE_V0_19_GATES = frozenset(
+    """
+    PartialAdmission FlavorFungibility VisibilityOnDemand DisableWaitForPodsReady
+    PrioritySortingWithinCohort FairSharingPreemptWithinNominal FairSharingPrioritizeNonBorrowing
+    MultiKueue TopologyAwareScheduling LocalQueueMetrics TASProfileMixed HierarchicalCohorts
+    AdmissionFairSharing ObjectRetentionPolicies TASFailedNodeReplacement
+    ElasticJobsViaWorkloadSlices ElasticJobsViaWorkloadSlicesWithTAS
+    TASFailedNodeReplacementFailFast TASReplaceNodeOnPodTermination
+    SkipReassignmentForPodOwnedWorkloads TASReplaceNodeDueToNotReadyOverFixedTime
+    ManagedJobsNamespaceSelectorAlwaysRespected TASBalancedPlacement
+    TASAssignmentsEncodingByHostnamePrefix KueueDRAIntegration KueueDRAIntegrationExtendedResource
+    QuotaCheckStrategy KueueDRARejectWorkloadsWhenDRADisabled
+    KueueDRAIntegrationPartitionableDevices KueueDRAIntegrationConsumableCapacity
+    MultiKueueAdaptersForCustomJobs WorkloadRequestUseMergePatch MultiKueueAllowInsecureKubeconfigs
+    MultiKueueKubeConfigPathValidation ReclaimablePods PropagateBatchJobLabelsToWorkload
+    MultiKueueClusterProfile FailureRecoveryPolicy SkipFinalizersForPodsSuspendedByParent
+    MultiKueueWaitForWorkloadAdmitted MultiKueueRedoAdmissionOnEvictionInWorker TLSOptions
+    RemoveFinalizersWithStrictPatch TASReplaceNodeOnNodeTaints AssignQueueLabelsForPods
+    TASMultiLayerTopology SchedulingEquivalenceHashing SchedulerLongRequeueInterval
+    SchedulerTimestampPreemptionBuffer CustomMetricLabels SparkApplicationIntegration
+    MultiKueueOrchestratedPreemption PriorityBoost AdmissionGatedBy ShortWorkloadNames
+    FastQuotaReleaseInPodIntegration RejectUpdatesToCQWithInvalidOnFlavors FinishOrphanedWorkloads
+    MultiKueueIncrementalDispatcherConfig MultiKueueIncrementalDispatcherRespectConfigOrder
+    ConcurrentAdmission MetricForWorkloadCreationLatency TASRespectNodeAffinityPreferred
+    MultiKueueManagerQuotaAutomation WorkloadIdentifierAnnotations WorkloadPriorityClassDefaulting
+    MetricsForCohorts CleanupProvisioningRequestsOnEviction TASHandleOverlappingFlavors
+    UnadmittedWorkloadsObservability TASRecomputeAssignmentWithinSchedulingCycle
+    UnadmittedWorkloadsExplicitStatus DeferRayServiceFinalizationForRedisCleanup
+    TASCacheNodeMatchResults TASCachingRemainingResources TASCacheTopologyTree
+    SchedulerLibraryIntegration VectorizedResourceRequests WorkloadValidateResourcesAreNonNegative
+    TASValidateWorkloadSliceSize WorkloadValidationForPodSetMetadata PrioritizePreemptorWorkloads
+    LWSImmutableGroupSize FlavorFungibilityPreserveScanProgress SkipAncestorCheckForDeletedWorkloads
+    MultiKueueRemoteSpecSync RecomputeAssignmentUponPreemptionTargetsOverlap
+    PodIntegrationValidateGroupOwner ValidateRayAndSparkJobUpdates
+    """.split()
+)
