@@ -1,0 +1,21 @@
+"""kueue-tas-harness: end-to-end checks of Kueue's Topology-Aware Scheduling.
+
+Public surface: load a scenario, predict it with the fit model, compare outcomes.
+"""
+
+from harness.errors import HarnessError, ScenarioError, UnsupportedVersionError
+from harness.fit import FitResult, fit
+from harness.loader import load_scenario
+from harness.outcome import Outcome
+from harness.scenario import Scenario
+
+__all__ = [
+    "FitResult",
+    "HarnessError",
+    "Outcome",
+    "Scenario",
+    "ScenarioError",
+    "UnsupportedVersionError",
+    "fit",
+    "load_scenario",
+]

@@ -9,7 +9,7 @@ keeping the fewest domains at each level; the leaves with pods are the assignmen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.balanced import balanced_domains
@@ -47,6 +47,7 @@ def place(
     assumed: Mapping[LeafKey, ResourceVector],
     algo: Algorithm,
     balanced_gate: bool,
+    observe: Callable[[Tree], None] | None = None,
 ) -> Assignment:
     """Place the request or raise PlacementFailed with Kueue's message."""
     run = _Run(tree, request, algo, ExclusionStats())
@@ -57,6 +58,8 @@ def place(
             f"topology {levels[request.level_index]}"
         )
     _fill_counts(run, flavor_tolerations, assumed)
+    if observe is not None:
+        observe(tree)
     chosen: list[Domain] | None = None
     use_balanced = False
     if balanced_gate and not request.required and not request.unconstrained:

@@ -1,0 +1,100 @@
+"""`python -m harness ...`: the command line. Every user error is one line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from harness.errors import HarnessError
+from harness.outcome import Outcome, outcomes_to_json
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _oracle(args: argparse.Namespace) -> int:
+    from harness.fit import fit
+    from harness.fit.explain import Explainer
+    from harness.loader import load_scenario
+
+    scenario = load_scenario(args.file)
+    explainer = Explainer() if args.explain else None
+    result = fit(scenario, trace=explainer.trace if explainer else None)
+    if args.format == "json":
+        payload = outcomes_to_json(result.outcomes)
+        if result.steps:
+            payload["_steps"] = [outcomes_to_json(s) for s in result.steps]
+        print(json.dumps(payload, indent=2))
+    else:
+        print(render_text(result.outcomes))
+        for index, after in enumerate(result.steps, 1):
+            print(f"after step {index} ({scenario.steps[index - 1].action}):")
+            print(render_text(after))
+    if explainer is not None:
+        print(explainer.render(), file=sys.stderr if args.format == "json" else sys.stdout)
+    return 0
+
+
+def render_text(outcomes: dict[str, Outcome]) -> str:
+    lines = []
+    for name, outcome in outcomes.items():
+        if outcome.admitted:
+            lines.append(f"{name}: admitted")
+            for pod_set, per_domain in outcome.placement.items():
+                spread = ", ".join(f"{d}={n}" for d, n in sorted(per_domain.items()))
+                lines.append(f"  {pod_set}: {spread}")
+        else:
+            state = "rejected" if outcome.rejected else "pending"
+            lines.append(f"{name}: {state}: {outcome.message}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    oracle = sub.add_parser("oracle", help="predict admission and placement without a cluster")
+    oracle.add_argument("file", help="scenario YAML file")
+    oracle.add_argument("--format", choices=("json", "text"), default="json")
+    oracle.add_argument(
+        "--explain", action="store_true",
+        help="show free capacity per domain and why candidates were rejected",
+    )  # fmt: skip
+    oracle.set_defaults(handler=_oracle)
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], None]]:
+    """Commands that live in their own modules (run, fuzz), added when they are importable."""
+    registrars = []
+    for module_name in ("harness.runcli", "harness.fuzz.cli"):
+        try:
+            module = __import__(module_name, fromlist=["register"])
+        except ImportError:
+            continue
+        registrars.append(module.register)
+    return registrars
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except HarnessError as err:
+        print(str(err).splitlines()[0], file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

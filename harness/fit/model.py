@@ -1,0 +1,214 @@
+"""The fit model's driver: admit workloads one by one, as Kueue's scheduler would.
+
+Each workload is checked by the webhooks, then against ClusterQueue quota, then placed pod
+set group by pod set group (FindTopologyAssignmentsForFlavor). Admitted workloads keep
+their quota and topology usage; after each step of a dynamic scenario the pending ones are
+retried in submission order (Kueue requeues inadmissible workloads when capacity frees).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from harness.errors import UnsupportedVersionError
+from harness.fit.placement import PlacementFailed, place
+from harness.fit.quota import quota_reasons, quota_request
+from harness.fit.request import placement_request
+from harness.fit.resources import ResourceVector, add_into, from_quantities
+from harness.fit.sorting import Algorithm
+from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.fit.webhook import webhook_rejection
+from harness.outcome import Outcome
+from harness.scenario import Node, PodSet, Scenario, Step, Usage, Workload
+
+MODELLED_KUEUE_VERSIONS = ("v0.19.2",)
+# Gates whose non-default value changes placement in ways the model does not cover.
+UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
+
+Trace = Callable[[str, Tree | None, str], None]
+
+
+@dataclass
+class _Admitted:
+    quota: ResourceVector
+    tas: dict[LeafKey, ResourceVector]
+
+
+@dataclass
+class _State:
+    scenario: Scenario
+    nodes: dict[str, Node]
+    usage: list[Usage]
+    admitted: dict[str, _Admitted] = field(default_factory=dict)
+    pending: list[Workload] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+
+@dataclass
+class FitResult:
+    """Outcomes after the initial submissions, and after each step."""
+
+    outcomes: dict[str, Outcome]
+    steps: list[dict[str, Outcome]]
+
+
+def check_supported(scenario: Scenario) -> None:
+    """Refuse Kueue versions and feature-gate values the model does not model."""
+    version = scenario.kueue
+    if version is not None and version not in MODELLED_KUEUE_VERSIONS:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueue: the fit model models Kueue "
+            f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
+        )
+    for gate, bad in UNMODELLED_GATE_VALUES.items():
+        if scenario.feature_gates.get(gate) is bad:
+            raise UnsupportedVersionError(
+                f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
+            )
+
+
+def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
+    """Predict what Kueue does with every workload of the scenario."""
+    check_supported(scenario)
+    state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage))
+    for workload in scenario.workloads:
+        state.outcomes[workload.name] = _attempt(state, workload, trace)
+    initial = dict(state.outcomes)
+    after_steps = []
+    for step in scenario.steps:
+        _apply(state, step, trace)
+        after_steps.append(dict(state.outcomes))
+    return FitResult(outcomes=initial, steps=after_steps)
+
+
+def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
+    rejection = webhook_rejection(workload)
+    if rejection is not None:
+        return Outcome(admitted=False, message=rejection, rejected=True)
+    outcome, admitted = _schedule(state, workload, trace)
+    if admitted is not None:
+        state.admitted[workload.name] = admitted
+    else:
+        state.pending.append(workload)
+    return outcome
+
+
+def _groups(workload: Workload) -> list[list[PodSet]]:
+    groups: dict[str, list[PodSet]] = {}
+    for index, pod_set in enumerate(workload.pod_sets):
+        tr = pod_set.topology
+        key = tr.group if tr is not None and tr.group is not None else f"#{index}"
+        groups.setdefault(key, []).append(pod_set)
+    return list(groups.values())
+
+
+def _schedule(
+    state: _State, workload: Workload, trace: Trace | None
+) -> tuple[Outcome, _Admitted | None]:
+    scenario = state.scenario
+    groups = _groups(workload)
+    used: ResourceVector = {}
+    for entry in state.admitted.values():
+        add_into(used, entry.quota)
+    reasons = quota_reasons(scenario, groups, used)
+    if reasons:
+        message = "; ".join(
+            f"couldn't assign flavors to pod set {name}: {', '.join(r)}"
+            for name, r in reasons.items()
+        )
+        if trace:
+            trace(workload.name, None, f"pending on quota: {message}")
+        return Outcome(admitted=False, message=message), None
+    tas_usage: dict[LeafKey, ResourceVector] = {}
+    for entry in state.admitted.values():
+        for key, vector in entry.tas.items():
+            add_into(tas_usage.setdefault(key, {}), vector)
+    tree = build_tree(
+        scenario.topology, scenario.flavor, state.nodes.values(), state.usage, tas_usage
+    )
+    mixed = scenario.feature_gates.get("TASProfileMixed", True)
+    balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
+    assumed: dict[LeafKey, ResourceVector] = {}
+    placement: dict[str, dict[str, int]] = {}
+    for members in groups:
+        request = placement_request(scenario.topology, members)
+        algo = Algorithm(best_fit=not (request.unconstrained and mixed))
+        label = f"{workload.name}/{request.workers.name}"
+        observe = (lambda t: trace(label, t, "free capacity")) if trace else None  # noqa: B023
+        try:
+            result = place(tree, request, scenario.flavor.tolerations, assumed, algo, balanced,
+                           observe)  # fmt: skip
+        except PlacementFailed as failed:
+            if trace:
+                trace(workload.name, None, f"pending: {failed}")
+            name = request.workers.name
+            return Outcome(False, message=f"couldn't assign flavors to pod set {name}: {failed}"), None
+        for pod_set in members:
+            per_leaf = result.per_pod_set.get(pod_set.name, {})
+            per_pod = from_quantities(pod_set.requests)
+            for key, count in per_leaf.items():
+                add_into(assumed.setdefault(key, {}), _usage_of(per_pod, count))
+            placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
+    if trace:
+        trace(workload.name, None, f"admitted: {placement}")
+    ordered = {p.name: placement[p.name] for p in workload.pod_sets if p.name in placement}
+    quota: ResourceVector = {}
+    for members in groups:
+        add_into(quota, quota_request(scenario, members))
+    return Outcome(admitted=True, placement=ordered), _Admitted(quota=quota, tas=assumed)
+
+
+def _usage_of(per_pod: ResourceVector, count: int) -> ResourceVector:
+    out = {name: value * count for name, value in per_pod.items()}
+    out["pods"] = out.get("pods", 0) + count
+    return out
+
+
+def _by_lowest_value(tree: Tree, per_leaf: dict[LeafKey, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, count in per_leaf.items():
+        label = key if isinstance(key, str) else key[-1]
+        out[label] = out.get(label, 0) + count
+    return out
+
+
+# ---- dynamic steps ---------------------------------------------------------------------------
+
+
+def _apply(state: _State, step: Step, trace: Trace | None) -> None:
+    target = step.target
+    if step.action == "delete-workload":
+        assert isinstance(target, str)
+        state.admitted.pop(target, None)
+        state.pending = [w for w in state.pending if w.name != target]
+        state.outcomes.pop(target, None)
+    elif step.action == "delete-usage":
+        state.usage = [u for u in state.usage if u.name != target]
+    elif step.action in ("cordon", "uncordon"):
+        assert isinstance(target, str)
+        node = state.nodes[target]
+        state.nodes[target] = replace(node, unschedulable=step.action == "cordon")
+    elif step.action == "delete-node":
+        assert isinstance(target, str)
+        state.nodes.pop(target, None)
+        state.usage = [u for u in state.usage if u.node != target]
+    elif step.action == "add-node":
+        assert isinstance(target, Node)
+        state.nodes[target.name] = target
+    elif step.action == "add-usage":
+        assert isinstance(target, Usage)
+        state.usage.append(target)
+    elif step.action == "submit":
+        assert isinstance(target, Workload)
+        _retry_pending(state, trace)
+        state.outcomes[target.name] = _attempt(state, target, trace)
+        return
+    _retry_pending(state, trace)
+
+
+def _retry_pending(state: _State, trace: Trace | None) -> None:
+    waiting, state.pending = state.pending, []
+    for workload in waiting:
+        state.outcomes[workload.name] = _attempt(state, workload, trace)
+
