@@ -1,0 +1,76 @@
+"""Applying Kueue's rewritten manifests and proving its webhooks answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harness.kube import Kube, Obj, has_condition, poll_until, wait_for
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PROBE_JOB = "kth-webhook-probe"
+
+
+def install_crds(kube: Kube, crds: Iterable[Obj], timeout: float = 60.0) -> None:
+    """Apply the CRDs and wait until each is Established (served by the API server)."""
+    names = []
+    for crd in crds:
+        kube.apply(crd)
+        names.append(crd["metadata"]["name"])
+    for name in names:
+        wait_for(
+            kube,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            name,
+            has_condition("Established"),
+            what="Established",
+            timeout=timeout,
+        )
+
+
+def install_webhooks(kube: Kube, configs: Iterable[Obj]) -> None:
+    for config in configs:
+        kube.apply(config)
+
+
+def remove_webhooks(kube: Kube, configs: Iterable[Obj]) -> None:
+    """Delete the webhook configurations: with failurePolicy Fail they would block every
+    Job and Pod write once Kueue is gone."""
+    for config in configs:
+        kube.delete(config["apiVersion"], config["kind"], config["metadata"]["name"])
+
+
+def probe_job(namespace: str) -> Obj:
+    """A Job that Kueue's mutating webhook must return with spec.suspend=true."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": PROBE_JOB,
+            "namespace": namespace,
+            "labels": {QUEUE_LABEL: "kth-probe"},
+        },
+        "spec": {
+            "suspend": False,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                }
+            },
+        },
+    }
+
+
+def wait_webhook_mutates(kube: Kube, namespace: str = "default", timeout: float = 60.0) -> None:
+    """Ready means the API server calls Kueue's Job webhook and it mutates: a server-side
+    dry-run create of a queue-labelled Job comes back suspended (nothing is stored)."""
+
+    def probe() -> tuple[bool, str]:
+        out = kube.create(probe_job(namespace), dry_run=True)
+        suspend = (out.get("spec") or {}).get("suspend")
+        return suspend is True, f"dry-run Job came back with spec.suspend={suspend}"
+
+    poll_until(
+        probe, what="Kueue's Job webhook to suspend a dry-run Job", timeout=timeout, interval=0.5
+    )

@@ -1,0 +1,112 @@
+"""Waiting with a deadline: on timeout say what was awaited and what was last seen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.kube.client import Kube, Obj
+from harness.kube.errors import KubeError, WaitTimeout
+
+Check = Callable[[Obj | None], tuple[bool, str]]
+"""Inspects an object (None when absent): (satisfied?, short description of what is seen)."""
+
+NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def poll_until(
+    probe: Callable[[], tuple[bool, str]], *, what: str, timeout: float, interval: float = 0.25
+) -> str:
+    """Call `probe` until it reports success or the deadline passes (WaitTimeout).
+
+    `probe` returns (done, seen); exceptions other than KubeError propagate, so a probe can
+    abort early (e.g. a process that crashed).
+    """
+    deadline = time.monotonic() + timeout
+    seen = "nothing yet"
+    while True:
+        try:
+            done, seen = probe()
+        except KubeError as err:
+            done, seen = False, f"error: {err}"
+        if done:
+            return seen
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"waited {timeout:.0f}s for {what}; last seen: {seen}")
+        time.sleep(interval)
+
+
+def wait_for(
+    kube: Kube,
+    api_version: str,
+    kind: str,
+    name: str,
+    check: Check,
+    *,
+    namespace: str | None = None,
+    what: str,
+    timeout: float = 60.0,
+    interval: float = 0.25,
+) -> Obj:
+    """Poll one object until `check` holds; returns the object that satisfied it."""
+    found: list[Obj] = []
+
+    def probe() -> tuple[bool, str]:
+        obj = kube.get_or_none(api_version, kind, name, namespace)
+        done, seen = check(obj)
+        if done and obj is not None:
+            found.append(obj)
+        return done, seen
+
+    ref = f"{kind} {namespace + '/' if namespace else ''}{name}"
+    poll_until(probe, what=f"{ref} to be {what}", timeout=timeout, interval=interval)
+    return found[-1]
+
+
+def condition(obj: Obj | None, kind: str) -> dict[str, Any] | None:
+    """The status condition of the given type, or None."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def _describe(cond: dict[str, Any] | None, kind: str) -> str:
+    if cond is None:
+        return f"no {kind} condition"
+    detail = cond.get("reason") or ""
+    if cond.get("message"):
+        detail += f": {cond['message']}"
+    return f"{kind}={cond.get('status')}" + (f" ({detail})" if detail else "")
+
+
+def has_condition(kind: str, status: str = "True") -> Check:
+    """Check: the object has condition `kind` with `status`."""
+
+    def check(obj: Obj | None) -> tuple[bool, str]:
+        if obj is None:
+            return False, "object absent"
+        cond = condition(obj, kind)
+        return cond is not None and cond.get("status") == status, _describe(cond, kind)
+
+    return check
+
+
+def node_ready(obj: Obj | None) -> tuple[bool, str]:
+    """Check: Ready=True and the not-ready/unreachable taints are gone, as TAS needs."""
+    if obj is None:
+        return False, "node absent"
+    cond = condition(obj, "Ready")
+    taints = [t.get("key") for t in (obj.get("spec") or {}).get("taints") or []]
+    blocking = [t for t in taints if t in NOT_READY_TAINTS]
+    ready = cond is not None and cond.get("status") == "True"
+    return ready and not blocking, f"{_describe(cond, 'Ready')}, taints {taints}"
+
+
+def absent(obj: Obj | None) -> tuple[bool, str]:
+    """Check: the object is gone."""
+    if obj is None:
+        return True, "absent"
+    deleting = (obj.get("metadata") or {}).get("deletionTimestamp")
+    return False, "being deleted" if deleting else "still present"

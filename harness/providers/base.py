@@ -1,0 +1,77 @@
+"""What every cluster provider offers, and the table that picks one by name.
+
+A provider returns a working kubeconfig with Kueue installed, collects logs on request and
+stops everything it started. Choosing one is a lookup in PROVIDERS, not an if-ladder.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.errors import HarnessError
+
+
+class ClusterError(HarnessError):
+    """A cluster could not be started or a component of it failed."""
+
+
+class ComponentCrashed(ClusterError):
+    """A process of the cluster exited; the message carries the tail of its log."""
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """Where to reach a started cluster."""
+
+    provider: str
+    kubeconfig: Path
+    run_dir: Path
+    server: str
+
+
+class Provider(Protocol):
+    """A way to get a cluster with Kueue v0.19.2 installed."""
+
+    def start(self) -> ClusterHandle:
+        """Bring the cluster up; on failure everything started is stopped again."""
+        ...
+
+    def logs(self) -> dict[str, Path]:
+        """Log file per component (e.g. "kueue", "kube-apiserver")."""
+        ...
+
+    def log_tail(self, component: str, n: int = 50) -> str:
+        """The last n lines of a component's log, for failure reports."""
+        ...
+
+    def check(self) -> None:
+        """Raise ComponentCrashed if a component has died since start."""
+        ...
+
+    def stop(self) -> None:
+        """Stop everything (idempotent); webhooks are removed before Kueue stops."""
+        ...
+
+
+PROVIDERS: dict[str, str] = {
+    "local": "harness.providers.local:LocalCluster",
+}
+"""Provider name -> "module:Class"; imported on lookup so unused providers cost nothing."""
+
+
+def provider_class(name: str) -> type[Any]:
+    """The provider class registered under `name`."""
+    if name not in PROVIDERS:
+        raise ClusterError(f"unknown provider {name!r}; known: {', '.join(sorted(PROVIDERS))}")
+    module, _, attr = PROVIDERS[name].partition(":")
+    cls: type[Any] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def create_provider(name: str, **options: Any) -> Provider:
+    """An instance of the named provider (not started yet)."""
+    provider: Provider = provider_class(name)(**options)
+    return provider

@@ -1,0 +1,354 @@
+"""The embedded default cluster: real upstream binaries as local processes.
+
+etcd -> kube-apiserver -> kube-controller-manager + kube-scheduler -> Kueue CRDs -> kwok ->
+Kueue -> Kueue webhooks, each on free 127.0.0.1 ports and each waited on through its health
+endpoint. Stopped in reverse order, webhooks first, on success, failure, Ctrl-C and SIGTERM.
+Never touches ~/.kube: the run writes and uses its own kubeconfig.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness import pki, toolchain
+from harness.install import kueue as kueue_install
+from harness.install import manifests
+from harness.kube import Kube
+from harness.providers import health, lifecycle, localspec
+from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.kwok import stages_yaml
+from harness.providers.process import Process, tail
+
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in Kueue's main.go
+
+
+def _say(msg: str) -> None:
+    print(f"[kth local] {msg}", file=sys.stderr, flush=True)
+
+
+def _ensure_metrics_certs(ca: pki.Authority) -> None:
+    """Kueue v0.19.2 with internal cert management off always loads this pair (even with
+    metrics off) and exits without it. Create it once; never overwrite an existing one."""
+    if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (KUEUE_METRICS_CERTS / "tls.key").is_file():
+        return
+    try:
+        ca.issue("kueue-metrics", ips=["127.0.0.1"], server=True).write(KUEUE_METRICS_CERTS, "tls")
+    except OSError as err:
+        raise ClusterError(
+            f"Kueue needs a key pair in {KUEUE_METRICS_CERTS} (path hard-coded in Kueue) and it "
+            f"cannot be created: {err}; run as root or create tls.crt/tls.key there"
+        ) from err
+
+
+def _shm_dir(run_id: str) -> Path:
+    """etcd data on tmpfs when available: fsync-free and off the disk."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm / f"kth-etcd-{run_id}"
+    return Path(tempfile.gettempdir()) / f"kth-etcd-{run_id}"
+
+
+class LocalCluster:
+    """Provider "local": see the module docstring."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        *,
+        run_root: Path | None = None,
+        keep: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
+        kueue_overrides: Mapping[str, Any] | None = None,
+        start_timeout: float = 120.0,
+        pins: toolchain.Pins = toolchain.PINS,
+    ) -> None:
+        self.run_root = run_root
+        self.keep = keep or os.environ.get("KTH_KEEP_RUN") == "1"
+        self.feature_gates = dict(feature_gates or {})
+        self.kueue_overrides = dict(kueue_overrides or {})
+        self.start_timeout = start_timeout
+        self.pins = pins
+        self.procs: list[Process] = []
+        self.timings: dict[str, float] = {}
+        self.ports: localspec.Ports | None = None
+        self.layout: localspec.Layout | None = None
+        self.handle: ClusterHandle | None = None
+        self._webhooks: list[dict[str, Any]] = []
+        self._kube: Kube | None = None
+        self._stopped = False
+
+    # -- public --------------------------------------------------------------------------
+
+    def start(self) -> ClusterHandle:
+        """Build or find the binaries, then bring the cluster up; stops it again on failure."""
+        binaries = {
+            name: toolchain.binary(name, self.pins) for name in toolchain.components(self.pins)
+        }
+        kueue_dir = toolchain.kueue_module_dir(self.pins)
+        kwok_dir = toolchain.kwok_module_dir(self.pins)
+        lifecycle.register(id(self), self.stop)
+        try:
+            return self._start(binaries, kueue_dir, kwok_dir)
+        except BaseException:
+            self.stop()
+            raise
+
+    def logs(self) -> dict[str, Path]:
+        return {p.name: p.log for p in self.procs}
+
+    def log_tail(self, component: str, n: int = 50) -> str:
+        logs = self.logs()
+        if component not in logs:
+            raise ClusterError(f"no component {component!r}; known: {', '.join(logs)}")
+        return tail(logs[component], n)
+
+    def check(self) -> None:
+        for proc in self.procs:
+            proc.check()
+
+    def pids(self) -> dict[str, int]:
+        return {p.name: p.pid for p in self.procs if p.pid is not None}
+
+    def peak_rss_kib(self) -> dict[str, int]:
+        """High-water RSS per component, sampled at stop (or now, while running)."""
+        for proc in self.procs:
+            proc.sample_rss()
+        return {p.name: p.peak_rss_kib for p in self.procs if p.peak_rss_kib is not None}
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        with lifecycle.no_interrupts():
+            self._remove_webhooks()
+            for proc in reversed(self.procs):
+                proc.stop()
+            if self._kube is not None:
+                self._kube.close()
+            if self.layout is not None:
+                shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
+                if not self.keep:
+                    shutil.rmtree(self.layout.run_dir, ignore_errors=True)
+            lifecycle.unregister(id(self))
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def _start(self, binaries: dict[str, Path], kueue_dir: Path, kwok_dir: Path) -> ClusterHandle:
+        t0 = time.monotonic()
+        root = self.run_root or Path(os.environ.get("KTH_RUN_ROOT") or tempfile.gettempdir())
+        root.mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
+        layout = self.layout = localspec.Layout(run_dir, _shm_dir(run_dir.name))
+        ports = self.ports = localspec.Ports.allocate()
+        ca = self._write_pki(layout)
+        server = f"https://127.0.0.1:{ports.apiserver}"
+        layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
+        self._write_configs(layout, ports, kwok_dir)
+        _ensure_metrics_certs(ca)
+        deadline = t0 + self.start_timeout
+
+        def left() -> float:
+            return max(deadline - time.monotonic(), 1.0)
+
+        etcd = self._spawn("etcd", binaries, localspec.etcd_args(ports, layout))
+        health.wait_healthy(
+            etcd,
+            health.http_probe(f"http://127.0.0.1:{ports.etcd}/health", expect='"health":"true"'),
+            what="/health",
+            timeout=left(),
+        )
+        self._mark("etcd", t0)
+        api = self._spawn("kube-apiserver", binaries, localspec.apiserver_args(ports, layout))
+        tls = health.client_tls(
+            layout.pki / "ca.crt", layout.pki / "admin.crt", layout.pki / "admin.key"
+        )
+        health.wait_healthy(
+            api, health.http_probe(f"{server}/readyz", tls), what="/readyz", timeout=left()
+        )
+        self._mark("kube-apiserver", t0)
+        kcm = self._spawn(
+            "kube-controller-manager", binaries, localspec.controller_manager_args(ports, layout)
+        )
+        sched = self._spawn("kube-scheduler", binaries, localspec.scheduler_args(ports, layout))
+        kube = self._kube = Kube(layout.kubeconfig)
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
+        webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
+        kueue_install.install_crds(
+            kube, manifests.crds(kueue_dir, webhook_base, ca.bundle_b64), timeout=left()
+        )
+        self._mark("kueue CRDs", t0)
+        for proc, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
+            health.wait_healthy(
+                proc,
+                health.http_probe(f"https://127.0.0.1:{port}/healthz", health.insecure_tls()),
+                what="/healthz",
+                timeout=left(),
+            )
+        self._mark("controller-manager+scheduler", t0)
+        kwok = self._spawn(
+            "kwok",
+            binaries,
+            localspec.kwok_args(ports, layout),
+            {"KWOK_WORKDIR": str(layout.run_dir / "kwok")},
+        )
+        kueue = self._spawn("kueue", binaries, localspec.kueue_args(layout))
+        health.wait_healthy(
+            kwok,
+            health.http_probe(f"http://127.0.0.1:{ports.kwok}/healthz"),
+            what="/healthz",
+            timeout=left(),
+        )
+        health.wait_healthy(
+            kueue,
+            health.http_probe(f"http://127.0.0.1:{ports.kueue_health}/readyz"),
+            what="/readyz",
+            timeout=left(),
+        )
+        self._mark("kueue /readyz", t0)
+        self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca.bundle_b64)
+        kueue_install.install_webhooks(kube, self._webhooks)
+        try:
+            kueue_install.wait_webhook_mutates(kube, timeout=left())
+        except ClusterError:
+            raise
+        except Exception as err:
+            kueue.check()
+            raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
+        self._mark("kueue webhook ready", t0)
+        self.timings["ready"] = round(time.monotonic() - t0, 2)
+        self.handle = ClusterHandle("local", layout.kubeconfig, run_dir, server)
+        return self.handle
+
+    def _mark(self, phase: str, t0: float) -> None:
+        self.timings[phase] = round(time.monotonic() - t0, 2)
+        _say(f"{phase} ready after {self.timings[phase]:.1f}s")
+
+    def _write_pki(self, layout: localspec.Layout) -> pki.Authority:
+        ca = pki.Authority.create()
+        d = layout.pki
+        ca.pair.write(d, "ca")
+        ca.issue(
+            "kube-apiserver",
+            ips=localspec.APISERVER_SANS_IP,
+            dns=localspec.APISERVER_SANS_DNS,
+            server=True,
+        ).write(d, "apiserver")
+        ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(d, "admin")
+        sa = pki.signing_key()
+        (d / "sa.pub").write_bytes(sa.cert_pem)
+        (d / "sa.key").write_bytes(sa.key_pem)
+        ca.issue("kueue-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
+            layout.kueue_certs, "tls"
+        )
+        return ca
+
+    def _write_configs(self, layout: localspec.Layout, ports: localspec.Ports, kwok: Path) -> None:
+        cfg = manifests.kueue_config(
+            health_port=ports.kueue_health,
+            webhook_port=ports.kueue_webhook,
+            cert_dir=layout.kueue_certs,
+            feature_gates=self.feature_gates,
+            overrides=self.kueue_overrides,
+        )
+        layout.kueue_config.parent.mkdir(parents=True, exist_ok=True)
+        layout.kueue_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        layout.kwok_config.parent.mkdir(parents=True, exist_ok=True)
+        layout.kwok_config.write_text(stages_yaml(kwok))
+
+    def _spawn(
+        self,
+        name: str,
+        binaries: Mapping[str, Path],
+        args: list[str],
+        extra_env: Mapping[str, str] | None = None,
+    ) -> Process:
+        assert self.layout is not None
+        env = dict(os.environ)
+        env.update(
+            {
+                "KUBECONFIG": str(self.layout.kubeconfig),
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+                **(extra_env or {}),
+            }
+        )
+        proc = Process(
+            name,
+            [str(binaries[name]), *args],
+            self.layout.logs / f"{name}.log",
+            env,
+            self.layout.run_dir,
+        )
+        self.procs.append(proc)
+        proc.start()
+        _say(f"started {name} (pid {proc.pid})")
+        return proc
+
+    def _remove_webhooks(self) -> None:
+        """Webhooks go before Kueue stops; failurePolicy Fail would block Job/Pod writes."""
+        if not self._webhooks or self._kube is None:
+            return
+        api = next((p for p in self.procs if p.name == "kube-apiserver"), None)
+        if api is None or not api.running():
+            return
+        try:
+            kueue_install.remove_webhooks(self._kube, self._webhooks)
+        except Exception as err:  # best effort: the processes are stopped regardless
+            _say(f"could not delete webhook configurations: {err}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.providers.local up`: start a cluster and keep it until Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="python -m harness.providers.local")
+    parser.add_argument("action", choices=["up"])
+    parser.add_argument("--keep", action="store_true", help="keep the run dir after stopping")
+    parser.add_argument("--feature-gates", default="", help="Kueue gates, e.g. A=true,B=false")
+    args = parser.parse_args(argv)
+    gates = {
+        k.strip(): v.strip().lower() == "true"
+        for k, _, v in (g.partition("=") for g in args.feature_gates.split(",") if g)
+    }
+    cluster = LocalCluster(keep=args.keep, feature_gates=gates)
+    try:
+        handle = cluster.start()
+        print(f"kubeconfig: {handle.kubeconfig}", flush=True)
+        for name, pid in cluster.pids().items():
+            print(f"pid {name} {pid}", flush=True)
+        assert cluster.ports is not None
+        for name, port in cluster.ports.as_dict().items():
+            print(f"port {name} {port}", flush=True)
+        print(f"ready in {cluster.timings['ready']:.1f}s; Ctrl-C stops it", flush=True)
+        while True:
+            cluster.check()
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 0
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except toolchain.ToolchainError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        cluster.stop()
+        rss = cluster.peak_rss_kib()
+        if rss:
+            print(
+                "peak RSS MiB: " + ", ".join(f"{k}={v / 1024:.0f}" for k, v in rss.items()),
+                file=sys.stderr,
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Command lines and files for the local control plane (pure: no processes, no I/O).
+
+Flags are modelled on kwokctl's binary runtime and envtest, restricted to loopback and to
+ports chosen per run so clusters can run side by side.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+SERVICE_CIDR = "10.96.0.0/16"
+APISERVER_SANS_IP = ("127.0.0.1", "10.96.0.1")
+APISERVER_SANS_DNS = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+
+
+@dataclass(frozen=True)
+class Ports:
+    """One free 127.0.0.1 port per listener."""
+
+    etcd: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+    kueue_health: int
+    kueue_webhook: int
+
+    @classmethod
+    def allocate(cls) -> Ports:
+        """Ask the kernel for distinct free ports (all sockets held open until all are picked)."""
+        socks = []
+        try:
+            for _ in fields(cls):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.bind(("127.0.0.1", 0))
+                socks.append(s)
+            return cls(*(s.getsockname()[1] for s in socks))
+        finally:
+            for s in socks:
+                s.close()
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a run keeps its files."""
+
+    run_dir: Path
+    etcd_data: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.run_dir / "pki"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def logs(self) -> Path:
+        return self.run_dir / "logs"
+
+    @property
+    def kueue_certs(self) -> Path:
+        return self.run_dir / "kueue" / "webhook-certs"
+
+    @property
+    def kueue_config(self) -> Path:
+        return self.run_dir / "kueue" / "config.yaml"
+
+    @property
+    def kwok_config(self) -> Path:
+        return self.run_dir / "kwok" / "stages.yaml"
+
+
+def kubeconfig(server: str, layout: Layout) -> str:
+    """An admin kubeconfig using the run's CA and client certificate (file references)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kth",
+                "cluster": {"server": server, "certificate-authority": str(layout.pki / "ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": "kth-admin",
+                "user": {
+                    "client-certificate": str(layout.pki / "admin.crt"),
+                    "client-key": str(layout.pki / "admin.key"),
+                },
+            }
+        ],
+        "contexts": [{"name": "kth", "context": {"cluster": "kth", "user": "kth-admin"}}],
+        "current-context": "kth",
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def etcd_args(ports: Ports, layout: Layout) -> list[str]:
+    client, peer = f"http://127.0.0.1:{ports.etcd}", f"http://127.0.0.1:{ports.etcd_peer}"
+    return [
+        "--name=kth",
+        f"--data-dir={layout.etcd_data}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=kth={peer}",
+        "--unsafe-no-fsync=true",
+        "--auto-compaction-retention=1",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(ports: Ports, layout: Layout) -> list[str]:
+    pki = layout.pki
+    return [
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=RBAC",
+        "--allow-privileged=true",
+        # The `kubernetes` Service cannot get a loopback endpoint; nothing here needs it.
+        "--endpoint-reconciler-type=none",
+        # As envtest: pods need no token volume, and no race on the default ServiceAccount.
+        "--disable-admission-plugins=ServiceAccount",
+        f"--cert-dir={layout.run_dir / 'apiserver-certs'}",
+    ]
+
+
+def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
+    return [
+        f"--kubeconfig={layout.kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.controller_manager}",
+        f"--cert-dir={layout.run_dir / 'kcm-certs'}",
+        f"--root-ca-file={layout.pki / 'ca.crt'}",
+        f"--service-account-private-key-file={layout.pki / 'sa.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--node-monitor-period=5s",
+    ]
+
+
+def scheduler_args(ports: Ports, layout: Layout) -> list[str]:
+    return [
+        f"--kubeconfig={layout.kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.scheduler}",
+        f"--cert-dir={layout.run_dir / 'scheduler-certs'}",
+    ]
+
+
+def kwok_args(ports: Ports, layout: Layout) -> list[str]:
+    return [
+        # Explicit: kwok's default is ~/.kube/config and it ignores $KUBECONFIG.
+        f"--kubeconfig={layout.kubeconfig}",
+        f"--config={layout.kwok_config}",
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-ip=10.0.0.1",
+        "--cidr=10.0.0.0/24",
+        "--node-lease-duration-seconds=40",
+        f"--server-address=127.0.0.1:{ports.kwok}",
+    ]
+
+
+def kueue_args(layout: Layout) -> list[str]:
+    return [
+        f"--config={layout.kueue_config}",
+        f"--kubeconfig={layout.kubeconfig}",
+        "--zap-log-level=2",
+    ]
