@@ -1,0 +1,139 @@
+// Command kueue-sim runs Kueue v0.19.2's real scheduler in-process, over a
+// controller-runtime fake client, on scenarios of the kueue-tas-harness contract.
+//
+// Input: JSON Lines on stdin, one scenario per line (the YAML contract's keys).
+// Output: one JSON line per scenario on stdout:
+//
+//	{"name": ..., "outcome": {workload: {"admitted": ..., ...}}, "error": null}
+//
+// A scenario that makes Kueue panic or stall reports "error" and the batch goes on.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Result is one workload's outcome in the oracle's JSON shape.
+type Result struct {
+	Admitted  bool                          `json:"admitted"`
+	Rejected  bool                          `json:"rejected,omitempty"`
+	Placement *orderedMap[map[string]int32] `json:"placement,omitempty"`
+	Message   *string                       `json:"message,omitempty"`
+}
+
+// Line is one line of output.
+type Line struct {
+	Name    string              `json:"name"`
+	Outcome *orderedMap[Result] `json:"outcome"`
+	Error   *string             `json:"error"`
+}
+
+func main() {
+	verbosity := flag.Int("v", -1, "log Kueue to stderr at this verbosity (default: silent)")
+	timeout := flag.Duration("settle-timeout", 30*time.Second,
+		"longest wait for the scheduler to settle one workload")
+	flag.Parse()
+
+	log := logr.Discard()
+	if *verbosity >= 0 {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
+			funcr.Options{Verbosity: *verbosity})
+	}
+	klog.SetLogger(log)
+	ctrl.SetLogger(log)
+	installPanicHandler()
+
+	if err := serve(os.Stdin, os.Stdout, log, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "kueue-sim:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(in *os.File, out *os.File, log logr.Logger, timeout time.Duration) error {
+	scanner := bufio.NewScanner(in)
+	scanner.Buffer(make([]byte, 1<<20), 64<<20)
+	w := bufio.NewWriter(out)
+	enc := json.NewEncoder(w)
+	gates := newGateSetter()
+	for scanner.Scan() {
+		if len(scanner.Bytes()) == 0 {
+			continue
+		}
+		line := runLine(scanner.Bytes(), gates, log, timeout)
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+		// One answer per question: the caller streams and waits line by line.
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return scanner.Err()
+}
+
+func runLine(data []byte, gates *gateSetter, log logr.Logger, timeout time.Duration) (line Line) {
+	sc := &Scenario{}
+	if err := json.Unmarshal(data, sc); err != nil {
+		return failed(sc.Name, nil, fmt.Errorf("bad scenario JSON: %w", err))
+	}
+	line.Name = sc.Name
+	outcome := &orderedMap[Result]{}
+	defer func() {
+		if r := recover(); r != nil {
+			line = failed(sc.Name, outcome, fmt.Errorf("panic: %v", r))
+		}
+	}()
+	if err := gates.apply(sc.FeatureGates); err != nil {
+		return failed(sc.Name, nil, fmt.Errorf("featureGates: %w", err))
+	}
+	if err := runScenario(context.Background(), sc, outcome, log, timeout); err != nil {
+		return failed(sc.Name, outcome, err)
+	}
+	return Line{Name: sc.Name, Outcome: outcome}
+}
+
+func failed(name string, outcome *orderedMap[Result], err error) Line {
+	msg := err.Error()
+	return Line{Name: name, Outcome: outcome, Error: &msg}
+}
+
+// runScenario submits the workloads one at a time, in file order, each settling before
+// the next: an admitted workload's usage is seen by the ones after it.
+func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result], log logr.Logger, timeout time.Duration) error {
+	c, err := startCluster(ctx, sc, log)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+	for i := range sc.Workloads {
+		spec := &sc.Workloads[i]
+		wl, err := buildWorkload(spec, !sc.SimOptions.SkipWebhook)
+		var rej *rejection
+		if errors.As(err, &rej) {
+			msg := rej.message
+			outcome.set(spec.Name, Result{Rejected: true, Message: &msg})
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("workload %s: %w", spec.Name, err)
+		}
+		res, err := c.submit(ctx, wl, timeout)
+		if err != nil {
+			return err
+		}
+		outcome.set(spec.Name, res)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// cluster is one scenario's Kueue: fresh caches, queues, fake API server and a running
+// scheduler loop. Nothing is shared between scenarios except Kueue's feature gates.
+type cluster struct {
+	client client.Client
+	cache  *schdcache.Cache
+	queues *qcache.Manager
+	rec    *recorder
+	cancel context.CancelFunc
+	log    logr.Logger
+}
+
+// startCluster builds the objects of the scenario and feeds them to Kueue the way its
+// controllers would (nodes and non-TAS pods to the TAS cache; flavor, topology,
+// ClusterQueue and LocalQueue to the cache and queue manager), then starts the
+// scheduler loop with scheduler.Start, Kueue's exported entry point.
+func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*cluster, error) {
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(parent, log))
+	c := &cluster{client: newFakeClient(), rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log}
+	if err := c.setup(ctx, sc); err != nil {
+		cancel()
+		return nil, err
+	}
+	current.Store(c.rec)
+	expectations := preemptexpectations.New()
+	// NewManagerForUnitTests gives a manager whose inadmissible-workload requeuer only
+	// records requests: a pending workload stays pending instead of being retried on a
+	// timer, which the one-at-a-time contract asks for and keeps runs deterministic.
+	c.queues = qcache.NewManagerForUnitTests(c.client, c.cache, qcache.WithPreemptionExpectations(expectations))
+	if err := c.addQueues(ctx, sc); err != nil {
+		cancel()
+		return nil, err
+	}
+	s := scheduler.New(c.queues, c.cache, c.client, c.rec, scheduler.WithPreemptionExpectations(expectations))
+	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
+	if err := s.Start(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
+	c.cache = schdcache.New(c.client)
+	tas := c.cache.TASCache()
+	for i := range sc.Nodes {
+		tas.SyncNode(buildNode(&sc.Nodes[i]))
+	}
+	for i := range sc.Usage {
+		for _, pod := range buildUsagePods(i, &sc.Usage[i]) {
+			tas.Update(pod, c.log)
+		}
+	}
+	c.cache.AddOrUpdateResourceFlavor(c.log, buildFlavor(sc))
+	c.cache.AddOrUpdateTopology(c.log, buildTopology(sc))
+	cq := buildClusterQueue(sc)
+	if err := c.client.Create(ctx, cq); err != nil {
+		return fmt.Errorf("creating ClusterQueue: %w", err)
+	}
+	lq := buildLocalQueue()
+	if err := c.client.Create(ctx, lq); err != nil {
+		return fmt.Errorf("creating LocalQueue: %w", err)
+	}
+	// The cache picks up the LocalQueue from the client when the ClusterQueue arrives.
+	if err := c.cache.AddClusterQueue(ctx, cq); err != nil {
+		return fmt.Errorf("adding ClusterQueue to the cache: %w", err)
+	}
+	return nil
+}
+
+func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
+	cq := &kueue.ClusterQueue{}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: clusterQueueName}, cq); err != nil {
+		return err
+	}
+	if err := c.queues.AddClusterQueue(ctx, cq); err != nil {
+		return fmt.Errorf("adding ClusterQueue to the queue manager: %w", err)
+	}
+	if !c.cache.ClusterQueueActive(clusterQueueName) {
+		_, reason, msg := c.cache.ClusterQueueReadiness(clusterQueueName)
+		return fmt.Errorf("ClusterQueue is not active: %s: %s", reason, msg)
+	}
+	return c.queues.AddLocalQueue(ctx, buildLocalQueue())
+}
+
+func (c *cluster) stop() {
+	current.CompareAndSwap(c.rec, nil)
+	c.cancel()
+}
+
+// submit creates the workload and waits until the scheduler has settled it.
+func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.Duration) (Result, error) {
+	if err := c.client.Create(ctx, wl); err != nil {
+		return Result{}, fmt.Errorf("creating workload %s: %w", wl.Name, err)
+	}
+	// What Kueue's workload controller does with a new Workload.
+	workload.AdjustResources(ctx, c.client, wl)
+	if err := c.queues.AddOrUpdateWorkload(c.log, wl); err != nil {
+		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case s := <-c.rec.ch:
+			if s.panicked != "" {
+				return Result{}, &kueuePanic{msg: s.panicked}
+			}
+			if s.workload != wl.Name {
+				continue
+			}
+			return c.read(ctx, wl.Name, s)
+		case <-timer.C:
+			return Result{}, fmt.Errorf("workload %s: no admission or pending status from the scheduler within %s", wl.Name, timeout)
+		}
+	}
+}
+
+type kueuePanic struct{ msg string }
+
+func (p *kueuePanic) Error() string { return "Kueue panicked: " + p.msg }
+
+// read turns the Workload's status into the oracle's outcome for it.
+func (c *cluster) read(ctx context.Context, name string, s settled) (Result, error) {
+	wl := &kueue.Workload{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+		return Result{}, fmt.Errorf("reading workload %s: %w", name, err)
+	}
+	if wl.Status.Admission != nil {
+		return Result{Admitted: true, Placement: placement(wl.Status.Admission)}, nil
+	}
+	if s.admitted {
+		return Result{}, errors.New("workload " + name + ": quota reserved but no admission in its status")
+	}
+	msg := s.message
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&
+		cond.Status != metav1.ConditionTrue {
+		msg = cond.Message
+	}
+	return Result{Message: &msg}, nil
+}
+
+// placement decodes each pod set's topology assignment (v1beta2's compressed form) with
+// Kueue's own decoder into lowest-level domain value -> pods, summing domains that share
+// a lowest-level value.
+func placement(adm *kueue.Admission) *orderedMap[map[string]int32] {
+	out := &orderedMap[map[string]int32]{}
+	for _, psa := range adm.PodSetAssignments {
+		pods := map[string]int32{}
+		for d := range utiltas.InternalSeqFrom(psa.TopologyAssignment) {
+			if len(d.Values) > 0 {
+				pods[d.Values[len(d.Values)-1]] += d.Count
+			}
+		}
+		out.set(string(psa.Name), pods)
+	}
+	return out
+}

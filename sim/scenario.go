@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Scenario is one line of input: the scenario contract (scenario-format.md) in JSON form.
+// Keys the sim does not need (description, source, kueue, expect) are ignored; the
+// Python loader has validated the document already.
+type Scenario struct {
+	Name         string          `json:"name"`
+	FeatureGates map[string]bool `json:"featureGates"`
+	Topology     TopologySpec    `json:"topology"`
+	Flavor       *FlavorSpec     `json:"flavor"`
+	Queue        *QueueSpec      `json:"queue"`
+	Nodes        []NodeSpec      `json:"nodes"`
+	Usage        []UsageSpec     `json:"usage"`
+	Workloads    []WorkloadSpec  `json:"workloads"`
+	// SimOptions are knobs of this backend only, not part of the contract.
+	SimOptions SimOptions `json:"simOptions"`
+}
+
+// SimOptions lets tests reach code paths a real cluster would not (see skipWebhook).
+type SimOptions struct {
+	// SkipWebhook hands Workloads to the scheduler without the Job webhook's TAS
+	// validation, the way a Workload created by another path would arrive.
+	SkipWebhook bool `json:"skipWebhook"`
+}
+
+type TopologySpec struct {
+	Name   string   `json:"name"`
+	Levels []string `json:"levels"`
+}
+
+type FlavorSpec struct {
+	Name        string              `json:"name"`
+	NodeLabels  map[string]string   `json:"nodeLabels"`
+	Tolerations []corev1.Toleration `json:"tolerations"`
+}
+
+type QueueSpec struct {
+	NominalQuota ResourceMap `json:"nominalQuota"`
+}
+
+type NodeSpec struct {
+	Name          string            `json:"name"`
+	Labels        map[string]string `json:"labels"`
+	Allocatable   ResourceMap       `json:"allocatable"`
+	Taints        []corev1.Taint    `json:"taints"`
+	Ready         *bool             `json:"ready"`
+	Unschedulable bool              `json:"unschedulable"`
+}
+
+type UsageSpec struct {
+	Node     string      `json:"node"`
+	Requests ResourceMap `json:"requests"`
+	Count    *int        `json:"count"`
+}
+
+type WorkloadSpec struct {
+	Name    string       `json:"name"`
+	PodSets []PodSetSpec `json:"podSets"`
+}
+
+type PodSetSpec struct {
+	Name         string              `json:"name"`
+	Count        int32               `json:"count"`
+	Requests     ResourceMap         `json:"requests"`
+	Topology     *TopologyRequest    `json:"topology"`
+	NodeSelector map[string]string   `json:"nodeSelector"`
+	Tolerations  []corev1.Toleration `json:"tolerations"`
+}
+
+type TopologyRequest struct {
+	Mode            string `json:"mode"`
+	Level           string `json:"level"`
+	SliceLevel      string `json:"sliceLevel"`
+	SliceSize       *int64 `json:"sliceSize"`
+	PodSetGroupName string `json:"podSetGroupName"`
+}
+
+// ResourceMap holds Kubernetes quantities written either as strings ("500m", "256Gi")
+// or as JSON numbers (4, 0.5).
+type ResourceMap map[corev1.ResourceName]resource.Quantity
+
+func (m *ResourceMap) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make(ResourceMap, len(raw))
+	for name, value := range raw {
+		q, err := parseQuantity(value)
+		if err != nil {
+			return fmt.Errorf("resource %q: %w", name, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	*m = out
+	return nil
+}
+
+func parseQuantity(value json.RawMessage) (resource.Quantity, error) {
+	text := string(bytes.TrimSpace(value))
+	if len(text) > 0 && text[0] == '"' {
+		if err := json.Unmarshal(value, &text); err != nil {
+			return resource.Quantity{}, err
+		}
+	}
+	return resource.ParseQuantity(text)
+}
+
+// List converts the map to a corev1.ResourceList.
+func (m ResourceMap) List() corev1.ResourceList {
+	out := make(corev1.ResourceList, len(m))
+	for k, v := range m {
+		out[k] = v.DeepCopy()
+	}
+	return out
+}

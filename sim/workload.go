@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/webhooks"
+)
+
+// rejection is a refusal by an admission webhook, reported as {"rejected": true}.
+type rejection struct{ message string }
+
+func (r *rejection) Error() string { return r.message }
+
+// metaPath is where a pod set's annotations live for the webhook's messages: the
+// batch/v1 Job path for a single pod set (what the Job webhook reports), an indexed
+// path when a workload has several.
+func metaPath(wl *WorkloadSpec, i int) *field.Path {
+	if len(wl.PodSets) == 1 {
+		return field.NewPath("spec", "template", "metadata")
+	}
+	return field.NewPath("spec", "podSets").Index(i).Child("template", "metadata")
+}
+
+// buildWorkload turns a scenario workload into the Workload Kueue's Job integration
+// would create. The pod-template annotations go through Kueue's own validation
+// (jobframework.ValidateTASPodSetRequest and friends, as the Job webhook calls them)
+// and Kueue's own request builder (jobframework.NewPodSetTopologyRequest with the Job's
+// completion-index label), so annotation handling is Kueue's code, not ours.
+func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
+	var errs field.ErrorList
+	podSets := make([]kueue.PodSet, 0, len(wl.PodSets))
+	paths := map[kueue.PodSetReference]*field.Path{}
+	for i := range wl.PodSets {
+		spec := &wl.PodSets[i]
+		tmpl := podTemplate(spec)
+		path := metaPath(wl, i)
+		if validate {
+			errs = append(errs, jobframework.ValidateTASPodSetRequest(path, &tmpl.ObjectMeta)...)
+		}
+		req, err := jobframework.NewPodSetTopologyRequest(&tmpl.ObjectMeta).
+			PodIndexLabel(ptr.To(podIndexLabel)).Build()
+		if err != nil {
+			if !validate {
+				return nil, err
+			}
+			errs = append(errs, field.Invalid(path.Child("annotations"), field.OmitValueType{}, err.Error()))
+			continue
+		}
+		ps := kueue.PodSet{
+			Name:            kueue.PodSetReference(spec.Name),
+			Template:        tmpl,
+			Count:           spec.Count,
+			TopologyRequest: req,
+		}
+		if validate {
+			errs = append(errs, jobframework.ValidateSliceSizeAnnotationUpperBound(path, &tmpl.ObjectMeta, &ps)...)
+		}
+		paths[ps.Name] = path.Child("annotations")
+		podSets = append(podSets, ps)
+	}
+	if validate && len(podSets) == len(wl.PodSets) {
+		errs = append(errs, jobframework.ValidatePodSetGroupingTopology(podSets, paths)...)
+	}
+	if len(errs) > 0 {
+		return nil, &rejection{message: errs.ToAggregate().Error()}
+	}
+	w := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              wl.Name,
+			Namespace:         namespace,
+			UID:               types.UID("wl-" + wl.Name),
+			CreationTimestamp: metav1.Now(),
+		},
+		Spec: kueue.WorkloadSpec{
+			QueueName: localQueueName,
+			PodSets:   podSets,
+			Active:    ptr.To(true),
+		},
+	}
+	if validate {
+		// The Workload webhook runs when Kueue creates the Workload for the Job.
+		if errs := webhooks.ValidateWorkload(w, nil); len(errs) > 0 {
+			return nil, &rejection{message: fmt.Sprintf("workload: %s", errs.ToAggregate())}
+		}
+	}
+	return w, nil
+}
