@@ -150,6 +150,7 @@ class LocalCluster:
         root.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
         layout = self.layout = localspec.Layout(run_dir, _shm_dir(run_dir.name))
+        _say(f"run dir {run_dir}")
         ports = self.ports = localspec.Ports.allocate()
         ca = self._write_pki(layout)
         server = f"https://127.0.0.1:{ports.apiserver}"

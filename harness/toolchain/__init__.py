@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from harness.toolchain import cache
-from harness.toolchain.gocmd import ToolchainError, module_dir
+from harness.toolchain.gocmd import ToolchainError, go_binary, module_dir
 from harness.toolchain.pins import PINS, Pins
 from harness.toolchain.recipes import KUEUE_MODULE, KWOK_MODULE, Component, components
 
@@ -52,6 +52,7 @@ def binary(name: str, pins: Pins = PINS) -> Path:
     target = final / comp.name
     if cache.is_current(final, comp.fingerprint(), [comp.name]):
         return target
+    go_binary(comp.name, comp.env_var)  # one clear message before anything else happens
     with cache.locked(comp.dirname):
         if cache.is_current(final, comp.fingerprint(), [comp.name]):
             return target

@@ -55,6 +55,7 @@ def populate(final: Path, fingerprint: dict[str, str], fill: Callable[[Path], No
     """Call `fill(tmpdir)`, stamp it, and rename it to `final` (replacing a stale one)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it 0700; the cache may be shared
     started = time.monotonic()
     try:
         fill(tmp)
