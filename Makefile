@@ -1,0 +1,54 @@
+# The one entry point. CI calls these targets only.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+CLUSTER ?= local
+RUN_DIR ?= run
+PYTEST_ARGS ?=
+
+.PHONY: all venv test unit e2e bench lint fmt typecheck clean
+
+all: test
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+## test: the project's own tests (unit, fit model, in-process Kueue, real embedded cluster)
+test: venv
+	mkdir -p $(RUN_DIR)
+	$(PY) -m pytest tests suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
+
+## unit: tests that need neither Go builds nor a cluster
+unit: venv
+	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
+
+## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim)
+e2e: venv
+	mkdir -p $(RUN_DIR)
+	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml $(PYTEST_ARGS)
+
+## bench: speed figures, printed as numbers
+bench: venv
+	$(PY) bench/oracle.py
+	@for b in bench/sim.py bench/cluster.py; do [ ! -f $$b ] || $(PY) $$b; done
+
+lint: venv
+	$(VENV)/bin/ruff check harness tests bench
+	$(VENV)/bin/ruff format --check harness tests bench
+	$(VENV)/bin/lint-imports
+	@if command -v actionlint >/dev/null; then actionlint; else echo "actionlint not installed: skipped"; fi
+
+fmt: venv
+	$(VENV)/bin/ruff format harness tests bench
+	$(VENV)/bin/ruff check --fix harness tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache

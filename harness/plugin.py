@@ -1,0 +1,82 @@
+"""The pytest plugin: options, scenario collection and the session's backend.
+
+Registered through the `pytest11` entry point, so `pytest suites/` works in any checkout
+with the package installed. No cluster starts unless `--cluster` asks for one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.backends import create_backend
+from harness.collect import BACKEND_KEY, ScenarioFile
+from harness.fit import MODELLED_KUEUE_VERSIONS
+
+CLUSTERS = ("local", "kind", "existing", "sim")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kueue-tas-harness")
+    group.addoption("--cluster", choices=CLUSTERS, default=None,
+                    help="run scenarios (and cluster tests) on this backend; "
+                         "without it scenarios check only the fit model")  # fmt: skip
+    group.addoption("--keep-cluster", action="store_true",
+                    help="leave the cluster running after the session and print how to reach it")
+    group.addoption("--kueue-version", default=MODELLED_KUEUE_VERSIONS[0],
+                    help="Kueue version to install and to model")  # fmt: skip
+    group.addoption("--feature-gates", default="",
+                    help="extra Kueue feature gates for the cluster, e.g. A=true,B=false")
+    group.addoption("--kubeconfig", default=None,
+                    help="kubeconfig of the cluster for --cluster=existing")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    version = config.getoption("--kueue-version")
+    if version not in MODELLED_KUEUE_VERSIONS:
+        raise pytest.UsageError(
+            f"--kueue-version {version}: the harness supports {', '.join(MODELLED_KUEUE_VERSIONS)}"
+        )
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+    if file_path.suffix == ".yaml" and "suites" in file_path.parts:
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    cluster = config.getoption("--cluster")
+    if cluster is None:
+        return "scenarios: fit model only (use --cluster=local to run them on real Kueue)"
+    return f"scenarios: on the {cluster} backend, checked against expect and the fit model"
+
+
+def backend_options(config: pytest.Config) -> dict[str, Any]:
+    return {
+        "keep": config.getoption("--keep-cluster"),
+        "feature_gates": config.getoption("--feature-gates"),
+        "kubeconfig": config.getoption("--kubeconfig"),
+    }
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Start the selected backend once, when the first item needs it."""
+    cluster = item.config.getoption("--cluster")
+    needs = isinstance(item.parent, ScenarioFile) or item.get_closest_marker("cluster")
+    if cluster is None:
+        if item.get_closest_marker("cluster"):
+            pytest.skip("cluster tests are not enabled: run with --cluster=local")
+        return
+    if needs and item.config.stash.get(BACKEND_KEY, None) is None:
+        item.config.stash[BACKEND_KEY] = create_backend(cluster, **backend_options(item.config))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    backend = config.stash.get(BACKEND_KEY, None)
+    if backend is not None:
+        backend.close()
+        config.stash[BACKEND_KEY] = None
