@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.fit import fit  # noqa: E402
-from harness.loader import load_scenario  # noqa: E402
-from harness.scenario import (  # noqa: E402
+from harness.fit import fit
+from harness.loader import load_scenario
+from harness.scenario import (
     HOSTNAME,
     Flavor,
     Node,
@@ -47,14 +47,20 @@ def big_scenario(nodes: int, mode: str, level: str | None) -> Scenario:
         if i % 2:
             usage.append(Usage(node=name, requests={"nvidia.com/gpu": Fraction(4)}))
     pod_set = PodSet(
-        name="main", count=256, requests={"nvidia.com/gpu": Fraction(1)},
+        name="main",
+        count=256,
+        requests={"nvidia.com/gpu": Fraction(1)},
         topology=TopologyRequest(mode=mode, level=level),
-    )  # fmt: skip
+    )
     return Scenario(
-        name="bench", topology=Topology("bench", LEVELS), flavor=Flavor("bench"), queue=Queue(),
-        nodes=tuple(node_list), usage=tuple(usage),
+        name="bench",
+        topology=Topology("bench", LEVELS),
+        flavor=Flavor("bench"),
+        queue=Queue(),
+        nodes=tuple(node_list),
+        usage=tuple(usage),
         workloads=(Workload(name="train", pod_sets=(pod_set,)),),
-    )  # fmt: skip
+    )
 
 
 def timed(func, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
@@ -69,18 +75,25 @@ def timed(func, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
 def main() -> None:
     print("fit model (oracle) benchmark")
     for nodes in (1_000, 10_000):
-        for mode, level in (("required", LEVELS[1]), ("preferred", LEVELS[2]),
-                            ("unconstrained", None)):  # fmt: skip
+        for mode, level in (
+            ("required", LEVELS[1]),
+            ("preferred", LEVELS[2]),
+            ("unconstrained", None),
+        ):
             scenario = big_scenario(nodes, mode, level)
             runs = timed(lambda s=scenario: fit(s), 5 if nodes <= 1000 else 3)
-            print(f"  256 pods, {nodes:>6} nodes, {mode:<13}: "
-                  f"median {statistics.median(runs) * 1000:8.1f} ms  (min {min(runs) * 1000:.1f})")
+            print(
+                f"  256 pods, {nodes:>6} nodes, {mode:<13}: "
+                f"median {statistics.median(runs) * 1000:8.1f} ms  (min {min(runs) * 1000:.1f})"
+            )
     root = Path(__file__).resolve().parent.parent / "suites"
     files = sorted(root.rglob("*.yaml"))[:60]
     scenarios = [load_scenario(f) for f in files]
     runs = timed(lambda: [fit(s) for s in scenarios], 5)
-    print(f"  suite of {len(scenarios)} scenarios: median {statistics.median(runs) * 1000:.1f} ms "
-          f"({statistics.median(runs) / max(1, len(scenarios)) * 1000:.2f} ms per scenario)")
+    print(
+        f"  suite of {len(scenarios)} scenarios: median {statistics.median(runs) * 1000:.1f} ms "
+        f"({statistics.median(runs) / max(1, len(scenarios)) * 1000:.2f} ms per scenario)"
+    )
 
 
 if __name__ == "__main__":

@@ -66,9 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument("file", help="scenario YAML file")
     oracle.add_argument("--format", choices=("json", "text"), default="json")
     oracle.add_argument(
-        "--explain", action="store_true",
+        "--explain",
+        action="store_true",
         help="show free capacity per domain and why candidates were rejected",
-    )  # fmt: skip
+    )
     oracle.set_defaults(handler=_oracle)
     for register in _extra_commands():
         register(sub)

@@ -86,14 +86,17 @@ def _predict(scenario: Scenario) -> FitResult:
         raise ScenarioMismatch(str(err)) from None
 
 
-def _expectation_lines(scenario: Scenario, outcomes: Mapping[str, Outcome],
-                       steps: list[dict[str, Outcome]]) -> list[str]:  # fmt: skip
+def _expectation_lines(
+    scenario: Scenario, outcomes: Mapping[str, Outcome], steps: list[dict[str, Outcome]]
+) -> list[str]:
     lines = against_expectations(scenario.expect or {}, outcomes)
     for index, step in enumerate(scenario.steps):
         if step.expect and index < len(steps):
             expect: Mapping[str, Expectation] = step.expect
-            lines += [f"after step {index + 1} ({step.action}): {line}"
-                      for line in against_expectations(expect, steps[index])]  # fmt: skip
+            lines += [
+                f"after step {index + 1} ({step.action}): {line}"
+                for line in against_expectations(expect, steps[index])
+            ]
     return lines
 
 

@@ -6,38 +6,95 @@ Only the names live here; what each gate does to placement is the fit model's bu
 from __future__ import annotations
 
 KUEUE_V0_19_GATES = frozenset(
-    """
-    PartialAdmission FlavorFungibility VisibilityOnDemand DisableWaitForPodsReady
-    PrioritySortingWithinCohort FairSharingPreemptWithinNominal FairSharingPrioritizeNonBorrowing
-    MultiKueue TopologyAwareScheduling LocalQueueMetrics TASProfileMixed HierarchicalCohorts
-    AdmissionFairSharing ObjectRetentionPolicies TASFailedNodeReplacement
-    ElasticJobsViaWorkloadSlices ElasticJobsViaWorkloadSlicesWithTAS
-    TASFailedNodeReplacementFailFast TASReplaceNodeOnPodTermination
-    SkipReassignmentForPodOwnedWorkloads TASReplaceNodeDueToNotReadyOverFixedTime
-    ManagedJobsNamespaceSelectorAlwaysRespected TASBalancedPlacement
-    TASAssignmentsEncodingByHostnamePrefix KueueDRAIntegration KueueDRAIntegrationExtendedResource
-    QuotaCheckStrategy KueueDRARejectWorkloadsWhenDRADisabled
-    KueueDRAIntegrationPartitionableDevices KueueDRAIntegrationConsumableCapacity
-    MultiKueueAdaptersForCustomJobs WorkloadRequestUseMergePatch MultiKueueAllowInsecureKubeconfigs
-    MultiKueueKubeConfigPathValidation ReclaimablePods PropagateBatchJobLabelsToWorkload
-    MultiKueueClusterProfile FailureRecoveryPolicy SkipFinalizersForPodsSuspendedByParent
-    MultiKueueWaitForWorkloadAdmitted MultiKueueRedoAdmissionOnEvictionInWorker TLSOptions
-    RemoveFinalizersWithStrictPatch TASReplaceNodeOnNodeTaints AssignQueueLabelsForPods
-    TASMultiLayerTopology SchedulingEquivalenceHashing SchedulerLongRequeueInterval
-    SchedulerTimestampPreemptionBuffer CustomMetricLabels SparkApplicationIntegration
-    MultiKueueOrchestratedPreemption PriorityBoost AdmissionGatedBy ShortWorkloadNames
-    FastQuotaReleaseInPodIntegration RejectUpdatesToCQWithInvalidOnFlavors FinishOrphanedWorkloads
-    MultiKueueIncrementalDispatcherConfig MultiKueueIncrementalDispatcherRespectConfigOrder
-    ConcurrentAdmission MetricForWorkloadCreationLatency TASRespectNodeAffinityPreferred
-    MultiKueueManagerQuotaAutomation WorkloadIdentifierAnnotations WorkloadPriorityClassDefaulting
-    MetricsForCohorts CleanupProvisioningRequestsOnEviction TASHandleOverlappingFlavors
-    UnadmittedWorkloadsObservability TASRecomputeAssignmentWithinSchedulingCycle
-    UnadmittedWorkloadsExplicitStatus DeferRayServiceFinalizationForRedisCleanup
-    TASCacheNodeMatchResults TASCachingRemainingResources TASCacheTopologyTree
-    SchedulerLibraryIntegration VectorizedResourceRequests WorkloadValidateResourcesAreNonNegative
-    TASValidateWorkloadSliceSize WorkloadValidationForPodSetMetadata PrioritizePreemptorWorkloads
-    LWSImmutableGroupSize FlavorFungibilityPreserveScanProgress SkipAncestorCheckForDeletedWorkloads
-    MultiKueueRemoteSpecSync RecomputeAssignmentUponPreemptionTargetsOverlap
-    PodIntegrationValidateGroupOwner ValidateRayAndSparkJobUpdates
-    """.split()
+    {
+        "AdmissionFairSharing",
+        "AdmissionGatedBy",
+        "AssignQueueLabelsForPods",
+        "CleanupProvisioningRequestsOnEviction",
+        "ConcurrentAdmission",
+        "CustomMetricLabels",
+        "DeferRayServiceFinalizationForRedisCleanup",
+        "DisableWaitForPodsReady",
+        "ElasticJobsViaWorkloadSlices",
+        "ElasticJobsViaWorkloadSlicesWithTAS",
+        "FailureRecoveryPolicy",
+        "FairSharingPreemptWithinNominal",
+        "FairSharingPrioritizeNonBorrowing",
+        "FastQuotaReleaseInPodIntegration",
+        "FinishOrphanedWorkloads",
+        "FlavorFungibility",
+        "FlavorFungibilityPreserveScanProgress",
+        "HierarchicalCohorts",
+        "KueueDRAIntegration",
+        "KueueDRAIntegrationConsumableCapacity",
+        "KueueDRAIntegrationExtendedResource",
+        "KueueDRAIntegrationPartitionableDevices",
+        "KueueDRARejectWorkloadsWhenDRADisabled",
+        "LWSImmutableGroupSize",
+        "LocalQueueMetrics",
+        "ManagedJobsNamespaceSelectorAlwaysRespected",
+        "MetricForWorkloadCreationLatency",
+        "MetricsForCohorts",
+        "MultiKueue",
+        "MultiKueueAdaptersForCustomJobs",
+        "MultiKueueAllowInsecureKubeconfigs",
+        "MultiKueueClusterProfile",
+        "MultiKueueIncrementalDispatcherConfig",
+        "MultiKueueIncrementalDispatcherRespectConfigOrder",
+        "MultiKueueKubeConfigPathValidation",
+        "MultiKueueManagerQuotaAutomation",
+        "MultiKueueOrchestratedPreemption",
+        "MultiKueueRedoAdmissionOnEvictionInWorker",
+        "MultiKueueRemoteSpecSync",
+        "MultiKueueWaitForWorkloadAdmitted",
+        "ObjectRetentionPolicies",
+        "PartialAdmission",
+        "PodIntegrationValidateGroupOwner",
+        "PrioritizePreemptorWorkloads",
+        "PriorityBoost",
+        "PrioritySortingWithinCohort",
+        "PropagateBatchJobLabelsToWorkload",
+        "QuotaCheckStrategy",
+        "ReclaimablePods",
+        "RecomputeAssignmentUponPreemptionTargetsOverlap",
+        "RejectUpdatesToCQWithInvalidOnFlavors",
+        "RemoveFinalizersWithStrictPatch",
+        "SchedulerLibraryIntegration",
+        "SchedulerLongRequeueInterval",
+        "SchedulerTimestampPreemptionBuffer",
+        "SchedulingEquivalenceHashing",
+        "ShortWorkloadNames",
+        "SkipAncestorCheckForDeletedWorkloads",
+        "SkipFinalizersForPodsSuspendedByParent",
+        "SkipReassignmentForPodOwnedWorkloads",
+        "SparkApplicationIntegration",
+        "TASAssignmentsEncodingByHostnamePrefix",
+        "TASBalancedPlacement",
+        "TASCacheNodeMatchResults",
+        "TASCacheTopologyTree",
+        "TASCachingRemainingResources",
+        "TASFailedNodeReplacement",
+        "TASFailedNodeReplacementFailFast",
+        "TASHandleOverlappingFlavors",
+        "TASMultiLayerTopology",
+        "TASProfileMixed",
+        "TASRecomputeAssignmentWithinSchedulingCycle",
+        "TASReplaceNodeDueToNotReadyOverFixedTime",
+        "TASReplaceNodeOnNodeTaints",
+        "TASReplaceNodeOnPodTermination",
+        "TASRespectNodeAffinityPreferred",
+        "TASValidateWorkloadSliceSize",
+        "TLSOptions",
+        "TopologyAwareScheduling",
+        "UnadmittedWorkloadsExplicitStatus",
+        "UnadmittedWorkloadsObservability",
+        "ValidateRayAndSparkJobUpdates",
+        "VectorizedResourceRequests",
+        "VisibilityOnDemand",
+        "WorkloadIdentifierAnnotations",
+        "WorkloadPriorityClassDefaulting",
+        "WorkloadRequestUseMergePatch",
+        "WorkloadValidateResourcesAreNonNegative",
+        "WorkloadValidationForPodSetMetadata",
+    }
 )

@@ -41,7 +41,9 @@ T = TypeVar("T")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 
 
 class _At:
@@ -144,25 +146,25 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
             )
         seen.add(key)
-    return loader.construct_mapping(node)  # type: ignore[no-untyped-call, no-any-return]
+    return loader.construct_mapping(node)
 
 
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,  # type: ignore[arg-type]
+    _construct_mapping,
 )
 
 
 def parse_yaml(text: str, file: str) -> Any:
     """Parse YAML text; a syntax error becomes one ScenarioError line with the position."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
@@ -182,9 +184,20 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 TOP_KEYS = (
-    "name", "description", "source", "kueue", "featureGates", "topology", "flavor",
-    "queue", "nodes", "usage", "workloads", "expect", "steps",
-)  # fmt: skip
+    "name",
+    "description",
+    "source",
+    "kueue",
+    "featureGates",
+    "topology",
+    "flavor",
+    "queue",
+    "nodes",
+    "usage",
+    "workloads",
+    "expect",
+    "steps",
+)
 
 
 def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
@@ -196,8 +209,9 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     usage = tuple(_usage(u, node_names) for u in top["usage"].items()) if "usage" in top else ()
     _unique([u for u in usage if u.name], top.get("usage"), "usage")
     levels = topology.levels
-    workloads = _unique([_workload(w, levels) for w in top["workloads"].items()],
-                        top["workloads"], "workload")  # fmt: skip
+    workloads = _unique(
+        [_workload(w, levels) for w in top["workloads"].items()], top["workloads"], "workload"
+    )
     steps = _steps(top["steps"], topology, node_names, usage, workloads) if "steps" in top else ()
     known = {w.name: w for w in workloads}
     for step in steps:
@@ -252,8 +266,9 @@ def _topology(at: _At) -> Topology:
     for index, level in enumerate(levels):
         if level in levels[:index]:
             fields["levels"].child(index, level).fail(f"duplicate level {level!r}")
-    return Topology(name=fields["name"].string(_DNS_SUBDOMAIN, "Topology name"),
-                    levels=tuple(levels))  # fmt: skip
+    return Topology(
+        name=fields["name"].string(_DNS_SUBDOMAIN, "Topology name"), levels=tuple(levels)
+    )
 
 
 def _flavor(at: _At | None, topology: Topology) -> Flavor:
@@ -314,8 +329,9 @@ def _toleration(at: _At) -> Toleration:
     seconds = fields["tolerationSeconds"].value if "tolerationSeconds" in fields else None
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
         fields["tolerationSeconds"].fail("must be a whole number of seconds")
-    return Toleration(key=key, operator=operator, value=value, effect=effect,
-                      toleration_seconds=seconds)  # fmt: skip
+    return Toleration(
+        key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds
+    )
 
 
 NODE_KEYS = ("name", "labels", "allocatable", "taints", "ready", "unschedulable")
@@ -452,7 +468,8 @@ def _steps(
     usage: tuple[Usage, ...],
     workloads: list[Workload],
 ) -> tuple[Step, ...]:
-    nodes, usages = set(node_names), {u.name for u in usage if u.name}
+    nodes = set(node_names)
+    usages: set[str | None] = {u.name for u in usage if u.name}
     known = {w.name: w for w in workloads}
     steps = []
     for item in at.items():

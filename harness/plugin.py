@@ -20,17 +20,31 @@ CLUSTERS = ("local", "kind", "existing", "sim")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kueue-tas-harness")
-    group.addoption("--cluster", choices=CLUSTERS, default=None,
-                    help="run scenarios (and cluster tests) on this backend; "
-                         "without it scenarios check only the fit model")  # fmt: skip
-    group.addoption("--keep-cluster", action="store_true",
-                    help="leave the cluster running after the session and print how to reach it")
-    group.addoption("--kueue-version", default=MODELLED_KUEUE_VERSIONS[0],
-                    help="Kueue version to install and to model")  # fmt: skip
-    group.addoption("--feature-gates", default="",
-                    help="extra Kueue feature gates for the cluster, e.g. A=true,B=false")
-    group.addoption("--kubeconfig", default=None,
-                    help="kubeconfig of the cluster for --cluster=existing")
+    group.addoption(
+        "--cluster",
+        choices=CLUSTERS,
+        default=None,
+        help="run scenarios (and cluster tests) on this backend; "
+        "without it scenarios check only the fit model",
+    )
+    group.addoption(
+        "--keep-cluster",
+        action="store_true",
+        help="leave the cluster running after the session and print how to reach it",
+    )
+    group.addoption(
+        "--kueue-version",
+        default=MODELLED_KUEUE_VERSIONS[0],
+        help="Kueue version to install and to model",
+    )
+    group.addoption(
+        "--feature-gates",
+        default="",
+        help="extra Kueue feature gates for the cluster, e.g. A=true,B=false",
+    )
+    group.addoption(
+        "--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=existing"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -44,7 +44,7 @@ def parse_quantity(value: object) -> Fraction:
         number = -number
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return number * 1024 ** _BINARY[suffix]
+        return number * Fraction(1024) ** _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * Fraction(10) ** _DECIMAL[suffix]
     return number * Fraction(10) ** int(suffix[1:])
@@ -52,6 +52,8 @@ def parse_quantity(value: object) -> Fraction:
 
 def kueue_units(resource: str, quantity: Fraction) -> int:
     """The int64 Kueue uses: millicores for cpu, whole units (rounded up) otherwise."""
+    if quantity.denominator == 1:  # the common case, without Fraction arithmetic
+        return quantity.numerator * 1000 if resource == CPU else quantity.numerator
     if resource == CPU:
         return math.ceil(quantity * 1000)
     return math.ceil(quantity)

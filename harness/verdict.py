@@ -16,8 +16,9 @@ from harness.scenario import Expectation
 _POD_SET_PREFIX = re.compile(r"couldn't assign flavors to pod set [^:]+: ")
 
 
-def _placement_lines(name: str, want: Mapping[str, Mapping[str, int]],
-                     got: Mapping[str, Mapping[str, int]]) -> list[str]:  # fmt: skip
+def _placement_lines(
+    name: str, want: Mapping[str, Mapping[str, int]], got: Mapping[str, Mapping[str, int]]
+) -> list[str]:
     lines = []
     for pod_set in sorted(set(want) | set(got)):
         w, g = dict(want.get(pod_set, {})), dict(got.get(pod_set, {}))
@@ -38,8 +39,9 @@ def message_matches(expected: str, actual: str) -> bool:
     return _POD_SET_PREFIX.sub("", expected) in _POD_SET_PREFIX.sub("", actual)
 
 
-def against_expectations(expect: Mapping[str, Expectation],
-                         observed: Mapping[str, Outcome]) -> list[str]:  # fmt: skip
+def against_expectations(
+    expect: Mapping[str, Expectation], observed: Mapping[str, Outcome]
+) -> list[str]:
     """Differences between what a scenario file expects and what happened."""
     lines = []
     for name, want in expect.items():
@@ -51,19 +53,22 @@ def against_expectations(expect: Mapping[str, Expectation],
             lines.append(f"{name}: expected rejected={want.rejected}, got {_state(got)}")
             continue
         if want.admitted != got.admitted:
-            lines.append(f"{name}: expected {'admitted' if want.admitted else 'pending'}, "
-                         f"got {_state(got)}")  # fmt: skip
+            lines.append(
+                f"{name}: expected {'admitted' if want.admitted else 'pending'}, got {_state(got)}"
+            )
             continue
         if want.placement is not None:
             lines += _placement_lines(name, want.placement, got.placement)
         if want.message is not None and not message_matches(want.message, got.message):
-            lines.append(f"{name}: expected message containing {want.message!r}, "
-                         f"got {got.message!r}")  # fmt: skip
+            lines.append(
+                f"{name}: expected message containing {want.message!r}, got {got.message!r}"
+            )
     return lines
 
 
-def against_prediction(predicted: Mapping[str, Outcome],
-                       observed: Mapping[str, Outcome]) -> list[str]:  # fmt: skip
+def against_prediction(
+    predicted: Mapping[str, Outcome], observed: Mapping[str, Outcome]
+) -> list[str]:
     """Differences between the fit model's prediction and what the backend did."""
     lines = []
     for name in list(predicted) + [n for n in observed if n not in predicted]:

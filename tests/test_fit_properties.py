@@ -62,10 +62,15 @@ def scenarios(draw: st.DrawFn, workloads: int = 3) -> Scenario:
             deeper = levels[levels.index(level) :]
             slice_level = draw(st.sampled_from(deeper))
             slice_size = draw(st.sampled_from([d for d in range(1, count + 1) if count % d == 0]))
-        topology = TopologyRequest(mode=mode, level=level, slice_level=slice_level,
-                                   slice_size=slice_size)  # fmt: skip
-        pod_set = PodSet(name="main", count=count,
-                         requests={GPU: Fraction(draw(st.integers(1, 2)))}, topology=topology)  # fmt: skip
+        topology = TopologyRequest(
+            mode=mode, level=level, slice_level=slice_level, slice_size=slice_size
+        )
+        pod_set = PodSet(
+            name="main",
+            count=count,
+            requests={GPU: Fraction(draw(st.integers(1, 2)))},
+            topology=topology,
+        )
         wls.append(Workload(name=f"w{index}", pod_sets=(pod_set,)))
     return Scenario(
         name="prop",

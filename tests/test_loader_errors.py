@@ -39,8 +39,11 @@ def test_malformed_file_is_one_clear_error(path: Path) -> None:
 def test_cli_exits_2_with_one_line(path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "harness", "oracle", str(path)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -51,7 +54,10 @@ def test_cli_exits_2_with_one_line(path: Path) -> None:
 def test_missing_file_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "harness", "oracle", str(tmp_path / "absent.yaml")],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert "cannot read" in done.stderr

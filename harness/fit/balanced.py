@@ -176,9 +176,7 @@ def _optimal_set(
     if not fits:
         return None
     if by_entropy:
-        ordered = sorted(
-            domains, key=lambda d: (-d.leaders, -d.slices_wl, -_entropy(d), d.values)
-        )
+        ordered = sorted(domains, key=lambda d: (-d.leaders, -d.slices_wl, -_entropy(d), d.values))
     else:
         ordered = sorted(domains, key=lambda d: d.values)
     table: list[dict[int, dict[int, list[Domain]]]] = [{} for _ in range(optimal + 1)]

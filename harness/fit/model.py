@@ -137,13 +137,16 @@ def _schedule(
         label = f"{workload.name}/{request.workers.name}"
         observe = (lambda t: trace(label, t, "free capacity")) if trace else None  # noqa: B023
         try:
-            result = place(tree, request, scenario.flavor.tolerations, assumed, algo, balanced,
-                           observe)  # fmt: skip
+            result = place(
+                tree, request, scenario.flavor.tolerations, assumed, algo, balanced, observe
+            )
         except PlacementFailed as failed:
             if trace:
                 trace(workload.name, None, f"pending: {failed}")
             name = request.workers.name
-            return Outcome(False, message=f"couldn't assign flavors to pod set {name}: {failed}"), None
+            return Outcome(
+                False, message=f"couldn't assign flavors to pod set {name}: {failed}"
+            ), None
         for pod_set in members:
             per_leaf = result.per_pod_set.get(pod_set.name, {})
             per_pod = from_quantities(pod_set.requests)
@@ -211,4 +214,3 @@ def _retry_pending(state: _State, trace: Trace | None) -> None:
     waiting, state.pending = state.pending, []
     for workload in waiting:
         state.outcomes[workload.name] = _attempt(state, workload, trace)
-

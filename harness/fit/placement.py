@@ -242,9 +242,12 @@ def _descend(run: _Run, chosen: list[Domain], fit_level: int, balanced: bool) ->
     while level < min(lowest, request.slice_level_index) and not balanced:
         children = [c for d in current for c in d.children]
         current = algo.take_minimum(
-            algo.sorted(children), request.count, request.leader_count,
-            request.slice_size, slices=True,
-        )  # fmt: skip
+            algo.sorted(children),
+            request.count,
+            request.leader_count,
+            request.slice_size,
+            slices=True,
+        )
         level += 1
     while level < lowest:
         size = request.slice_size if level < request.slice_level_index else 1

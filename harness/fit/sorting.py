@@ -22,9 +22,7 @@ class Algorithm:
     # ---- orderings ----------------------------------------------------------------------
     def sorted_with_leader(self, domains: list[Domain]) -> list[Domain]:
         sign = -1 if self.best_fit else 1
-        return sorted(
-            domains, key=lambda d: (-d.leaders, sign * d.slices_wl, d.pods_wl, d.values)
-        )
+        return sorted(domains, key=lambda d: (-d.leaders, sign * d.slices_wl, d.pods_wl, d.values))
 
     def sorted(self, domains: list[Domain]) -> list[Domain]:
         sign = -1 if self.best_fit else 1
@@ -53,9 +51,7 @@ class Algorithm:
         for index, domain in enumerate(domains):
             if domain.leaders < leaders:
                 continue
-            penalty = (
-                domain.slices - domain.slices_wl if slices else domain.pods - domain.pods_wl
-            )
+            penalty = domain.slices - domain.slices_wl if slices else domain.pods - domain.pods_wl
             if available - penalty < required:
                 continue
             if index == 0:
@@ -77,8 +73,9 @@ class Algorithm:
         state = [count // size if slices else count, leaders]
         for index, domain in enumerate(domains):
             if state[1] > 0:
-                picked, done = self._consume_with_leaders(domain, domains[index:], state, size,
-                                                          slices)  # fmt: skip
+                picked, done = self._consume_with_leaders(
+                    domain, domains[index:], state, size, slices
+                )
                 result.append(picked)
                 if done:
                     return result

@@ -32,9 +32,12 @@ class ExclusionStats:
 
     def has_exclusions(self) -> bool:
         return bool(
-            self.node_selector or self.affinity or self.topology_domain
-            or self.taints or self.resources
-        )  # fmt: skip
+            self.node_selector
+            or self.affinity
+            or self.topology_domain
+            or self.taints
+            or self.resources
+        )
 
     def reasons(self) -> str:
         items = []
@@ -54,8 +57,9 @@ class ExclusionStats:
         return f". Total nodes: {self.total_nodes}; excluded: {self.reasons()}"
 
 
-def not_fit_message(topology_name: str, fit: int, total: int, slice_size: int,
-                    stats: ExclusionStats) -> str:  # fmt: skip
+def not_fit_message(
+    topology_name: str, fit: int, total: int, slice_size: int, stats: ExclusionStats
+) -> str:
     unit = "pod" if slice_size == 1 else "slice"
     name = go_quote(topology_name)
     if fit == 0:

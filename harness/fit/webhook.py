@@ -34,37 +34,31 @@ def _pod_set_errors(pod_set: PodSet) -> list[str]:
         return errors
     has_level, has_size = tr.slice_level is not None, tr.slice_size is not None
     if tr.group is not None:
+        group = _path(pod_set, GROUP)
         if tr.group.isdigit():
             errors.append(
                 f'{_path(pod_set, GROUP)}: Invalid value: "{tr.group}": must not be a number'
             )
         if has_size:
-            errors.append(
-                f"{_path(pod_set, GROUP)}: Forbidden: may not be set when '{SLICE_SIZE}' is specified"
-            )
+            errors.append(f"{group}: Forbidden: may not be set when '{SLICE_SIZE}' is specified")
         if has_level:
-            errors.append(
-                f"{_path(pod_set, GROUP)}: Forbidden: may not be set when '{SLICE_LEVEL}' is specified"
-            )
+            errors.append(f"{group}: Forbidden: may not be set when '{SLICE_LEVEL}' is specified")
         if tr.mode not in ("required", "preferred"):
             errors.append(
                 f"{_path(pod_set, GROUP)}: Forbidden: may not be set when neither "
                 f"'{PREFERRED}' nor '{REQUIRED}' is specified"
             )
+    size = _path(pod_set, SLICE_SIZE)
     if has_level and not has_size:
-        errors.append(
-            f"{_path(pod_set, SLICE_SIZE)}: Required value: must be set when '{SLICE_LEVEL}' is specified"
-        )
+        errors.append(f"{size}: Required value: must be set when '{SLICE_LEVEL}' is specified")
     if has_size and not has_level:
-        errors.append(
-            f"{_path(pod_set, SLICE_SIZE)}: Forbidden: may not be set when '{SLICE_LEVEL}' is not specified"
-        )
+        errors.append(f"{size}: Forbidden: may not be set when '{SLICE_LEVEL}' is not specified")
     if tr.slice_size is not None and tr.slice_size > pod_set.count:
         errors.append(
             f'{_path(pod_set, SLICE_SIZE)}: Invalid value: "{tr.slice_size}": '
             f"must not be greater than pod set count {pod_set.count}"
         )
-    return errors  # fmt: skip
+    return errors
 
 
 def _group_errors(workload: Workload) -> list[str]:
