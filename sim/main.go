@@ -44,6 +44,7 @@ func main() {
 	verbosity := flag.Int("v", -1, "log Kueue to stderr at this verbosity (default: silent)")
 	timeout := flag.Duration("settle-timeout", 30*time.Second,
 		"longest wait for the scheduler to settle one workload")
+	flag.BoolVar(&dumpStatus, "dump-status", false, "print each settled Workload's status to stderr")
 	flag.Parse()
 
 	log := logr.Discard()

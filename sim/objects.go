@@ -15,14 +15,13 @@ import (
 )
 
 // Names of the objects every scenario gets. The flavor name shows in quota messages
-// ("... in flavor tas-flavor, 2 more needed"), so a scenario sets flavor.name when it
-// matters.
+// ("... in flavor gpu-topology, 2 more needed"); without flavor.name it is the topology's
+// name, as the harness's loader defaults it.
 const (
-	namespace         = "default"
-	clusterQueueName  = "tas-cq"
-	localQueueName    = "tas-lq"
-	defaultFlavorName = "tas-flavor"
-	hostnameLabel     = corev1.LabelHostname
+	namespace        = "default"
+	clusterQueueName = "tas-cq"
+	localQueueName   = "tas-lq"
+	hostnameLabel    = corev1.LabelHostname
 	// podIndexLabel is what Kueue's batch/v1 Job integration passes to the topology
 	// request builder (Job.PodSets): each completion index gets its own rank.
 	podIndexLabel = "batch.kubernetes.io/job-completion-index"
@@ -32,7 +31,7 @@ func flavorName(sc *Scenario) string {
 	if sc.Flavor != nil && sc.Flavor.Name != "" {
 		return sc.Flavor.Name
 	}
-	return defaultFlavorName
+	return sc.Topology.Name
 }
 
 func buildTopology(sc *Scenario) *kueue.Topology {

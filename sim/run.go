@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -138,6 +140,9 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.D
 	}
 }
 
+// dumpStatus prints every settled Workload's status to stderr (flag -dump-status).
+var dumpStatus bool
+
 type kueuePanic struct{ msg string }
 
 func (p *kueuePanic) Error() string { return "Kueue panicked: " + p.msg }
@@ -147,6 +152,11 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 	wl := &kueue.Workload{}
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
 		return Result{}, fmt.Errorf("reading workload %s: %w", name, err)
+	}
+	if dumpStatus {
+		if b, err := json.Marshal(wl.Status); err == nil {
+			fmt.Fprintf(os.Stderr, "workload %s status: %s\n", name, b)
+		}
 	}
 	if wl.Status.Admission != nil {
 		return Result{Admitted: true, Placement: placement(wl.Status.Admission)}, nil
