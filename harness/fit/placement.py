@@ -98,9 +98,11 @@ def _feasible(run: _Run, flavor_tolerations: tuple[Toleration, ...]) -> list[Dom
         )
         if untolerated is not None:
             stats.exclude_taint(untolerated.render())
+            tree.excluded[leaf.key] = f"untolerated taint {untolerated.render()}"
             continue
         if any(node.labels.get(k) != v for k, v in pod_set.node_selector.items()):
             stats.node_selector += 1
+            tree.excluded[leaf.key] = "does not match the pod set's nodeSelector"
             continue
         out.append(leaf.domain)
     return out
@@ -113,6 +115,7 @@ def _fill_counts(
 ) -> None:
     for domain in run.tree.domains():
         domain.reset()
+    run.tree.excluded.clear()
     request = run.request
     for domain in _feasible(run, flavor_tolerations):
         leaf = domain.leaf
@@ -123,6 +126,7 @@ def _fill_counts(
         domain.pods, limiting = count_in(request.worker_requests, remaining)
         if domain.pods == 0 and limiting:
             run.stats.exclude_resource(limiting)
+            run.tree.excluded[leaf.key] = f"no room for one pod: {limiting}"
         if request.leader_requests is not None and count_in(request.leader_requests, remaining)[0]:
             domain.leaders = 1
             sub_into(remaining, request.leader_requests)

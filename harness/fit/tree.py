@@ -82,6 +82,9 @@ class Tree:
     leaves: dict[LeafKey, Leaf]
     per_level: list[dict[tuple[str, ...], Domain]]
     node_to_leaf: dict[str, LeafKey]
+    # Why nodes are not leaves, and why leaves were excluded for the last pod set (--explain).
+    dropped: dict[str, str] = field(default_factory=dict)
+    excluded: dict[LeafKey, str] = field(default_factory=dict)
 
     @property
     def hostname_lowest(self) -> bool:
@@ -92,13 +95,23 @@ class Tree:
             yield from level.values()
 
 
-def node_in_flavor(node: Node, flavor: Flavor, topology: Topology) -> bool:
-    """Ready and schedulable (node cache), then flavor labels and every level label present."""
-    if not node.ready or node.unschedulable:
-        return False
-    if any(node.labels.get(k) != v for k, v in flavor.node_labels.items()):
-        return False
-    return all(level in node.labels for level in topology.levels)
+def why_not_in_flavor(node: Node, flavor: Flavor, topology: Topology) -> str | None:
+    """None for a leaf node; else why Kueue's TAS cache leaves it out.
+
+    Ready and schedulable first (node cache), then the flavor's nodeLabels and every level
+    label present (utiltas.NodeMatchesFlavor).
+    """
+    if not node.ready:
+        return "not Ready"
+    if node.unschedulable:
+        return "cordoned (unschedulable)"
+    for key, value in flavor.node_labels.items():
+        if node.labels.get(key) != value:
+            return f"lacks the flavor's label {key}={value}"
+    for level in topology.levels:
+        if level not in node.labels:
+            return f"lacks the level label {level}"
+    return None
 
 
 def build_tree(
@@ -112,7 +125,9 @@ def build_tree(
     levels = topology.levels
     tree = Tree(topology, {}, [{} for _ in levels], {})
     for node in nodes:
-        if not node_in_flavor(node, flavor, topology):
+        reason = why_not_in_flavor(node, flavor, topology)
+        if reason is not None:
+            tree.dropped[node.name] = reason
             continue
         values = tuple(node.labels.get(level, "") for level in levels)
         key: LeafKey = node.labels[levels[-1]] if tree.hostname_lowest else values
