@@ -1,0 +1,196 @@
+"""Provider "existing": scenarios on a cluster someone else runs, reached by kubeconfig/context.
+
+It refuses to start, in one line, when Kueue is missing, its webhook does not answer or TAS
+is off (kueuecheck.py). It creates only KWOK nodes and objects labelled with its run id, and
+stop() deletes exactly those. The user's kubeconfig is read, never written: a chosen
+context is pinned in a copy inside the run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.kube import KUEUE_API, RUN_LABEL, Kube, WaitTimeout, node_ready, wait_for
+from harness.kube.errors import KubeError
+from harness.providers import kueuecheck
+from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.kwok import fake_node
+from harness.providers.kwokrun import KwokController
+from harness.providers.process import tail
+
+KWOK_PROBE_WAIT_S = 8.0
+SWEEP_KINDS = (
+    (KUEUE_API, "ClusterQueue"),
+    (KUEUE_API, "ResourceFlavor"),
+    (KUEUE_API, "Topology"),
+    ("v1", "Node"),
+)
+"""Cluster-scoped kinds the run may have created; namespaces (which hold the rest) go last."""
+
+
+class KueueMissing(ClusterError):
+    """The cluster cannot run TAS scenarios: no Kueue, no webhook, or TAS off."""
+
+
+def _say(msg: str) -> None:
+    print(f"[kth existing] {msg}", file=sys.stderr, flush=True)
+
+
+def pinned_kubeconfig(source: Path, context: str | None, dest: Path) -> Path:
+    """A copy of `source` with current-context set to `context` (the source is untouched)."""
+    try:
+        config = yaml.safe_load(source.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ClusterError(f"{source}: cannot read kubeconfig: {err}") from None
+    if not isinstance(config, dict):
+        raise ClusterError(f"{source}: not a kubeconfig")
+    if context:
+        names = [c.get("name") for c in config.get("contexts") or []]
+        if context not in names:
+            raise ClusterError(f"{source}: no context {context!r}; contexts: {', '.join(names)}")
+        config["current-context"] = context
+    # Relative certificate paths in the source stay valid in the copy only if made absolute.
+    for section in ("clusters", "users"):
+        for entry in config.get(section) or []:
+            body = entry.get(section[:-1]) or {}
+            for key in ("certificate-authority", "client-certificate", "client-key"):
+                if key in body and not Path(body[key]).is_absolute():
+                    body[key] = str((source.parent / body[key]).resolve())
+    dest.write_text(yaml.safe_dump(config))
+    dest.chmod(0o600)
+    return dest
+
+
+class ExistingCluster:
+    """Provider "existing": see the module docstring."""
+
+    name = "existing"
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | Path | None = None,
+        context: str | None = None,
+        keep: bool = False,
+        run_root: Path | None = None,
+        **_ignored: Any,
+    ) -> None:
+        source = kubeconfig or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
+        if not source:
+            raise ClusterError(
+                "--cluster=existing needs --kubeconfig FILE (or $KUBECONFIG); the harness does "
+                "not fall back to ~/.kube/config so it never picks a cluster by accident"
+            )
+        self.source = Path(source).expanduser()
+        self.context = context or os.environ.get("KTH_CONTEXT") or None
+        self.keep = keep
+        self.run_root = run_root
+        self.run_id = uuid.uuid4().hex[:8]
+        self.labels = {RUN_LABEL: self.run_id}
+        self.run_dir: Path | None = None
+        self.kwok: KwokController | None = None
+        self.kube: Kube | None = None
+        self.handle: ClusterHandle | None = None
+        self._stopped = False
+
+    def start(self) -> ClusterHandle:
+        root = self.run_root or Path(os.environ.get("KTH_RUN_ROOT") or tempfile.gettempdir())
+        root.mkdir(parents=True, exist_ok=True)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="kth-existing-", dir=root))
+        try:
+            kubeconfig = pinned_kubeconfig(self.source, self.context, self.run_dir / "kubeconfig")
+            kube = self.kube = Kube(kubeconfig)
+            try:
+                kube.server_version()
+            except KubeError as err:
+                raise ClusterError(f"{self.source}: cluster not reachable: {err}") from None
+            why = kueuecheck.refusal(kube, self.run_id)
+            if why is not None:
+                raise KueueMissing(why)
+            self._ensure_kwok(kube, kubeconfig)
+        except BaseException:
+            self.stop()
+            raise
+        _say(f"using {kube.host} (run id {self.run_id}, run dir {self.run_dir})")
+        self.handle = ClusterHandle("existing", kubeconfig, self.run_dir, kube.host)
+        return self.handle
+
+    def _ensure_kwok(self, kube: Kube, kubeconfig: Path) -> None:
+        """Use the cluster's KWOK controller if one manages fake nodes, else run our own.
+
+        Asked by behaviour: a labelled probe node either turns Ready on its own or not.
+        """
+        assert self.run_dir is not None
+        probe = fake_node(
+            f"kth-kwok-probe-{self.run_id}", allocatable={"cpu": "1"}, labels=self.labels
+        )
+        name = probe["metadata"]["name"]
+        kube.create(probe)
+        try:
+            try:
+                wait_for(
+                    kube, "v1", "Node", name, node_ready, what="Ready", timeout=KWOK_PROBE_WAIT_S
+                )
+                _say("a KWOK controller already manages fake nodes on this cluster")
+                return
+            except WaitTimeout:
+                _say("no KWOK controller answers; starting one")
+            self.kwok = KwokController(kubeconfig, self.run_dir)
+            self.kwok.start()
+            wait_for(kube, "v1", "Node", name, node_ready, what="Ready (our KWOK)", timeout=60)
+        finally:
+            kube.delete("v1", "Node", name)
+
+    def logs(self) -> dict[str, Path]:
+        return {"kwok": self.kwok.log} if self.kwok is not None else {}
+
+    def log_tail(self, component: str, n: int = 50) -> str:
+        logs = self.logs()
+        if component not in logs:
+            raise ClusterError(f"no component {component!r}; known: {', '.join(logs) or 'none'}")
+        return tail(logs[component], n)
+
+    def check(self) -> None:
+        if self.kwok is not None:
+            self.kwok.check()
+
+    def sweep(self) -> list[str]:
+        """Delete every object labelled with this run's id; returns what was deleted."""
+        if self.kube is None:
+            return []
+        gone = []
+        selector = f"{RUN_LABEL}={self.run_id}"
+        for api_version, kind in (*SWEEP_KINDS, ("v1", "Namespace")):
+            try:
+                items = self.kube.list(api_version, kind, labels=selector)
+            except KubeError:
+                continue  # e.g. Kueue CRDs absent on a refused cluster
+            for obj in items:
+                self.kube.delete(api_version, kind, obj["metadata"]["name"])
+                gone.append(f"{kind}/{obj['metadata']['name']}")
+        return gone
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            gone = self.sweep()
+            if gone:
+                _say(f"deleted {len(gone)} object(s) of run {self.run_id}")
+        except KubeError as err:
+            _say(f"cleanup of run {self.run_id} incomplete: {err}")
+        if self.kwok is not None:
+            self.kwok.stop()
+        if self.kube is not None:
+            self.kube.close()
+        if self.run_dir is not None and not self.keep:
+            shutil.rmtree(self.run_dir, ignore_errors=True)

@@ -1,0 +1,406 @@
+"""Provider "kind": a kind cluster from a cluster shape, fake GPUs, Kueue from its Helm chart.
+
+Driven through the kind CLI rather than pytest-kind: pytest-kind pins its own kind download
+(from GitHub, which this project cannot reach) and wraps a fixture around a single default
+config, while we need a pinned kind built from its Go module, our own kubeconfig path
+(`--kubeconfig`, never ~/.kube), a rendered multi-worker config and a cluster kept across
+sessions on request. The CLI is also what users type, so every step can be replayed by hand.
+
+Order: prerequisites -> `kind create cluster` (or reuse one of the same name) -> GPUs on the
+workers (node-status patch, as Kueue's TAS e2e does, or fake-gpu-operator's chart) -> Kueue
+v0.19.2 with its chart from the Kueue module (TAS on, gates settable, pinned to the control
+plane) -> wait until a dry-run Job is suspended by Kueue's webhook -> a local KWOK controller
+for scenarios that need more (or odder) nodes than the workers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness import toolchain
+from harness.install.kueue import wait_webhook_mutates
+from harness.kube import Kube, node_ready, poll_until, wait_for
+from harness.providers import helm_values, kindconfig, nodeplan, prereqs
+from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.kwokrun import KwokController
+from harness.providers.process import tail
+from harness.providers.shape import DEFAULT_SHAPE, POOL_LABEL, ClusterShape, load_shape
+from harness.scenario import Scenario
+
+DEFAULT_NAME = "kth"
+GPU_MODES = ("patch", "operator")
+
+
+def _say(msg: str) -> None:
+    print(f"[kth kind] {msg}", file=sys.stderr, flush=True)
+
+
+def parse_gates(gates: str | Mapping[str, bool] | None) -> dict[str, bool]:
+    """`A=true,B=false` (the --feature-gates option) or a mapping -> {name: enabled}."""
+    if gates is None or isinstance(gates, Mapping):
+        return dict(gates or {})
+    out = {}
+    for item in filter(None, (g.strip() for g in gates.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.strip().lower() not in ("true", "false"):
+            raise ClusterError(f"--feature-gates: {item!r} must look like Name=true or Name=false")
+        out[name.strip()] = value.strip().lower() == "true"
+    return out
+
+
+class KindCluster:
+    """Provider "kind": see the module docstring."""
+
+    name = "kind"
+
+    def __init__(
+        self,
+        *,
+        shape: str | Path | None = None,
+        cluster_name: str | None = None,
+        keep: bool = False,
+        feature_gates: str | Mapping[str, bool] | None = None,
+        gpus: str | None = None,
+        run_root: Path | None = None,
+        **_ignored: Any,
+    ) -> None:
+        self.shape: ClusterShape = load_shape(
+            shape or os.environ.get("KTH_KIND_SHAPE") or DEFAULT_SHAPE
+        )
+        self.cluster = cluster_name or os.environ.get("KTH_KIND_NAME") or DEFAULT_NAME
+        self.keep = keep or os.environ.get("KTH_KEEP_RUN") == "1"
+        self.gates = parse_gates(feature_gates)
+        self.gpus = gpus or os.environ.get("KTH_KIND_GPUS") or "patch"
+        if self.gpus not in GPU_MODES:
+            raise ClusterError(f"KTH_KIND_GPUS={self.gpus!r}: choose one of {', '.join(GPU_MODES)}")
+        if self.gpus == "operator" and self.shape.gpu_resource != "nvidia.com/gpu":
+            raise ClusterError(
+                f"{self.shape.path}: fake-gpu-operator only advertises nvidia.com/gpu"
+            )
+        self.run_root = run_root
+        self.run_dir: Path | None = None
+        self.kubeconfig: Path | None = None
+        self.tools: prereqs.Prereqs | None = None
+        self.created = False
+        self.kube: Kube | None = None
+        self.kwok: KwokController | None = None
+        self.handle: ClusterHandle | None = None
+        self.timings: dict[str, float] = {}
+        self._stopped = False
+
+    # -- public ----------------------------------------------------------------------------
+
+    def start(self) -> ClusterHandle:
+        self.tools = prereqs.check(env=os.environ)
+        self.tools.raise_if_missing()
+        root = self.run_root or Path(os.environ.get("KTH_RUN_ROOT") or tempfile.gettempdir())
+        root.mkdir(parents=True, exist_ok=True)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="kth-kind-", dir=root))
+        self.kubeconfig = self.run_dir / "kubeconfig"
+        try:
+            return self._start(time.monotonic())
+        except BaseException:
+            self.stop()
+            raise
+
+    def workers(self) -> list[str]:
+        """Node names of the shape's workers, in shape order."""
+        return [w.node_name(self.cluster) for w in self.shape.workers]
+
+    def reshape(self, scenario: Scenario) -> nodeplan.NodePlan:
+        """Give the real workers this scenario's labels, taints and GPUs (or take them out of
+        its topology when it runs on KWOK nodes); returns the plan with the name mapping."""
+        kube = self._connected()
+        plan = nodeplan.plan_nodes(scenario, self.workers())
+        current = {
+            w: kube.get("v1", "Node", w)["metadata"].get("labels") or {} for w in self.workers()
+        }
+        owned = nodeplan.owned_label_keys(scenario, self.shape.label_keys())
+        resources = {self.shape.gpu_resource}
+        for action in nodeplan.worker_actions(plan, scenario, current, owned, resources):
+            self._apply(kube, action)
+        return plan
+
+    def reset(self) -> None:
+        """Back to the shape: its labels and GPU counts on every worker."""
+        kube = self._connected()
+        for worker in self.shape.workers:
+            name = worker.node_name(self.cluster)
+            labels = kube.get("v1", "Node", name)["metadata"].get("labels") or {}
+            patch = kindconfig.label_patch(
+                kindconfig.worker_labels(worker), labels, self.shape.label_keys()
+            )
+            patch["spec"] = {"taints": [], "unschedulable": False}
+            status = kindconfig.gpu_status_patch(self.shape.gpu_resource, worker.pool.gpus)
+            self._apply(kube, nodeplan.NodeAction(name, patch, status))
+
+    def logs(self) -> dict[str, Path]:
+        """kwok's log and Kueue's pod logs (fetched now from the cluster)."""
+        out = {"kwok": self.kwok.log} if self.kwok is not None else {}
+        if self.kube is not None and self.run_dir is not None:
+            out.update(self._kueue_logs(self.run_dir / "logs"))
+        return out
+
+    def log_tail(self, component: str, n: int = 50) -> str:
+        logs = self.logs()
+        if component not in logs:
+            raise ClusterError(f"no component {component!r}; known: {', '.join(logs) or 'none'}")
+        return tail(logs[component], n)
+
+    def check(self) -> None:
+        if self.kwok is not None:
+            self.kwok.check()
+
+    def export_logs(self) -> Path | None:
+        """`kind export logs` (node journals, containers) into the run dir, for artifacts."""
+        if self.run_dir is None:
+            return None
+        dest = self.run_dir / "kind-logs"
+        self._kind(["export", "logs", str(dest), "--name", self.cluster], "kind export logs", 300)
+        return dest
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.kwok is not None:
+            self.kwok.stop()
+        if self.kube is not None:
+            self.kube.close()
+        if self.keep and self.kubeconfig is not None and self.kubeconfig.exists():
+            _say(
+                f"kept kind cluster {self.cluster!r}: export KUBECONFIG={self.kubeconfig} "
+                f"(or `kind get kubeconfig --name {self.cluster}`); "
+                f"remove it with `kind delete cluster --name {self.cluster}`"
+            )
+        elif self.created:
+            try:
+                self._kind(
+                    [
+                        "delete",
+                        "cluster",
+                        "--name",
+                        self.cluster,
+                        "--kubeconfig",
+                        str(self.kubeconfig),
+                    ],
+                    "kind delete",
+                    300,
+                )
+            except ClusterError as err:
+                _say(str(err))
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def _start(self, t0: float) -> ClusterHandle:
+        assert self.run_dir is not None and self.kubeconfig is not None
+        config = self.run_dir / "kind-config.yaml"
+        config.write_text(yaml.safe_dump(kindconfig.named_config(self.shape, self.cluster)))
+        if self.cluster in self._kind(["get", "clusters"], "kind get clusters", 60).split():
+            _say(f"reusing kind cluster {self.cluster!r} (delete it to start from scratch)")
+            self._kind(
+                [
+                    "export",
+                    "kubeconfig",
+                    "--name",
+                    self.cluster,
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                ],
+                "kind export kubeconfig",
+                60,
+            )
+        else:
+            _say(f"creating kind cluster {self.cluster!r} from {self.shape.path}")
+            self.created = True
+            self._kind(
+                [
+                    "create",
+                    "cluster",
+                    "--name",
+                    self.cluster,
+                    "--config",
+                    str(config),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "--wait",
+                    "180s",
+                ],
+                "kind create cluster",
+                900,
+            )
+        self._mark("cluster", t0)
+        kube = self.kube = Kube(self.kubeconfig)
+        for name in self.workers():
+            wait_for(kube, "v1", "Node", name, node_ready, what="Ready", timeout=180)
+        self._fake_gpus(kube)
+        self._mark("fake GPUs", t0)
+        self._install_kueue()
+        wait_webhook_mutates(kube, timeout=180)
+        self._mark("kueue webhook", t0)
+        self.kwok = KwokController(self.kubeconfig, self.run_dir)
+        self.kwok.start()
+        self._mark("kwok", t0)
+        self.handle = ClusterHandle("kind", self.kubeconfig, self.run_dir, kube.host)
+        return self.handle
+
+    def _fake_gpus(self, kube: Kube) -> None:
+        if self.gpus == "patch":
+            self.reset()
+            return
+        values = self._write(
+            "fake-gpu-operator-values.yaml", helm_values.fake_gpu_operator_values(self.shape)
+        )
+        self._helm(
+            [
+                "upgrade",
+                "--install",
+                "fake-gpu-operator",
+                helm_values.FAKE_GPU_CHART,
+                "--version",
+                helm_values.FAKE_GPU_VERSION,
+                "--namespace",
+                helm_values.FAKE_GPU_NAMESPACE,
+                "--create-namespace",
+                "-f",
+                str(values),
+                "--wait",
+                "--timeout",
+                "10m",
+            ],
+            "helm install fake-gpu-operator",
+        )
+        for worker in self.shape.workers:
+            name, want = worker.node_name(self.cluster), str(worker.pool.gpus)
+
+            def probe(name: str = name, want: str = want) -> tuple[bool, str]:
+                node = kube.get("v1", "Node", name)
+                got = ((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu")
+                pool = (node["metadata"].get("labels") or {}).get(POOL_LABEL)
+                return got == want, f"allocatable nvidia.com/gpu={got} (pool {pool})"
+
+            poll_until(probe, what=f"node {name} to advertise {want} GPUs", timeout=300)
+
+    def _install_kueue(self) -> None:
+        chart = toolchain.kueue_module_dir() / "charts" / "kueue"
+        values = helm_values.kueue_values(
+            chart, version=toolchain.PINS.kueue, feature_gates=self.gates
+        )
+        path = self._write("kueue-values.yaml", values)
+        self._helm(
+            [
+                "upgrade",
+                "--install",
+                helm_values.KUEUE_RELEASE,
+                str(chart),
+                "--namespace",
+                helm_values.KUEUE_NAMESPACE,
+                "--create-namespace",
+                "-f",
+                str(path),
+                "--wait",
+                "--timeout",
+                "10m",
+            ],
+            "helm install kueue",
+        )
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _connected(self) -> Kube:
+        if self.kube is None:
+            raise ClusterError("kind cluster not started")
+        return self.kube
+
+    def _apply(self, kube: Kube, action: nodeplan.NodeAction) -> None:
+        kube.patch("v1", "Node", action.node, action.patch)
+        if action.status:
+            kube.patch(
+                "v1", "Node", action.node, action.status, subresource="status", patch_type="json"
+            )
+
+    def _write(self, name: str, data: Any) -> Path:
+        assert self.run_dir is not None
+        path = self.run_dir / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.tools is not None and self.tools.engine == "podman":
+            env["KIND_EXPERIMENTAL_PROVIDER"] = "podman"
+        dirs = [str(p.parent) for p in (self.tools.paths.values() if self.tools else [])]
+        env["PATH"] = os.pathsep.join([*dict.fromkeys(dirs), env.get("PATH", "")])
+        return env
+
+    def _tool(self, name: str) -> str:
+        path = self.tools.paths.get(name) if self.tools else None
+        return str(path) if path else name
+
+    def _kind(self, args: list[str], what: str, timeout: float) -> str:
+        return self._run([self._tool("kind"), *args], what, timeout)
+
+    def _helm(self, args: list[str], what: str) -> str:
+        assert self.kubeconfig is not None
+        return self._run(
+            [self._tool("helm"), *args, "--kubeconfig", str(self.kubeconfig)], what, 900
+        )
+
+    def _run(self, argv: list[str], what: str, timeout: float) -> str:
+        """Run a CLI step with its output in run_dir/logs/<what>.log; ClusterError on failure."""
+        assert self.run_dir is not None
+        log = self.run_dir / "logs" / (what.replace(" ", "-") + ".log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, env=self._env(), timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise ClusterError(
+                f"{what}: no result after {timeout:.0f}s ({' '.join(argv)})"
+            ) from None
+        log.write_text(f"$ {' '.join(argv)}\n{proc.stdout}\n{proc.stderr}")
+        if proc.returncode != 0:
+            raise ClusterError(
+                f"{what} failed (exit {proc.returncode}); log {log}:\n{tail(log, 20)}"
+            )
+        return proc.stdout
+
+    def _kueue_logs(self, dest: Path) -> dict[str, Path]:
+        """Kueue's controller log via kubectl (the API adapter speaks JSON only)."""
+        assert self.kubeconfig is not None
+        deploy = f"deploy/{helm_values.KUEUE_RELEASE}-controller-manager"
+        try:
+            text = self._run(
+                [
+                    self._tool("kubectl"),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "-n",
+                    helm_values.KUEUE_NAMESPACE,
+                    "logs",
+                    deploy,
+                    "--tail=-1",
+                ],
+                "kubectl logs kueue",
+                60,
+            )
+        except ClusterError as err:
+            _say(f"could not fetch Kueue's log: {err}")
+            return {}
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "kueue.log").write_text(text)
+        return {"kueue": dest / "kueue.log"}
+
+    def _mark(self, phase: str, t0: float) -> None:
+        self.timings[phase] = round(time.monotonic() - t0, 1)
+        _say(f"{phase} ready after {self.timings[phase]:.0f}s")

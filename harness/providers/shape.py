@@ -1,0 +1,209 @@
+"""Cluster shapes (clusters/*.yaml): which workers a kind cluster has, their labels and GPUs.
+
+A shape is data a user edits without reading Python; kind-specific rendering lives in
+kindconfig.py and helm_values.py. GPU counts belong to pools (as in fake-gpu-operator's
+`topology.nodePools`), so the status-patch and the operator paths give the same numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from harness.errors import HarnessError
+
+REPO_CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
+DEFAULT_SHAPE = "gpu-2blocks-4racks"
+GPU_RESOURCE = "nvidia.com/gpu"
+POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's topology.nodePoolLabelKey
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# The kubelet refuses --node-labels in the kubernetes.io / k8s.io namespaces except these
+# (k8s.io/kubelet/pkg/apis/well_known_labels.go), and kind applies labels through it.
+_KUBELET_LABELS = {
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+}
+_KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+class ShapeError(HarnessError):
+    """A cluster shape file is malformed: names the file, the key path and the problem."""
+
+    def __init__(self, file: str, key: str, problem: str) -> None:
+        super().__init__(f"{file}: {key}: {problem}")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Workers with the same fake GPU model and count."""
+
+    name: str
+    gpus: int
+    product: str = "NVIDIA-A100-SXM4-40GB"
+    memory_mib: int = 40960
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One kind worker node, in the order kind creates (and names) them."""
+
+    index: int
+    pool: Pool
+    labels: dict[str, str]
+
+    def node_name(self, cluster: str) -> str:
+        """kind's node namer: <cluster>-worker, <cluster>-worker2, ..."""
+        return f"{cluster}-worker" + (str(self.index + 1) if self.index else "")
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    name: str
+    description: str
+    gpu_resource: str
+    pools: dict[str, Pool]
+    workers: tuple[Worker, ...]
+    path: str = "<shape>"
+
+    def label_keys(self) -> set[str]:
+        """Every label key the shape puts on some worker."""
+        return {k for w in self.workers for k in w.labels}
+
+    def total_gpus(self) -> int:
+        return sum(w.pool.gpus for w in self.workers)
+
+
+class _At:
+    def __init__(self, file: str, path: str, value: Any) -> None:
+        self.file, self.path, self.value = file, path, value
+
+    def fail(self, problem: str) -> NoReturn:
+        raise ShapeError(self.file, self.path or "(top level)", problem)
+
+    def child(self, key: str | int, value: Any) -> _At:
+        sub = f"[{key}]" if isinstance(key, int) else (f".{key}" if self.path else key)
+        return _At(self.file, self.path + sub, value)
+
+    def mapping(self, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, _At]:
+        if not isinstance(self.value, dict):
+            self.fail("must be a mapping")
+        for key in self.value:
+            if key not in allowed:
+                self.fail(f"unknown key {key!r} (allowed: {', '.join(allowed)})")
+        for key in required:
+            if key not in self.value:
+                self.fail(f"missing required key {key!r}")
+        return {k: self.child(k, v) for k, v in self.value.items()}
+
+    def string(self, pattern: re.Pattern[str] | None = None) -> str:
+        if not isinstance(self.value, str) or not self.value:
+            self.fail("must be a non-empty string")
+        if pattern is not None and not pattern.match(self.value):
+            self.fail(f"{self.value!r} is not a valid name (lower-case letters, digits, '-')")
+        return self.value
+
+    def integer(self, minimum: int) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            self.fail("must be a whole number")
+        if self.value < minimum:
+            self.fail(f"must be at least {minimum}, got {self.value}")
+        return self.value
+
+
+def _kubelet_may_set(key: str) -> bool:
+    domain = key.partition("/")[0] if "/" in key else ""
+    restricted = domain in ("kubernetes.io", "k8s.io") or domain.endswith(
+        (".kubernetes.io", ".k8s.io")
+    )
+    if not restricted or key in _KUBELET_LABELS:
+        return True
+    return any(domain == ns or domain.endswith("." + ns) for ns in _KUBELET_NAMESPACES)
+
+
+def _labels(at: _At) -> dict[str, str]:
+    if not isinstance(at.value, dict):
+        at.fail("must be a mapping of label key to string value")
+    out = {}
+    for key, value in at.value.items():
+        sub = at.child(str(key), value)
+        if not isinstance(key, str) or not _LABEL_KEY.match(key):
+            sub.fail(f"{key!r} is not a valid label key")
+        if not _kubelet_may_set(key):
+            sub.fail(
+                "the kubelet may not set labels in the kubernetes.io/k8s.io namespaces "
+                "(kind applies labels through it); use a domain like cloud.provider.com/"
+            )
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            sub.fail(f"{value!r} is not a valid label value (quote numbers)")
+        out[key] = value
+    return out
+
+
+def _pool(at: _At, name: str) -> Pool:
+    keys = at.mapping(("gpus", "product", "memoryMiB"), ("gpus",))
+    return Pool(
+        name=name,
+        gpus=keys["gpus"].integer(0),
+        product=keys["product"].string() if "product" in keys else Pool.product,
+        memory_mib=keys["memoryMiB"].integer(1) if "memoryMiB" in keys else Pool.memory_mib,
+    )
+
+
+def parse_shape(data: Any, file: str) -> ClusterShape:
+    """Validate a loaded YAML document into a ClusterShape (ShapeError on any problem)."""
+    top = _At(file, "", data).mapping(
+        ("name", "description", "gpu", "pools", "workers"), ("name", "pools", "workers")
+    )
+    name = top["name"].string(_NAME)
+    if Path(file).suffix in (".yaml", ".yml") and Path(file).stem != name:
+        top["name"].fail(f"{name!r} must equal the file name {Path(file).stem!r}")
+    resource = GPU_RESOURCE
+    if "gpu" in top:
+        resource = top["gpu"].mapping(("resource",))["resource"].string()
+    pools_at = top["pools"]
+    if not isinstance(pools_at.value, dict) or not pools_at.value:
+        pools_at.fail("must be a non-empty mapping of pool name to {gpus: N}")
+    pools = {}
+    for pname, pval in pools_at.value.items():
+        pools[pname] = _pool(pools_at.child(str(pname), pval), str(pname))
+        pools_at.child(str(pname), pname).string(_NAME)
+    workers_at = top["workers"]
+    if not isinstance(workers_at.value, list) or not workers_at.value:
+        workers_at.fail("must be a non-empty list of workers")
+    workers: list[Worker] = []
+    for i, entry in enumerate(workers_at.value):
+        w = workers_at.child(i, entry).mapping(("pool", "labels", "count"), ("pool",))
+        pool_name = w["pool"].string()
+        if pool_name not in pools:
+            w["pool"].fail(f"unknown pool {pool_name!r} (defined: {', '.join(pools)})")
+        labels = _labels(w["labels"]) if "labels" in w else {}
+        for _ in range(w["count"].integer(1) if "count" in w else 1):
+            workers.append(Worker(len(workers), pools[pool_name], dict(labels)))
+    description = top["description"].string() if "description" in top else ""
+    return ClusterShape(name, description, resource, pools, tuple(workers), file)
+
+
+def load_shape(name_or_path: str | Path) -> ClusterShape:
+    """A shape by name (clusters/NAME.yaml) or by path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = REPO_CLUSTERS / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in REPO_CLUSTERS.glob("*.yaml"))
+        raise ShapeError(str(path), "(file)", f"no such cluster shape; known: {', '.join(known)}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ShapeError(str(path), "(file)", f"not valid YAML: {err}") from None
+    return parse_shape(data, str(path))
