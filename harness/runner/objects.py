@@ -1,0 +1,392 @@
+"""Pure builders: scenario parts -> the Kubernetes and Kueue objects the runner creates.
+
+No I/O here, so every object is unit-tested without a cluster. The mapping follows
+shared/kueue-objects-notes.md; docs/scenario-extensions.md says what the runner adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from harness.kube import KUEUE_API, RUN_LABEL
+from harness.scenario import (
+    Node,
+    PodSet,
+    Scenario,
+    Taint,
+    Toleration,
+    TopologyRequest,
+    Usage,
+    Workload,
+)
+
+Obj = dict[str, Any]
+PREFIX = "kueue.x-k8s.io/"
+QUEUE_LABEL = PREFIX + "queue-name"
+REQUIRED = PREFIX + "podset-required-topology"
+PREFERRED = PREFIX + "podset-preferred-topology"
+UNCONSTRAINED = PREFIX + "podset-unconstrained-topology"
+SLICE_LEVEL = PREFIX + "podset-slice-required-topology"
+SLICE_SIZE = PREFIX + "podset-slice-size"
+GROUP = PREFIX + "podset-group-name"
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+WORKLOAD_LABEL = "kueue-tas-harness/workload"
+USAGE_LABEL = "kueue-tas-harness/usage"
+# Kueue refuses a ResourceFlavor with a topology but no nodeLabels ("at least one nodeLabel is
+# required when topology is set"), so a flavor without nodeLabels selects this label, which
+# every node of the run carries: the same node set as "no filter".
+ALL_NODES_LABEL = {"kueue-tas-harness/node": "true"}
+IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: KWOK fakes the kubelet
+# Resources Kubernetes lets a container request without a limit; others need limit == request.
+OVERCOMMITTABLE = ("cpu", "memory", "ephemeral-storage")
+AMPLE = Fraction(10**15)
+
+
+@dataclass(frozen=True)
+class Names:
+    """Where one scenario's objects live; every object carries the run label."""
+
+    run_id: str
+    namespace: str
+    cluster_queue: str = "kth-cq"
+    local_queue: str = "kth-lq"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {RUN_LABEL: self.run_id}
+
+
+def quantity(value: Fraction) -> str:
+    """An exact Kubernetes quantity text for a parsed quantity (e.g. 1/2 -> "500m")."""
+    for scale, suffix in ((1, ""), (1000, "m"), (10**9, "n")):
+        scaled = value * scale
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    raise ValueError(f"{value} cannot be written as a Kubernetes quantity")
+
+
+def resource_list(resources: Mapping[str, Fraction]) -> dict[str, str]:
+    return {name: quantity(value) for name, value in resources.items()}
+
+
+def taint(t: Taint) -> Obj:
+    out: Obj = {"key": t.key, "effect": t.effect}
+    if t.value:
+        out["value"] = t.value
+    return out
+
+
+def toleration(t: Toleration) -> Obj:
+    out: Obj = {"operator": t.operator}
+    for key, value in (("key", t.key), ("value", t.value), ("effect", t.effect)):
+        if value:
+            out[key] = value
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+def namespace(names: Names) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": names.namespace, "labels": names.labels},
+    }
+
+
+def node(n: Node, names: Names) -> Obj:
+    """A Node with exactly the scenario's allocatable (also as capacity).
+
+    Ready nodes are handed to KWOK, which adds Ready=True and a lease heartbeat. A node
+    with `ready: false` is not given to KWOK and is created with Ready=False, so no
+    heartbeat ever turns it Ready and Kueue's TAS cache leaves it out."""
+    resources = resource_list(n.allocatable)
+    status: Obj = {"allocatable": dict(resources), "capacity": dict(resources)}
+    annotations = {"node.alpha.kubernetes.io/ttl": "0"}
+    if n.ready:
+        annotations[KWOK_ANNOTATION] = "fake"
+    else:
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ScenarioNotReady",
+                "message": "ready: false in the scenario",
+            }
+        ]
+    spec: Obj = {"providerID": f"kwok://{n.name}"}
+    if n.taints:
+        spec["taints"] = [taint(t) for t in n.taints]
+    if n.unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": n.name,
+            "labels": {**n.labels, **names.labels, **ALL_NODES_LABEL},
+            "annotations": annotations,
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def usage_key(u: Usage, index: int) -> str:
+    """The label value that groups one usage entry's pods (its name, else its position)."""
+    return u.name or f"usage-{index}"
+
+
+def usage_pods(u: Usage, index: int, names: Names) -> list[Obj]:
+    """`count` pods bound to the node by spec.nodeName: no scheduler, no Kueue labels.
+
+    They tolerate every taint so the taint manager never evicts them from a tainted or
+    NotReady node (Kueue counts them as long as they are bound and not terminated)."""
+    key = usage_key(u, index)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{key}-{i}",
+                "namespace": names.namespace,
+                "labels": {**names.labels, USAGE_LABEL: key},
+            },
+            "spec": {
+                "nodeName": u.node,
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [_container(u.requests)],
+            },
+        }
+        for i in range(u.count)
+    ]
+
+
+def _container(requests: Mapping[str, Fraction]) -> Obj:
+    req = resource_list(requests)
+    limits = {k: v for k, v in req.items() if k not in OVERCOMMITTABLE}
+    resources: Obj = {"requests": req}
+    if limits:
+        resources["limits"] = limits
+    return {"name": "c", "image": IMAGE, "resources": resources}
+
+
+def topology(scenario: Scenario, names: Names) -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Topology",
+        "metadata": {"name": scenario.topology.name, "labels": names.labels},
+        "spec": {"levels": [{"nodeLabel": level} for level in scenario.topology.levels]},
+    }
+
+
+def resource_flavor(scenario: Scenario, names: Names) -> Obj:
+    flavor = scenario.flavor
+    spec: Obj = {
+        "topologyName": scenario.topology.name,
+        "nodeLabels": dict(flavor.node_labels or ALL_NODES_LABEL),
+    }
+    if flavor.tolerations:
+        spec["tolerations"] = [toleration(t) for t in flavor.tolerations]
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": flavor.name, "labels": names.labels},
+        "spec": spec,
+    }
+
+
+def all_workloads(scenario: Scenario) -> list[Workload]:
+    """Initial workloads plus those submitted by steps, in file order."""
+    extra = [s.target for s in scenario.steps if isinstance(s.target, Workload)]
+    return [*scenario.workloads, *extra]
+
+
+def covered_resources(scenario: Scenario) -> list[str]:
+    """Every resource a workload requests, plus those the queue limits, sorted."""
+    found = set(scenario.queue.nominal_quota)
+    for w in all_workloads(scenario):
+        for ps in w.pod_sets:
+            found.update(ps.requests)
+    return sorted(found)
+
+
+def _ample(scenario: Scenario, resource: str) -> Fraction:
+    total = sum(
+        (
+            ps.requests.get(resource, Fraction(0)) * ps.count
+            for w in all_workloads(scenario)
+            for ps in w.pod_sets
+        ),
+        Fraction(0),
+    )
+    if resource == "pods":
+        total = Fraction(sum(ps.count for w in all_workloads(scenario) for ps in w.pod_sets))
+    return max(AMPLE, 2 * total)
+
+
+def cluster_queue(scenario: Scenario, names: Names) -> Obj:
+    """One resource group with the one flavor; BestEffortFIFO, no preemption, no cohort."""
+    covered = covered_resources(scenario)
+    quota = scenario.queue.nominal_quota
+    resources = [
+        {"name": r, "nominalQuota": quantity(quota[r] if r in quota else _ample(scenario, r))}
+        for r in covered
+    ]
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": names.cluster_queue, "labels": names.labels},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {
+                "withinClusterQueue": "Never",
+                "reclaimWithinCohort": "Never",
+            },
+            "resourceGroups": [
+                {
+                    "coveredResources": covered,
+                    "flavors": [{"name": scenario.flavor.name, "resources": resources}],
+                }
+            ],
+        },
+    }
+
+
+def local_queue(names: Names) -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": names.local_queue,
+            "namespace": names.namespace,
+            "labels": names.labels,
+        },
+        "spec": {"clusterQueue": names.cluster_queue},
+    }
+
+
+def topology_annotations(tr: TopologyRequest | None) -> dict[str, str]:
+    """The pod-template annotations that ask Kueue for this topology request."""
+    if tr is None:
+        return {}
+    out: dict[str, str] = {}
+    if tr.mode == "required" and tr.level:
+        out[REQUIRED] = tr.level
+    elif tr.mode == "preferred" and tr.level:
+        out[PREFERRED] = tr.level
+    elif tr.mode == "unconstrained":
+        out[UNCONSTRAINED] = "true"
+    if tr.slice_level is not None:
+        out[SLICE_LEVEL] = tr.slice_level
+    if tr.slice_size is not None:
+        out[SLICE_SIZE] = str(tr.slice_size)
+    if tr.group is not None:
+        out[GROUP] = tr.group
+    return out
+
+
+def _pod_spec(ps: PodSet) -> Obj:
+    spec: Obj = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [_container(ps.requests)],
+    }
+    if ps.node_selector:
+        spec["nodeSelector"] = dict(ps.node_selector)
+    if ps.tolerations:
+        spec["tolerations"] = [toleration(t) for t in ps.tolerations]
+    return spec
+
+
+def job(w: Workload, names: Names) -> Obj:
+    """A suspended Indexed batch/v1 Job for a one-pod-set workload; Kueue's webhook and
+    job reconciler turn it into a Workload with one pod set named "main"."""
+    (ps,) = w.pod_sets
+    labels = {**names.labels, WORKLOAD_LABEL: w.name}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": w.name,
+            "namespace": names.namespace,
+            "labels": {**labels, QUEUE_LABEL: names.local_queue},
+        },
+        "spec": {
+            "parallelism": ps.count,
+            "completions": ps.count,
+            "completionMode": "Indexed",
+            "backoffLimit": 0,
+            "suspend": True,
+            "template": {
+                "metadata": {"labels": labels, "annotations": topology_annotations(ps.topology)},
+                "spec": _pod_spec(ps),
+            },
+        },
+    }
+
+
+def topology_request(tr: TopologyRequest | None) -> Obj:
+    """spec.podSets[].topologyRequest as the Job webhook's builder would fill it
+    (jobframework/tas.go: a lone slice key is dropped, a group needs required/preferred)."""
+    out: Obj = {"podIndexLabel": JOB_INDEX_LABEL}
+    if tr is None:
+        return out
+    if tr.mode == "required" and tr.level:
+        out["required"] = tr.level
+    elif tr.mode == "preferred" and tr.level:
+        out["preferred"] = tr.level
+    elif tr.mode == "unconstrained":
+        out["unconstrained"] = True
+    if tr.slice_level is not None and tr.slice_size is not None:
+        out["podSetSliceRequiredTopology"] = tr.slice_level
+        out["podSetSliceSize"] = tr.slice_size
+    if tr.group is not None and tr.mode in ("required", "preferred"):
+        out["podSetGroupName"] = tr.group
+    return out
+
+
+def workload(w: Workload, names: Names) -> Obj:
+    """A Kueue Workload created directly (several pod sets cannot be one batch/v1 Job);
+    it skips the Job webhook but still passes Kueue's Workload webhooks."""
+    labels = {**names.labels, WORKLOAD_LABEL: w.name}
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Workload",
+        "metadata": {"name": w.name, "namespace": names.namespace, "labels": labels},
+        "spec": {
+            "queueName": names.local_queue,
+            "podSets": [
+                {
+                    "name": ps.name,
+                    "count": ps.count,
+                    "topologyRequest": topology_request(ps.topology),
+                    "template": {
+                        "metadata": {"annotations": topology_annotations(ps.topology)},
+                        "spec": _pod_spec(ps),
+                    },
+                }
+                for ps in w.pod_sets
+            ],
+        },
+    }
+
+
+def scenario_objects(scenario: Scenario, names: Names) -> Iterable[Obj]:
+    """The objects that shape the cluster before any workload is submitted, in order."""
+    yield namespace(names)
+    for n in scenario.nodes:
+        yield node(n, names)
+    for index, u in enumerate(scenario.usage):
+        yield from usage_pods(u, index, names)
+    yield topology(scenario, names)
+    yield resource_flavor(scenario, names)
+    yield cluster_queue(scenario, names)
+    yield local_queue(names)

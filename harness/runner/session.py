@@ -1,0 +1,265 @@
+"""One scenario on a shaped cluster: submit workloads, apply steps, read what Kueue did."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+from harness.backends import BackendError
+from harness.kube import KUEUE_API, Kube, KubeError, NotFound, absent, poll_until, wait_for
+from harness.outcome import Outcome
+from harness.runner import objects, shaping
+from harness.runner.objects import Names, Obj
+from harness.runner.reading import State, admission_placement, bound, pods_placement, state
+from harness.runner.waits import Timeouts, settle
+from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+class PlacementDisagreement(BackendError):
+    """Kueue's topology assignment and the nodes kube-scheduler bound the pods to differ."""
+
+
+@dataclass
+class Entry:
+    """A submitted workload: how it was created and, if refused, the refusal."""
+
+    workload: Workload
+    as_job: bool
+    rejected: Outcome | None = None
+    kueue_name: str = ""
+
+
+@dataclass
+class Session:
+    kube: Kube
+    scenario: Scenario
+    names: Names
+    t: Timeouts
+    entries: dict[str, Entry] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    usage_count: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.nodes = {n.name: n for n in self.scenario.nodes}
+        self.usage_count = len(self.scenario.usage)
+
+    # -- submission ----------------------------------------------------------------------
+
+    def submit(self, w: Workload) -> None:
+        """Create the workload and wait until Kueue admits it or keeps it pending."""
+        entry = Entry(w, as_job=len(w.pod_sets) == 1)
+        self.entries[w.name] = entry
+        obj = objects.job(w, self.names) if entry.as_job else objects.workload(w, self.names)
+        try:
+            self.kube.create(obj)
+        except KubeError as err:
+            if "denied the request" not in str(err):
+                raise
+            entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
+            return
+        entry.kueue_name = self._find_workload(w.name) if entry.as_job else w.name
+        self._settle(entry)
+
+    def _settle(self, entry: Entry) -> State:
+        return settle(lambda: self.state_of(entry), what=self._ref(entry), t=self.t)
+
+    def _find_workload(self, job: str) -> str:
+        """The Workload Kueue's job reconciler creates for the Job (owner reference)."""
+        found: list[str] = []
+
+        def probe() -> tuple[bool, str]:
+            for wl in self.kube.list(KUEUE_API, "Workload", self.names.namespace):
+                owners = wl["metadata"].get("ownerReferences") or []
+                if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+                    found.append(wl["metadata"]["name"])
+                    return True, wl["metadata"]["name"]
+            return False, "no Workload owned by the Job yet"
+
+        poll_until(
+            probe,
+            what=f"Kueue to create a Workload for Job {self.names.namespace}/{job}",
+            timeout=self.t.settle,
+            interval=self.t.interval,
+        )
+        return found[0]
+
+    def _ref(self, entry: Entry) -> str:
+        return f"Workload {self.names.namespace}/{entry.kueue_name}"
+
+    def workload_obj(self, entry: Entry) -> Obj | None:
+        return self.kube.get_or_none(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)
+
+    def state_of(self, entry: Entry) -> State:
+        return state(self.workload_obj(entry))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(self) -> dict[str, Outcome]:
+        """Every live workload's outcome in submission order; checks pods against Kueue."""
+        out: dict[str, Outcome] = {}
+        for name, entry in self.entries.items():
+            if entry.rejected is not None:
+                out[name] = entry.rejected
+                continue
+            seen = self._settle(entry)
+            if seen.kind == "pending":
+                out[name] = Outcome(admitted=False, message=seen.message)
+                continue
+            wl = self.workload_obj(entry)
+            assert wl is not None
+            rename = {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
+            placement = admission_placement(wl, rename)
+            if entry.as_job:
+                self._check_pods(entry, placement)
+            out[name] = Outcome(admitted=True, placement=placement)
+        return out
+
+    def _check_pods(self, entry: Entry, placement: dict[str, dict[str, int]]) -> None:
+        w = entry.workload
+        (ps,) = w.pod_sets
+        sel = f"{JOB_NAME_LABEL}={w.name}"
+        pods: list[Obj] = []
+
+        def probe() -> tuple[bool, str]:
+            pods[:] = [
+                p
+                for p in self.kube.list("v1", "Pod", self.names.namespace, sel)
+                if not p["metadata"].get("deletionTimestamp")
+            ]
+            n = bound(pods)
+            gated = sum(1 for p in pods if (p.get("spec") or {}).get("schedulingGates"))
+            return n >= ps.count, f"{len(pods)} pods, {n} bound, {gated} still gated"
+
+        poll_until(
+            probe,
+            what=f"the {ps.count} pods of Job {self.names.namespace}/{w.name} to "
+            f"be bound by kube-scheduler",
+            timeout=self.t.pods,
+            interval=self.t.interval,
+        )
+        lowest = self.scenario.topology.levels[-1]
+        by_node = {
+            n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
+            for n in self.nodes.values()
+        }
+        on_nodes = pods_placement(pods, by_node)
+        assigned = placement.get(ps.name, {})
+        if on_nodes != assigned:
+            raise PlacementDisagreement(
+                f"Job {self.names.namespace}/{w.name}: Kueue assigned {assigned} but "
+                f"kube-scheduler bound the pods to {on_nodes}"
+            )
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def apply(self, step: Step) -> None:
+        """Carry out one step on the cluster, then let pending workloads settle."""
+        action, target = step.action, step.target
+        if action == "submit":
+            assert isinstance(target, Workload)
+            self.submit(target)
+        elif action == "delete-workload":
+            assert isinstance(target, str)
+            self._delete_workload(target)
+        elif action == "delete-usage":
+            assert isinstance(target, str)
+            self._delete_pods(f"{objects.USAGE_LABEL}={target}")
+        elif action in ("cordon", "uncordon"):
+            assert isinstance(target, str)
+            flag = True if action == "cordon" else None
+            self.kube.patch("v1", "Node", target, {"spec": {"unschedulable": flag}})
+        elif action == "add-node":
+            assert isinstance(target, Node)
+            shaping.create_nodes(self.kube, [target], self.names, self.t)
+            self.nodes[target.name] = target
+        elif action == "delete-node":
+            assert isinstance(target, str)
+            self.kube.delete("v1", "Node", target)
+            wait_for(self.kube, "v1", "Node", target, absent, what="deleted", timeout=self.t.nodes)
+            self._delete_usage_on(target)
+            self.nodes.pop(target, None)
+        elif action == "add-usage":
+            assert isinstance(target, Usage)
+            ready = {n.name for n in self.nodes.values() if n.ready}
+            shaping.create_usage(self.kube, target, self.usage_count, self.names, ready, self.t)
+            self.usage_count += 1
+        else:
+            raise BackendError(f"step action {action!r} is not implemented by the cluster runner")
+        self._after_step()
+
+    def _after_step(self) -> None:
+        """Wait up to `step_window` for pending workloads to be admitted; those still pending
+        then count as staying pending (the window covers Kueue's 10 s requeue batching)."""
+        waiting = [e for e in self.entries.values() if e.rejected is None]
+        deadline = time.monotonic() + self.t.step_window
+        while time.monotonic() < deadline:
+            if all(self.state_of(e).kind == "admitted" for e in waiting):
+                return
+            time.sleep(max(self.t.interval, 0.25))
+
+    def _delete_workload(self, name: str) -> None:
+        entry = self.entries.pop(name)
+        if entry.rejected is not None:
+            return
+        if entry.as_job:
+            self.kube.delete("batch/v1", "Job", name, self.names.namespace)
+        else:
+            self.kube.delete(KUEUE_API, "Workload", name, self.names.namespace)
+        wait_for(
+            self.kube,
+            KUEUE_API,
+            "Workload",
+            entry.kueue_name,
+            absent,
+            namespace=self.names.namespace,
+            what="deleted",
+            timeout=self.t.settle,
+        )
+        if entry.as_job:
+            self._delete_pods(f"{JOB_NAME_LABEL}={name}")
+
+    def _delete_usage_on(self, node: str) -> None:
+        for pod in self.kube.list("v1", "Pod", self.names.namespace, objects.USAGE_LABEL):
+            if pod["spec"].get("nodeName") == node:
+                self.kube.delete(
+                    "v1", "Pod", pod["metadata"]["name"], self.names.namespace, grace_seconds=0
+                )
+
+    def _delete_pods(self, sel: str) -> None:
+        ns = self.names.namespace
+        self.kube.delete_all("v1", "Pod", ns, sel)
+
+        def probe() -> tuple[bool, str]:
+            left = self.kube.list("v1", "Pod", ns, sel)
+            for pod in left:
+                meta = pod["metadata"]
+                if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                    with contextlib.suppress(NotFound):
+                        self.kube.patch(
+                            "v1",
+                            "Pod",
+                            meta["name"],
+                            {"metadata": {"finalizers": None}},
+                            namespace=ns,
+                        )
+            return not left, f"{len(left)} pods left"
+
+        poll_until(
+            probe,
+            what=f"pods {sel} in {ns} to be deleted",
+            timeout=self.t.pods,
+            interval=self.t.interval,
+        )
+
+
+def api_message(err: KubeError) -> str:
+    """The API server's own message (without our "POST /path: 403" prefix)."""
+    text = str(err)
+    marker = f": {err.status} " if err.status else ""
+    if marker and marker in text:
+        text = text.split(marker, 1)[1]
+    return text.strip().strip("'\"")

@@ -1,0 +1,180 @@
+"""Shape a cluster for one scenario, and clear away everything the run created before.
+
+Every object carries the run label, so clearing is one label query per kind. Names are
+reused across scenarios (nodes, flavors, topologies), so clearing waits until they are gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import tenacity
+
+from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, NotFound, has_condition, wait_for
+from harness.kube import condition as get_condition
+from harness.kube.errors import WaitTimeout
+from harness.providers.kwok import wait_nodes_ready
+from harness.runner import objects
+from harness.runner.objects import Names, Obj
+from harness.runner.waits import Timeouts
+from harness.scenario import Node, Scenario, Usage
+
+NAMESPACED = (
+    ("batch/v1", "Job"),
+    (KUEUE_API, "Workload"),
+    ("v1", "Pod"),
+    (KUEUE_API, "LocalQueue"),
+)
+CLUSTER_SCOPED = (
+    (KUEUE_API, "ClusterQueue"),
+    (KUEUE_API, "ResourceFlavor"),
+    (KUEUE_API, "Topology"),
+    ("v1", "Node"),
+)
+
+
+_retry = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(KubeError),
+    stop=tenacity.stop_after_delay(20),
+    wait=tenacity.wait_exponential(multiplier=0.2, max=2),
+    reraise=True,
+)
+
+
+@_retry
+def clear(kube: Kube, run_id: str, t: Timeouts) -> None:
+    """Delete everything labelled with the run id and wait until it is gone. Retried: a
+    fresh API server answers 429 while a CRD's storage initialises."""
+    sel = f"{RUN_LABEL}={run_id}"
+    namespaces = [n["metadata"]["name"] for n in kube.list("v1", "Namespace", labels=sel)]
+    for ns in namespaces:
+        for api, kind in NAMESPACED:
+            kube.delete_all(api, kind, ns, sel)
+        _force_pods(kube, ns, sel)
+    for api, kind in CLUSTER_SCOPED:
+        kube.delete_all(api, kind, labels=sel)
+    for ns in namespaces:
+        kube.delete("v1", "Namespace", ns)  # not awaited: nothing reuses a namespace name
+    deadline = time.monotonic() + t.cleanup
+    while True:
+        left = _leftovers(kube, namespaces, sel)
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(
+                f"waited {t.cleanup:.0f}s for run {run_id}'s objects to be deleted; "
+                f"still there: {', '.join(left[:12])}"
+            )
+        for ns in namespaces:
+            _force_pods(kube, ns, sel)
+        time.sleep(0.2)
+
+
+def _force_pods(kube: Kube, ns: str, sel: str) -> None:
+    """Pods go at once (grace 0); a Job's tracking finalizer is dropped once they terminate,
+    because a recreated node of the same name must not inherit their usage."""
+    for pod in kube.list("v1", "Pod", ns, sel):
+        meta = pod["metadata"]
+        try:
+            if meta.get("deletionTimestamp"):
+                if meta.get("finalizers"):
+                    kube.patch(
+                        "v1", "Pod", meta["name"], {"metadata": {"finalizers": None}}, namespace=ns
+                    )
+            else:
+                kube.delete("v1", "Pod", meta["name"], ns, grace_seconds=0)
+        except NotFound:
+            continue
+
+
+def _leftovers(kube: Kube, namespaces: Iterable[str], sel: str) -> list[str]:
+    left = []
+    for ns in namespaces:
+        for api, kind in NAMESPACED:
+            try:
+                items = kube.list(api, kind, ns, sel)
+            except NotFound:
+                continue
+            left += [f"{kind} {ns}/{o['metadata']['name']}" for o in items]
+    for api, kind in CLUSTER_SCOPED:
+        left += [f"{kind} {o['metadata']['name']}" for o in kube.list(api, kind, labels=sel)]
+    return left
+
+
+def create_nodes(kube: Kube, nodes: Iterable[Node], names: Names, t: Timeouts) -> None:
+    """Create the nodes; ready ones must turn Ready under KWOK, the others must not."""
+    nodes = list(nodes)
+    for n in nodes:
+        kube.create(objects.node(n, names))
+    wait_nodes_ready(kube, [n.name for n in nodes if n.ready], timeout=t.nodes)
+    for n in nodes:
+        if not n.ready:
+            check_not_ready(kube, n.name)
+
+
+def check_not_ready(kube: Kube, name: str) -> None:
+    """A `ready: false` node must not show Ready=True (Kueue's TAS cache skips it then)."""
+    cond = get_condition(kube.get("v1", "Node", name), "Ready")
+    if cond is not None and cond.get("status") == "True":
+        raise KubeError(f"Node {name} is Ready=True although the scenario says ready: false")
+
+
+def create_usage(
+    kube: Kube, usage: Usage, index: int, names: Names, ready: set[str], t: Timeouts
+) -> None:
+    """Create a usage entry's pods and wait until KWOK reports them Running (on ready nodes)."""
+    pods = objects.usage_pods(usage, index, names)
+    for pod in pods:
+        kube.create(pod)
+    if usage.node not in ready:
+        return
+    for pod in pods:
+        wait_for(
+            kube,
+            "v1",
+            "Pod",
+            pod["metadata"]["name"],
+            _running,
+            namespace=names.namespace,
+            what="Running",
+            timeout=t.pods,
+        )
+
+
+def _running(obj: Obj | None) -> tuple[bool, str]:
+    phase = ((obj or {}).get("status") or {}).get("phase")
+    return phase == "Running", f"phase {phase}"
+
+
+def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
+    """Namespace, nodes, usage, then Topology, ResourceFlavor and queues, all Active."""
+    kube.create(objects.namespace(names))
+    create_nodes(kube, scenario.nodes, names, t)
+    ready = {n.name for n in scenario.nodes if n.ready}
+    for index, usage in enumerate(scenario.usage):
+        create_usage(kube, usage, index, names, ready, t)
+    kube.create(objects.topology(scenario, names))
+    kube.create(objects.resource_flavor(scenario, names))
+    kube.create(objects.cluster_queue(scenario, names))
+    kube.create(objects.local_queue(names))
+    active = has_condition("Active")
+    wait_for(
+        kube,
+        KUEUE_API,
+        "ClusterQueue",
+        names.cluster_queue,
+        active,
+        what="Active",
+        timeout=t.settle,
+    )
+    wait_for(
+        kube,
+        KUEUE_API,
+        "LocalQueue",
+        names.local_queue,
+        active,
+        namespace=names.namespace,
+        what="Active",
+        timeout=t.settle,
+    )

@@ -1,0 +1,60 @@
+"""Deadlines for every wait the runner makes, and the settle rule for a pending workload."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.kube import WaitTimeout
+from harness.runner.reading import State
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. `pending_window`: how long a refused workload must stay refused before it
+    counts as pending (Kueue retries at once when its caches were a step behind).
+    `step_window`: how long a workload still pending after a step may take to be admitted;
+    Kueue batches requeues after non-TAS pods go away every 10 s
+    (pkg/controller/tas/non_tas_usage_controller.go, defaultRequeueBatchInterval)."""
+
+    settle: float = 60.0
+    pods: float = 60.0
+    nodes: float = 60.0
+    cleanup: float = 90.0
+    pending_window: float = 0.75
+    step_window: float = 12.0
+    interval: float = 0.1
+
+    @classmethod
+    def from_env(cls) -> Timeouts:
+        """KTH_PENDING_WINDOW / KTH_STEP_WINDOW override the two settle windows."""
+        return cls(
+            pending_window=float(os.environ.get("KTH_PENDING_WINDOW", cls.pending_window)),
+            step_window=float(os.environ.get("KTH_STEP_WINDOW", cls.step_window)),
+        )
+
+
+def settle(read: Callable[[], State], *, what: str, t: Timeouts) -> State:
+    """Poll until admitted, or pending for `pending_window` without a change of mind."""
+    deadline = time.monotonic() + t.settle
+    pending_since: float | None = None
+    while True:
+        seen = read()
+        now = time.monotonic()
+        if seen.kind == "admitted":
+            return seen
+        if seen.kind == "pending":
+            pending_since = pending_since if pending_since is not None else now
+            if now - pending_since >= t.pending_window:
+                return seen
+        else:
+            pending_since = None
+        if now >= deadline:
+            raise WaitTimeout(
+                f"waited {t.settle:.0f}s for {what} to be admitted (QuotaReserved and Admitted "
+                f"True) or pending (QuotaReserved False with a message); last seen: "
+                f"{seen.kind}: {seen.message}"
+            )
+        time.sleep(t.interval)
