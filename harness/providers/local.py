@@ -226,7 +226,7 @@ class LocalCluster:
         except Exception as err:
             kueue.check()
             raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
-        self._mark("kueue webhook ready", t0)
+        self._mark("kueue webhook", t0)
         self.timings["ready"] = round(time.monotonic() - t0, 2)
         self.handle = ClusterHandle("local", layout.kubeconfig, run_dir, server)
         return self.handle

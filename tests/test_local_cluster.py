@@ -1,0 +1,370 @@
+"""The embedded cluster for real: start, KWOK GPU nodes, Kueue's webhook, clean stop.
+
+Marked `cluster`: these run the built upstream binaries (the toolchain builds them on first
+use, which takes a while on a fresh machine).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.kube import Kube, has_condition, node_ready, poll_until, wait_for, workloads
+from harness.providers import create_provider
+from harness.providers.kwok import fake_node, wait_nodes_ready
+from harness.providers.local import LocalCluster
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[1]
+RACK = "cloud.provider.com/topology-rack"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    """One embedded cluster for this module; stopped after its last test."""
+    provider = create_provider("local")
+    assert isinstance(provider, LocalCluster)
+    provider.start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture(scope="module")
+def kube(cluster: LocalCluster) -> Iterator[Kube]:
+    """API connection to the module's cluster."""
+    assert cluster.handle is not None
+    client = Kube(cluster.handle.kubeconfig)
+    yield client
+    client.close()
+
+
+def _namespace(kube: Kube, name: str) -> str:
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line mentions `text` (every component's argv names the run dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_cluster_serves_pinned_kubernetes(cluster: LocalCluster, kube: Kube) -> None:
+    assert cluster.handle is not None
+    assert kube.server_version() == "v1.36.1"
+    assert cluster.handle.kubeconfig.parent == cluster.handle.run_dir
+    assert set(cluster.logs()) == {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+        "kueue",
+    }
+    cluster.check()
+
+
+def test_kwok_gpu_node_becomes_ready_and_keeps_pods_running(kube: Kube) -> None:
+    node = fake_node(
+        "gpu-node-1",
+        allocatable={"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"},
+        labels={"cloud.provider.com/topology-rack": "r1"},
+    )
+    kube.create(node)
+    (ready,) = wait_nodes_ready(kube, ["gpu-node-1"], timeout=60)
+    assert ready["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert ready["status"]["capacity"]["nvidia.com/gpu"] == "8"
+    assert node_ready(ready)[0]
+
+    ns = _namespace(kube, "kwok-pods")
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {
+                            "requests": {"nvidia.com/gpu": "2"},
+                            "limits": {"nvidia.com/gpu": "2"},
+                        },
+                    }
+                ]
+            },
+        }
+    )
+    pod = wait_for(
+        kube, "v1", "Pod", "p", has_condition("Ready"), namespace=ns, what="Ready", timeout=60
+    )
+    assert pod["spec"]["nodeName"] == "gpu-node-1"  # placed by the real kube-scheduler
+    time.sleep(3)  # no pod-complete stage: the pod must still be Running afterwards
+    assert kube.get("v1", "Pod", "p", ns)["status"]["phase"] == "Running"
+
+
+def test_kueue_webhook_suspends_job_and_controller_creates_workload(kube: Kube) -> None:
+    ns = _namespace(kube, "webhook-check")
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": ns,
+            "labels": {"kueue.x-k8s.io/queue-name": "missing-queue"},
+        },
+        "spec": {
+            "suspend": False,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                }
+            },
+        },
+    }
+    created = kube.create(job)
+    assert created["spec"]["suspend"] is True
+
+    def workload_seen() -> tuple[bool, str]:
+        items = workloads(kube, ns)
+        return bool(items), f"{len(items)} workloads"
+
+    poll_until(workload_seen, what=f"a Workload for Job {ns}/j", timeout=60)
+    (wl,) = workloads(kube, ns)
+    assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert wl["spec"]["queueName"] == "missing-queue"
+
+
+def test_job_outside_queue_is_left_alone(kube: Kube) -> None:
+    ns = _namespace(kube, "unmanaged")
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": ns},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                }
+            }
+        },
+    }
+    assert kube.create(job, dry_run=True)["spec"].get("suspend") is False
+
+
+def test_tas_places_job_in_the_only_rack_that_fits(kube: Kube) -> None:
+    """Rack r1 has 2 GPUs and rack r2 has 4: a Job needing 2x2 GPUs within one rack can only
+    land on r2's node, through Kueue's TAS admission, ungating and the real scheduler."""
+    group = {"cloud.provider.com/node-group": "tas-smoke"}
+    for name, rack, gpus in (("smoke-a", "r1", "2"), ("smoke-b", "r2", "4")):
+        kube.create(
+            fake_node(
+                name,
+                allocatable={"nvidia.com/gpu": gpus, "cpu": "8", "memory": "64Gi"},
+                labels={**group, "cloud.provider.com/topology-rack": rack},
+            )
+        )
+    wait_nodes_ready(kube, ["smoke-a", "smoke-b"], timeout=60)
+    api = "kueue.x-k8s.io/v1beta2"
+    ns = _namespace(kube, "tas-smoke")
+    for obj in (
+        {
+            "kind": "Topology",
+            "metadata": {"name": "smoke-topology"},
+            "spec": {
+                "levels": [
+                    {"nodeLabel": "cloud.provider.com/topology-rack"},
+                    {"nodeLabel": "kubernetes.io/hostname"},
+                ]
+            },
+        },
+        {
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "smoke-flavor"},
+            "spec": {"nodeLabels": group, "topologyName": "smoke-topology"},
+        },
+        {
+            "kind": "ClusterQueue",
+            "metadata": {"name": "smoke-cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "smoke-flavor",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "100"},
+                                    {"name": "memory", "nominalQuota": "1000Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": "100"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "kind": "LocalQueue",
+            "metadata": {"name": "smoke-lq", "namespace": ns},
+            "spec": {"clusterQueue": "smoke-cq"},
+        },
+    ):
+        kube.create({"apiVersion": api, **obj})
+    wait_for(
+        kube, api, "ClusterQueue", "smoke-cq", has_condition("Active"), what="Active", timeout=60
+    )
+    kube.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "train",
+                "namespace": ns,
+                "labels": {"kueue.x-k8s.io/queue-name": "smoke-lq"},
+            },
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "completionMode": "Indexed",
+                "template": {
+                    "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "registry.k8s.io/pause:3.10",
+                                "resources": {
+                                    "requests": {"nvidia.com/gpu": "2"},
+                                    "limits": {"nvidia.com/gpu": "2"},
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    )
+
+    def admitted() -> tuple[bool, str]:
+        items = workloads(kube, ns)
+        if not items:
+            return False, "no Workload yet"
+        return has_condition("Admitted")(items[0])
+
+    poll_until(admitted, what=f"the Workload of Job {ns}/train to be Admitted", timeout=60)
+    (wl,) = workloads(kube, ns)
+    (psa,) = wl["status"]["admission"]["podSetAssignments"]
+    assert psa["topologyAssignment"]
+
+    def pods_placed() -> tuple[bool, str]:
+        pods = kube.list("v1", "Pod", ns)
+        seen = {
+            p["metadata"]["name"]: (p["spec"].get("nodeName"), p["status"].get("phase"))
+            for p in pods
+        }
+        ok = len(pods) == 2 and all(ph == "Running" and n for n, ph in seen.values())
+        return ok, str(seen)
+
+    poll_until(pods_placed, what="both pods Running on a node", timeout=60)
+    assert {p["spec"]["nodeName"] for p in kube.list("v1", "Pod", ns)} == {"smoke-b"}
+
+
+def test_stop_leaves_no_process_port_or_run_dir() -> None:
+    cluster = LocalCluster()
+    handle = cluster.start()
+    pids = cluster.pids()
+    ports = cluster.ports
+    assert ports is not None and len(pids) == 6
+    assert _processes_mentioning(str(handle.run_dir))
+    cluster.stop()
+    assert not [p for p in pids.values() if Path(f"/proc/{p}").exists()]
+    assert not _processes_mentioning(str(handle.run_dir))
+    assert not [n for n, p in ports.as_dict().items() if _port_open(p)]
+    assert not handle.run_dir.exists()
+    peak = cluster.peak_rss_kib()
+    assert set(peak) == set(pids) and all(v > 0 for v in peak.values())
+
+
+def _spawn_cli(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.providers.local", "up", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if marker in line:
+            return lines
+    proc.kill()
+    raise AssertionError(f"no {marker!r} within {timeout}s; output:\n" + "\n".join(lines))
+
+
+def _run_dir(lines: list[str]) -> str:
+    return next(line.split("run dir ", 1)[1] for line in lines if "run dir " in line)
+
+
+@pytest.mark.parametrize(
+    ("sig", "when", "code"),
+    [
+        (signal.SIGINT, "Ctrl-C stops it", 0),  # Ctrl-C on a ready cluster
+        (signal.SIGTERM, "started kube-apiserver", 143),  # SIGTERM halfway through start-up
+    ],
+)
+def test_signal_to_cli_leaves_nothing_behind(sig: signal.Signals, when: str, code: int) -> None:
+    proc = _spawn_cli()
+    try:
+        lines = _read_until(proc, when, timeout=300)
+        run_dir = _run_dir(lines)
+        pids = [int(m.group(1)) for m in map(re.compile(r"\(pid (\d+)\)").search, lines) if m]
+        ports = [int(line.split()[2]) for line in lines if line.startswith("port ")]
+        assert pids and _processes_mentioning(run_dir)
+        proc.send_signal(sig)
+        rest, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, rest
+    assert not _processes_mentioning(run_dir)
+    assert not [p for p in pids if Path(f"/proc/{p}").exists()]
+    assert not [p for p in ports if _port_open(p)]
+    assert not Path(run_dir).exists()
