@@ -176,6 +176,11 @@ class KindCluster:
             self.kwok.stop()
         if self.kube is not None:
             self.kube.close()
+        if os.environ.get("KTH_KIND_EXPORT_LOGS") == "1" and (self.created or self.keep):
+            try:  # CI: node journals and container logs end up in the uploaded run dir
+                self.export_logs()
+            except ClusterError as err:
+                _say(str(err))
         if self.keep and self.kubeconfig is not None and self.kubeconfig.exists():
             _say(
                 f"kept kind cluster {self.cluster!r}: export KUBECONFIG={self.kubeconfig} "

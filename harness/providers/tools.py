@@ -143,11 +143,16 @@ def ensure_built(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.providers.tools [build|paths] [TOOL...]`."""
+    """`python -m harness.providers.tools [build|paths|which] [TOOL...]`."""
     parser = argparse.ArgumentParser(prog="python -m harness.providers.tools")
-    parser.add_argument("action", choices=["build", "paths"], nargs="?", default="build")
+    parser.add_argument("action", choices=["build", "paths", "which"], nargs="?", default="build")
     parser.add_argument("names", nargs="*", help=f"tools (default: {' '.join(TOOLS)})")
     args = parser.parse_args(argv)
+    if args.action == "which":  # for the Makefile: the path to run, exit 1 when there is none
+        found = [tool_path(n) for n in args.names]
+        for path in found:
+            print(path or "")
+        return 0 if found and all(found) else 1
     try:
         for name in args.names or list(TOOLS):
             if name not in TOOLS:

@@ -1,0 +1,106 @@
+"""The GitHub Actions workflows: actionlint accepts them, and they do what CI promises."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.providers import tools
+from harness.toolchain import ToolchainError
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
+CACHED = {"~/.cache/kueue-tas-harness", "~/go/pkg/mod", "~/.cache/go-build"}
+
+
+@pytest.fixture(scope="module")
+def actionlint() -> Path:
+    """actionlint from PATH or the cache, built from its Go module when missing."""
+    found = tools.tool_path("actionlint")
+    if found is not None:
+        return found
+    try:
+        return tools.ensure_built("actionlint")
+    except ToolchainError as err:
+        pytest.skip(f"actionlint cannot be built here: {err}")
+
+
+@pytest.fixture(scope="module")
+def ci() -> dict[str, Any]:
+    """The parsed ci.yml."""
+    data: dict[str, Any] = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text())
+    return data
+
+
+def test_actionlint_accepts_the_workflows(actionlint: Path) -> None:
+    assert WORKFLOWS
+    out = subprocess.run(
+        [str(actionlint), "-no-color", *map(str, WORKFLOWS)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(actionlint: Path, tmp_path: Path) -> None:
+    """The check above can fail: a job needing an unknown job is reported."""
+    broken = tmp_path / ".github" / "workflows" / "broken.yml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    needs: nope\n"
+        "    steps:\n      - run: make unit\n"
+    )
+    out = subprocess.run([str(actionlint), "-no-color", str(broken)], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert out.returncode == 1
+    assert "nope" in out.stdout
+
+
+def _steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = job["steps"]
+    return steps
+
+
+def test_jobs_lint_unit_embedded_and_kind(ci: dict[str, Any]) -> None:
+    jobs = ci["jobs"]
+    assert set(jobs) == {"lint-unit", "e2e-embedded", "e2e-kind"}
+    runs = {name: [s["run"] for s in _steps(job) if "run" in s] for name, job in jobs.items()}
+    assert "make lint" in runs["lint-unit"] and any(r.startswith("make unit") for r in
+                                                    runs["lint-unit"])  # fmt: skip
+    assert any(r.startswith("make e2e CLUSTER=local") for r in runs["e2e-embedded"])
+    assert any(r.startswith("make e2e CLUSTER=kind") for r in runs["e2e-kind"])
+    assert jobs["e2e-embedded"]["needs"] == "lint-unit" == jobs["e2e-kind"]["needs"]
+
+
+def test_ci_calls_make_targets_only(ci: dict[str, Any]) -> None:
+    for name, job in ci["jobs"].items():
+        for step in _steps(job):
+            if "run" in step and not step["run"].startswith("sudo install -d"):
+                assert step["run"].startswith("make "), f"{name}: {step['run']}"
+
+
+def test_caches_are_keyed_on_the_pins(ci: dict[str, Any]) -> None:
+    for name, job in ci["jobs"].items():
+        (cache,) = [s for s in _steps(job) if str(s.get("uses", "")).startswith("actions/cache@")]
+        paths = set(cache["with"]["path"].split())
+        assert paths == CACHED, name
+        assert "harness/toolchain/pins.py" in cache["with"]["key"], name
+
+
+def test_failures_upload_the_run_directory(ci: dict[str, Any]) -> None:
+    for name, job in ci["jobs"].items():
+        uploads = [s for s in _steps(job) if str(s.get("uses", "")).startswith(
+            "actions/upload-artifact@")]  # fmt: skip
+        assert len(uploads) == 1, name
+        (upload,) = uploads
+        assert upload["if"] == "failure()"
+        assert upload["with"]["path"] == "run/"
+        runs = " ".join(s.get("run", "") for s in _steps(job))
+        if "make e2e" in runs or "make unit" in runs:
+            assert "RUN_DIR=run" in runs, name
