@@ -1,0 +1,371 @@
+"""Object builders, outcome reading, gates and the settle rule of the cluster runner (no cluster)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from harness.kube import RUN_LABEL, KubeError, WaitTimeout
+from harness.loader import scenario_from_data
+from harness.runner import gates, objects
+from harness.runner.backend import namespace_for
+from harness.runner.objects import Names
+from harness.runner.reading import State, admission_placement, pods_placement, state
+from harness.runner.session import api_message
+from harness.runner.waits import Timeouts, settle
+from harness.scenario import Scenario, Workload
+
+NAMES = Names(run_id="r1", namespace="kth-1-demo")
+
+
+def _scenario(**extra: Any) -> Scenario:
+    data: dict[str, Any] = {
+        "name": "demo",
+        "topology": {"name": "topo", "levels": ["example.com/rack", "kubernetes.io/hostname"]},
+        "nodes": [
+            {
+                "name": "n1",
+                "labels": {"example.com/rack": "r1"},
+                "allocatable": {"nvidia.com/gpu": 4, "cpu": "500m", "memory": "1Gi", "pods": 8},
+            },
+            {
+                "name": "n2",
+                "labels": {"example.com/rack": "r1"},
+                "ready": False,
+                "unschedulable": True,
+                "allocatable": {"cpu": 2},
+                "taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}],
+            },
+        ],
+        "usage": [{"node": "n1", "requests": {"nvidia.com/gpu": 2}, "count": 2, "name": "busy"}],
+        "workloads": [
+            {
+                "name": "train",
+                "podSets": [
+                    {
+                        "name": "workers",
+                        "count": 3,
+                        "requests": {"nvidia.com/gpu": 1, "cpu": "250m"},
+                        "topology": {"mode": "required", "level": "kubernetes.io/hostname"},
+                        "nodeSelector": {"example.com/rack": "r1"},
+                        "tolerations": [
+                            {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+                        ],
+                    }
+                ],
+            },
+        ],
+        **extra,
+    }
+    return scenario_from_data(data, "demo.yaml")
+
+
+def test_quantities_are_written_exactly() -> None:
+    assert objects.quantity(Fraction(1, 2)) == "500m"
+    assert objects.quantity(Fraction(4)) == "4"
+    assert objects.quantity(Fraction(256 * 2**30)) == str(256 * 2**30)
+    assert objects.quantity(Fraction(1, 10**9)) == "1n"
+
+
+def test_ready_node_is_handed_to_kwok_with_exact_allocatable() -> None:
+    node = objects.node(_scenario().nodes[0], NAMES)
+    meta, status = node["metadata"], node["status"]
+    assert meta["annotations"][objects.KWOK_ANNOTATION] == "fake"
+    assert meta["labels"]["kubernetes.io/hostname"] == "n1"
+    assert meta["labels"]["example.com/rack"] == "r1"
+    assert meta["labels"][RUN_LABEL] == "r1"
+    want = {"nvidia.com/gpu": "4", "cpu": "500m", "memory": str(2**30), "pods": "8"}
+    assert status["allocatable"] == want
+    assert status["capacity"] == want
+    assert "conditions" not in status  # KWOK adds Ready=True
+    assert "unschedulable" not in node["spec"]
+
+
+def test_not_ready_node_is_not_kwok_managed_and_says_not_ready() -> None:
+    node = objects.node(_scenario().nodes[1], NAMES)
+    assert objects.KWOK_ANNOTATION not in node["metadata"]["annotations"]
+    assert node["status"]["conditions"][0]["type"] == "Ready"
+    assert node["status"]["conditions"][0]["status"] == "False"
+    assert node["spec"]["unschedulable"] is True
+    assert node["spec"]["taints"] == [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    assert "pods" not in node["status"]["allocatable"]  # no default: as the scenario says
+
+
+def test_usage_pods_are_bound_and_carry_no_kueue_marks() -> None:
+    usage = _scenario().usage[0]
+    pods = objects.usage_pods(usage, 0, NAMES)
+    assert [p["metadata"]["name"] for p in pods] == ["busy-0", "busy-1"]
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == "n1"
+        assert not any("kueue.x-k8s.io" in k for k in pod["metadata"]["labels"])
+        assert "annotations" not in pod["metadata"]
+        (container,) = pod["spec"]["containers"]
+        assert container["resources"] == {
+            "requests": {"nvidia.com/gpu": "2"},
+            "limits": {"nvidia.com/gpu": "2"},
+        }
+        assert pod["spec"]["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_job_is_indexed_queued_and_annotated() -> None:
+    job = objects.job(_scenario().workloads[0], NAMES)
+    spec = job["spec"]
+    assert (spec["parallelism"], spec["completions"]) == (3, 3)
+    assert spec["completionMode"] == "Indexed"
+    assert job["metadata"]["labels"][objects.QUEUE_LABEL] == NAMES.local_queue
+    template = spec["template"]
+    assert template["metadata"]["annotations"] == {objects.REQUIRED: "kubernetes.io/hostname"}
+    pod = template["spec"]
+    assert pod["nodeSelector"] == {"example.com/rack": "r1"}
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    resources = pod["containers"][0]["resources"]
+    assert resources["requests"] == {"nvidia.com/gpu": "1", "cpu": "250m"}
+    assert resources["limits"] == {"nvidia.com/gpu": "1"}  # cpu may overcommit, GPUs may not
+
+
+@pytest.mark.parametrize(
+    ("topology", "annotations"),
+    [
+        (
+            {"mode": "preferred", "level": "example.com/rack"},
+            {objects.PREFERRED: "example.com/rack"},
+        ),
+        ({"mode": "unconstrained"}, {objects.UNCONSTRAINED: "true"}),
+        (
+            {
+                "mode": "required",
+                "level": "example.com/rack",
+                "sliceLevel": "kubernetes.io/hostname",
+                "sliceSize": 2,
+            },
+            {
+                objects.REQUIRED: "example.com/rack",
+                objects.SLICE_LEVEL: "kubernetes.io/hostname",
+                objects.SLICE_SIZE: "2",
+            },
+        ),
+        (
+            {"mode": "required", "level": "example.com/rack", "podSetGroupName": "lws"},
+            {objects.REQUIRED: "example.com/rack", objects.GROUP: "lws"},
+        ),
+    ],
+)
+def test_topology_annotations(topology: dict[str, Any], annotations: dict[str, str]) -> None:
+    scenario = _scenario()
+    data = {
+        "name": "w",
+        "podSets": [{"name": "main", "count": 2, "requests": {"cpu": 1}, "topology": topology}],
+    }
+    w = scenario_from_data({**_raw(), "workloads": [data]}, "x.yaml").workloads[0]
+    assert objects.job(w, NAMES)["spec"]["template"]["metadata"]["annotations"] == annotations
+    assert scenario is not None
+
+
+def _raw() -> dict[str, Any]:
+    return {
+        "name": "demo",
+        "topology": {"name": "topo", "levels": ["example.com/rack", "kubernetes.io/hostname"]},
+        "nodes": [
+            {
+                "name": "n1",
+                "labels": {"example.com/rack": "r1"},
+                "allocatable": {"cpu": 8, "pods": 8},
+            }
+        ],
+    }
+
+
+def test_workload_with_several_pod_sets_keeps_order_and_requests() -> None:
+    data = {
+        "name": "lws",
+        "podSets": [
+            {
+                "name": "leader",
+                "count": 1,
+                "requests": {"cpu": 1},
+                "topology": {
+                    "mode": "required",
+                    "level": "example.com/rack",
+                    "podSetGroupName": "g",
+                },
+            },
+            {
+                "name": "workers",
+                "count": 4,
+                "requests": {"cpu": 1},
+                "topology": {
+                    "mode": "required",
+                    "level": "example.com/rack",
+                    "podSetGroupName": "g",
+                },
+            },
+            {
+                "name": "side",
+                "count": 2,
+                "requests": {"cpu": 1},
+                "topology": {"sliceLevel": "kubernetes.io/hostname", "sliceSize": 1},
+            },
+        ],
+    }
+    w = scenario_from_data({**_raw(), "workloads": [data]}, "x.yaml").workloads[0]
+    wl = objects.workload(w, NAMES)
+    assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert wl["spec"]["queueName"] == NAMES.local_queue
+    pod_sets = wl["spec"]["podSets"]
+    assert [p["name"] for p in pod_sets] == ["leader", "workers", "side"]
+    assert [p["count"] for p in pod_sets] == [1, 4, 2]
+    assert pod_sets[0]["topologyRequest"] == {
+        "podIndexLabel": objects.JOB_INDEX_LABEL,
+        "required": "example.com/rack",
+        "podSetGroupName": "g",
+    }
+    assert pod_sets[2]["topologyRequest"] == {
+        "podIndexLabel": objects.JOB_INDEX_LABEL,
+        "podSetSliceRequiredTopology": "kubernetes.io/hostname",
+        "podSetSliceSize": 1,
+    }
+
+
+def test_cluster_queue_covers_every_requested_resource() -> None:
+    step_workload = {
+        "name": "late",
+        "podSets": [{"name": "main", "count": 1, "requests": {"example.com/fpga": 1}}],
+    }
+    scenario = _scenario(
+        queue={"nominalQuota": {"nvidia.com/gpu": 6, "pods": 10}},
+        steps=[{"submit": step_workload}],
+    )
+    cq = objects.cluster_queue(scenario, NAMES)
+    (group,) = cq["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "example.com/fpga", "nvidia.com/gpu", "pods"]
+    (flavor,) = group["flavors"]
+    assert flavor["name"] == "topo"  # default flavor name: the topology's
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    assert quota["nvidia.com/gpu"] == "6"
+    assert quota["pods"] == "10"
+    assert int(quota["cpu"]) >= 10**15  # ample
+    assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert cq["spec"]["preemption"]["withinClusterQueue"] == "Never"
+    assert "cohortName" not in cq["spec"]
+
+
+def test_flavor_without_node_labels_selects_every_node_of_the_run() -> None:
+    scenario = _scenario()
+    rf = objects.resource_flavor(scenario, NAMES)
+    assert rf["spec"]["nodeLabels"] == objects.ALL_NODES_LABEL
+    assert rf["spec"]["topologyName"] == "topo"
+    for n in scenario.nodes:
+        labels = objects.node(n, NAMES)["metadata"]["labels"]
+        assert objects.ALL_NODES_LABEL.items() <= labels.items()
+    with_labels = _scenario(
+        flavor={
+            "name": "gpu",
+            "nodeLabels": {"example.com/rack": "r1"},
+            "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        }
+    )
+    rf = objects.resource_flavor(with_labels, NAMES)
+    assert rf["metadata"]["name"] == "gpu"
+    assert rf["spec"]["nodeLabels"] == {"example.com/rack": "r1"}
+    assert rf["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+
+
+def test_topology_levels_in_file_order() -> None:
+    topo = objects.topology(_scenario(), NAMES)
+    assert topo["spec"]["levels"] == [
+        {"nodeLabel": "example.com/rack"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
+
+
+def test_namespace_names_are_dns_labels() -> None:
+    ns = namespace_for(12, "A.very_long-Scenario.name" * 5)
+    assert len(ns) <= 63 and ns.startswith("kth-12-")
+    assert ns.replace("-", "").isalnum() and ns == ns.lower() and not ns.endswith("-")
+
+
+def _wl(reserved: dict[str, str] | None, admitted: str | None = None, **status: Any) -> Any:
+    conditions = []
+    if reserved is not None:
+        conditions.append({"type": "QuotaReserved", **reserved})
+    if admitted is not None:
+        conditions.append({"type": "Admitted", "status": admitted})
+    return {"status": {"conditions": conditions, **status}}
+
+
+def test_workload_states() -> None:
+    assert state(None).kind == "unsettled"
+    assert state(_wl(None)).kind == "unsettled"
+    waiting = {"status": "False", "reason": "PendingEvaluation", "message": "not yet"}
+    assert state(_wl(waiting)).kind == "unsettled"
+    refused = {"status": "False", "reason": "Pending", "message": "couldn't assign flavors"}
+    assert state(_wl(refused)) == State("pending", "couldn't assign flavors")
+    assert state(_wl({"status": "True"}, "False")).kind == "unsettled"
+    assert state(_wl({"status": "True"}, "True")).kind == "admitted"
+
+
+def test_admission_placement_renames_a_jobs_main_pod_set() -> None:
+    ta = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 1,
+                "valuesPerLevel": [{"universal": "n1"}],
+                "podCounts": {"universal": 3},
+            }
+        ],
+    }
+    wl = {
+        "status": {"admission": {"podSetAssignments": [{"name": "main", "topologyAssignment": ta}]}}
+    }
+    assert admission_placement(wl, {"main": "workers"}) == {"workers": {"n1": 3}}
+
+
+def test_pods_placement_maps_nodes_to_their_lowest_level_value() -> None:
+    pods = [{"spec": {"nodeName": n}} for n in ("a", "b", "b", "")]
+    assert pods_placement(pods, {"a": "r1", "b": "r1"}) == {"r1": 3}
+
+
+def test_gate_parsing() -> None:
+    assert gates.parse("TASBalancedPlacement=true, TASProfileMixed=false") == {
+        "TASBalancedPlacement": True,
+        "TASProfileMixed": False,
+    }
+    assert gates.parse("") == {}
+    with pytest.raises(gates.GateError, match="expected NAME=true"):
+        gates.parse("TASBalancedPlacement")
+    with pytest.raises(gates.GateError, match=r"not a Kueue v0\.19 feature gate"):
+        gates.parse("NoSuchGate=true")
+    assert gates.needed({"A": True, "B": True}, {"B": False}) == {"A": True, "B": False}
+
+
+def test_api_message_drops_our_request_prefix() -> None:
+    err = KubeError("POST /apis/batch/v1/namespaces/x/jobs: 403 'admission webhook denied'", 403)
+    assert api_message(err) == "admission webhook denied"
+
+
+def test_pending_must_hold_for_the_window() -> None:
+    """A refusal followed by a late admission inside the window is an admission."""
+    seen = iter([State("pending", "no"), State("pending", "no"), State("admitted")])
+    t = Timeouts(pending_window=0.05, interval=0.02, settle=5)
+    assert settle(lambda: next(seen), what="w", t=t).kind == "admitted"
+    t = Timeouts(pending_window=0.05, interval=0.01, settle=5)
+    assert settle(lambda: State("pending", "no"), what="w", t=t) == State("pending", "no")
+
+
+def test_settle_times_out_naming_what_it_saw() -> None:
+    t = Timeouts(settle=0.05, interval=0.01)
+    with pytest.raises(
+        WaitTimeout, match=r"Workload ns/x .*last seen: unsettled: no QuotaReserved"
+    ):
+        settle(lambda: State("unsettled", "no QuotaReserved condition"), what="Workload ns/x", t=t)
+
+
+def test_all_workloads_includes_those_submitted_by_steps() -> None:
+    late = {"name": "late", "podSets": [{"name": "main", "count": 1, "requests": {"cpu": 1}}]}
+    scenario = _scenario(steps=[{"submit": late}])
+    names = [w.name for w in objects.all_workloads(scenario)]
+    assert names == ["train", "late"]
+    assert all(isinstance(w, Workload) for w in objects.all_workloads(scenario))
