@@ -368,3 +368,37 @@ def test_signal_to_cli_leaves_nothing_behind(sig: signal.Signals, when: str, cod
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
     assert not [p for p in ports if _port_open(p)]
     assert not Path(run_dir).exists()
+
+
+def test_detached_cluster_outlives_cli_until_down() -> None:
+    up = subprocess.run(
+        [sys.executable, "-m", "harness.providers.local", "up", "--detach"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = (up.stdout + up.stderr).splitlines()
+    run_dir = _run_dir(lines)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        pids = [int(line.split()[2]) for line in lines if line.startswith("pid ")]
+        assert len(pids) == 6
+        assert all(Path(f"/proc/{p}").exists() for p in pids)  # the CLI exited, they did not
+        kube = Kube(Path(run_dir) / "kubeconfig")
+        assert kube.server_version() == "v1.36.1"
+        kube.close()
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "harness.providers.local", "down", run_dir],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "kueue" in down.stdout
+    assert not _processes_mentioning(run_dir)
+    assert not Path(run_dir).exists()

@@ -8,7 +8,6 @@ Never touches ~/.kube: the run writes and uses its own kubeconfig.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -24,7 +23,7 @@ from harness import pki, toolchain
 from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube
-from harness.providers import health, lifecycle, localspec
+from harness.providers import detached, health, lifecycle, localspec
 from harness.providers.base import ClusterError, ClusterHandle
 from harness.providers.kwok import stages_yaml
 from harness.providers.process import Process, tail
@@ -229,6 +228,21 @@ class LocalCluster:
         self._mark("kueue webhook", t0)
         self.timings["ready"] = round(time.monotonic() - t0, 2)
         self.handle = ClusterHandle("local", layout.kubeconfig, run_dir, server)
+        detached.write_state(
+            run_dir,
+            {
+                "kubeconfig": str(layout.kubeconfig),
+                "etcd_data": str(layout.etcd_data),
+                "pids": self.pids(),
+                "ports": ports.as_dict(),
+                "webhooks": [
+                    [w["apiVersion"], w["kind"], w["metadata"]["name"]] for w in self._webhooks
+                ],
+            },
+        )
+        if self.keep:
+            # Kept: outlive this process; `python -m harness.providers.local down` stops it.
+            lifecycle.unregister(id(self))
         return self.handle
 
     def _mark(self, phase: str, t0: float) -> None:
@@ -290,6 +304,7 @@ class LocalCluster:
             self.layout.logs / f"{name}.log",
             env,
             self.layout.run_dir,
+            die_with_parent=not self.keep,  # a kept cluster may outlive us
         )
         self.procs.append(proc)
         proc.start()
@@ -309,47 +324,7 @@ class LocalCluster:
             _say(f"could not delete webhook configurations: {err}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.providers.local up`: start a cluster and keep it until Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m harness.providers.local")
-    parser.add_argument("action", choices=["up"])
-    parser.add_argument("--keep", action="store_true", help="keep the run dir after stopping")
-    parser.add_argument("--feature-gates", default="", help="Kueue gates, e.g. A=true,B=false")
-    args = parser.parse_args(argv)
-    gates = {
-        k.strip(): v.strip().lower() == "true"
-        for k, _, v in (g.partition("=") for g in args.feature_gates.split(",") if g)
-    }
-    cluster = LocalCluster(keep=args.keep, feature_gates=gates)
-    try:
-        handle = cluster.start()
-        print(f"kubeconfig: {handle.kubeconfig}", flush=True)
-        for name, pid in cluster.pids().items():
-            print(f"pid {name} {pid}", flush=True)
-        assert cluster.ports is not None
-        for name, port in cluster.ports.as_dict().items():
-            print(f"port {name} {port}", flush=True)
-        print(f"ready in {cluster.timings['ready']:.1f}s; Ctrl-C stops it", flush=True)
-        while True:
-            cluster.check()
-            time.sleep(1.0)
-    except KeyboardInterrupt:
-        return 0
-    except ClusterError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except toolchain.ToolchainError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    finally:
-        cluster.stop()
-        rss = cluster.peak_rss_kib()
-        if rss:
-            print(
-                "peak RSS MiB: " + ", ".join(f"{k}={v / 1024:.0f}" for k, v in rss.items()),
-                file=sys.stderr,
-            )
-
-
 if __name__ == "__main__":
+    from harness.providers.local_cli import main
+
     sys.exit(main())

@@ -41,9 +41,17 @@ class Process:
     """A named child process writing stdout and stderr to one log file."""
 
     def __init__(
-        self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str], cwd: Path
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        env: Mapping[str, str],
+        cwd: Path,
+        *,
+        die_with_parent: bool = True,
     ) -> None:
         self.name = name
+        self.die_with_parent = die_with_parent
         self.argv = list(argv)
         self.log = log
         self.env = dict(env)
@@ -68,7 +76,7 @@ class Process:
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
 
     def running(self) -> bool:
