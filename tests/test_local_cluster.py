@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.kube import Kube, has_condition, node_ready, poll_until, wait_for, workloads
-from harness.providers import create_provider
+from harness.providers import ComponentCrashed, create_provider
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import LocalCluster
 
@@ -311,6 +311,22 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
     assert not handle.run_dir.exists()
     peak = cluster.peak_rss_kib()
     assert set(peak) == set(pids) and all(v > 0 for v in peak.values())
+
+
+def test_component_crash_at_start_is_reported_and_everything_stops(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "kueue"
+    fake.write_text("#!/bin/sh\necho 'Unable to load the configuration: boom' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KTH_KUEUE", str(fake))
+    cluster = LocalCluster()
+    with pytest.raises(ComponentCrashed, match=r"(?s)kueue exited with code 1.*boom"):
+        cluster.start()
+    assert cluster.layout is not None
+    assert not _processes_mentioning(str(cluster.layout.run_dir))
+    assert not cluster.layout.run_dir.exists()
+    assert not cluster.layout.etcd_data.exists()
 
 
 def _spawn_cli(*args: str) -> subprocess.Popen[str]:
