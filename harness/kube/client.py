@@ -91,7 +91,10 @@ class Kube:
             resp = self._http.request(method, url, body=data, headers=headers)
         except urllib3.exceptions.HTTPError as err:
             raise KubeError(f"{method} {path}: cannot reach API server {self.host}: {err}") from err
-        payload: Any = json.loads(resp.data) if resp.data else None
+        try:
+            payload: Any = json.loads(resp.data) if resp.data else None
+        except ValueError:  # e.g. a plain-text 503 from a starting API server
+            payload = None
         if resp.status < 400:
             return payload
         status = payload if isinstance(payload, dict) else {}
