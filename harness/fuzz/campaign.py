@@ -1,0 +1,187 @@
+"""One fuzz campaign: generate, compare, shrink disagreements and write them out.
+
+Disagreements are grouped by kind (what differs and Kueue's reason); the first
+`shrink_per_kind` of each kind are shrunk, the rest are written as generated: one kind is
+usually one root cause, and shrinking costs hundreds of checks.
+
+`jobs` checkers (each with its own backend process) work in parallel threads: the sim
+spends most of its time waiting on Kueue's scheduler loop, so two processes on two cores
+nearly double the rate. Results are kept in case order whatever the thread timing.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from harness.fuzz.generator import generate
+from harness.fuzz.runner import Checker, Verdict, make_observer
+from harness.fuzz.shrink import shrink
+from harness.loader import scenario_from_data
+
+Data = dict[str, Any]
+T = TypeVar("T")
+
+
+@dataclass
+class Finding:
+    """A case where the fit model and Kueue disagree (or the backend failed)."""
+
+    index: int
+    original: Data
+    verdict: Verdict
+    shrunk: Data | None = None
+    shrunk_verdict: Verdict | None = None
+    shrink_checks: int = 0
+    path: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        """What differs and Kueue's reason: findings of one kind usually share a cause."""
+        return " | ".join(sorted(self.verdict.kinds())) or self.verdict.error[:80]
+
+
+@dataclass
+class Summary:
+    seed: int
+    cases: int
+    check_seconds: float = 0.0
+    shrink_seconds: float = 0.0
+    disagreements: list[Finding] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)
+    out: Path | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.check_seconds if self.check_seconds else 0.0
+
+    def by_kind(self) -> dict[str, list[Finding]]:
+        groups: dict[str, list[Finding]] = {}
+        for finding in self.disagreements:
+            groups.setdefault(finding.kind, []).append(finding)
+        return groups
+
+
+class _Checkers:
+    """A pool of checkers, each owning one backend process, lent out one thread at a time."""
+
+    def __init__(self, against: str, jobs: int) -> None:
+        self.free: queue.SimpleQueue[Checker] = queue.SimpleQueue()
+        self.all: list[tuple[Checker, Any]] = []
+        for _ in range(jobs):
+            observer = make_observer(against)
+            checker = Checker(observer)
+            self.all.append((checker, observer))
+            self.free.put(checker)
+
+    @contextmanager
+    def lend(self) -> Iterator[Checker]:
+        checker = self.free.get()
+        try:
+            yield checker
+        finally:
+            self.free.put(checker)
+
+    def close(self) -> None:
+        for checker, observer in self.all:
+            checker.__exit__()
+            observer.close()
+
+
+def run_campaign(
+    seed: int,
+    cases: int,
+    against: str = "sim",
+    out: Path | None = None,
+    jobs: int = 2,
+    shrink_budget: int = 400,
+    shrink_per_kind: int = 2,
+    start: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Summary:
+    out_dir = out or Path("run") / f"fuzz-{seed}"
+    summary = Summary(seed=seed, cases=cases, out=out_dir)
+    jobs = jobs if against == "sim" else 1
+    checkers = _Checkers(against, jobs)
+    try:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fuzz") as pool:
+            began = time.monotonic()
+
+            def check(index: int) -> tuple[int, Data, Verdict]:
+                data = generate(seed, index)
+                with checkers.lend() as checker:
+                    return index, data, checker.check(data)
+
+            for done, (index, data, verdict) in enumerate(
+                pool.map(check, range(start, start + cases)), 1
+            ):
+                if verdict.error:
+                    summary.errors.append(Finding(index, data, verdict))
+                elif verdict.disagrees:
+                    summary.disagreements.append(Finding(index, data, verdict))
+                if progress and done % 500 == 0:
+                    progress(f"  {done}/{cases} cases, {len(summary.disagreements)} disagreements")
+            summary.check_seconds = time.monotonic() - began
+
+            began = time.monotonic()
+
+            def reduce(finding: Finding) -> Finding:
+                with checkers.lend() as checker:
+                    _shrink_finding(checker, finding, shrink_budget)
+                return finding
+
+            chosen = [f for group in summary.by_kind().values() for f in group[:shrink_per_kind]]
+            if shrink_budget > 0:
+                list(pool.map(reduce, chosen))
+            summary.shrink_seconds = time.monotonic() - began
+    finally:
+        checkers.close()
+    for finding in summary.disagreements + summary.errors:
+        finding.path = write_finding(out_dir, seed, finding)
+    return summary
+
+
+def _shrink_finding(checker: Checker, finding: Finding, budget: int) -> None:
+    kinds = finding.verdict.kinds()
+
+    def interesting(candidate: Data) -> bool:
+        verdict = checker.check(candidate)
+        return verdict.disagrees and bool(verdict.kinds() & kinds)
+
+    finding.shrunk, finding.shrink_checks = shrink(finding.original, interesting, budget)
+    finding.shrunk_verdict = checker.check(finding.shrunk)
+
+
+def write_finding(out: Path, seed: int, finding: Finding) -> Path:
+    """`<name>.yaml` (loader-valid, no expect) and `<name>.txt` (both outcomes)."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = finding.shrunk or finding.original
+    verdict = finding.shrunk_verdict or finding.verdict
+    name = str(data["name"])
+    path = out / f"{name}.yaml"
+    text = dump_scenario(data)
+    scenario_from_data(yaml.safe_load(text), str(path))  # what we write must load
+    path.write_text(text, encoding="utf-8")
+    nodes, workloads = len(finding.original["nodes"]), len(finding.original["workloads"])
+    notes = [
+        f"case {finding.index} of seed {seed} "
+        f"(harness.fuzz.generator.generate({seed}, {finding.index}))",
+        f"original: {nodes} nodes, {workloads} workloads; "
+        f"shrunk: {len(data['nodes'])} nodes, {len(data['workloads'])} workloads "
+        f"in {finding.shrink_checks} checks",
+        verdict.report(),
+    ]
+    path.with_suffix(".txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
+    return path
+
+
+def dump_scenario(data: Data) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)

@@ -1,0 +1,113 @@
+"""`python -m harness fuzz`: differential fuzzing of the fit model against real Kueue.
+
+Exit 0 when every case agrees, 1 when a disagreement (or a backend failure) remains,
+2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.fuzz.campaign import Summary, run_campaign
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _natural(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add the `fuzz` command to harness.cli's subparsers."""
+    fuzz = sub.add_parser(
+        "fuzz", help="random scenarios on the fit model and on real Kueue, compared"
+    )
+    fuzz.add_argument("--seed", type=_natural, default=1, help="campaign seed (default 1)")
+    fuzz.add_argument("--cases", type=_positive, default=100, help="scenarios to try")
+    fuzz.add_argument(
+        "--against", choices=("sim", "local"), default="sim", help="the Kueue to compare with"
+    )
+    fuzz.add_argument("--out", type=Path, default=None, help="folder (default run/fuzz-SEED/)")
+    fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
+    fuzz.add_argument(
+        "--jobs", type=_positive, default=2, help="backend processes in parallel (sim only)"
+    )
+    fuzz.add_argument(
+        "--shrink-budget",
+        type=_natural,
+        default=400,
+        help="most checks spent shrinking one disagreement (0: do not shrink)",
+    )
+    fuzz.add_argument(
+        "--shrink-per-kind",
+        type=_natural,
+        default=2,
+        help="disagreements shrunk per kind (the rest are written unshrunk)",
+    )
+    fuzz.set_defaults(handler=_fuzz)
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    out: Path = args.out or Path("run") / f"fuzz-{args.seed}"
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--out {out}: exists and is not a folder")
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    summary = run_campaign(
+        args.seed,
+        args.cases,
+        against=args.against,
+        out=out,
+        jobs=args.jobs,
+        shrink_budget=args.shrink_budget,
+        shrink_per_kind=args.shrink_per_kind,
+        start=args.start,
+        progress=progress,
+    )
+    print(render(summary))
+    return 1 if summary.disagreements or summary.errors else 0
+
+
+def render(summary: Summary) -> str:
+    lines = [
+        f"fuzz seed {summary.seed}: {summary.cases} cases in {summary.check_seconds:.1f} s "
+        f"({summary.rate:.1f} scenarios/s), {len(summary.disagreements)} disagreements, "
+        f"{len(summary.errors)} backend errors"
+    ]
+    if summary.disagreements:
+        lines.append(f"shrinking took {summary.shrink_seconds:.1f} s")
+    for kind, findings in sorted(summary.by_kind().items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"  {len(findings)} x {kind[:140]}")
+        for finding in findings:
+            if finding.shrunk is not None:
+                verdict = finding.shrunk_verdict or finding.verdict
+                first = verdict.lines[0] if verdict.lines else ""
+                lines.append(f"    shrunk: {finding.path}: {first[:140]}")
+        rest = [f.path.stem for f in findings if f.shrunk is None and f.path is not None]
+        if rest:
+            lines.append(f"    unshrunk: {', '.join(rest[:8])}{' ...' if len(rest) > 8 else ''}")
+    for finding in summary.errors:
+        lines.append(f"  backend error: {finding.path}: {finding.verdict.error[:160]}")
+    if summary.disagreements or summary.errors:
+        lines.append(f"written to {summary.out}/ (scenario .yaml + outcomes .txt per case)")
+    return "\n".join(lines)

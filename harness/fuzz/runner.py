@@ -1,0 +1,158 @@
+"""Run scenario dicts on the fit model and on a backend, and say where they disagree.
+
+The backend call runs in a worker thread while the fit model computes in this one, so the
+Go sim and the Python oracle overlap on two cores. Disagreement is `against_prediction`:
+the same test the suites use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.backends import Backend, create_backend
+from harness.errors import HarnessError
+from harness.fit import fit
+from harness.loader import scenario_from_data
+from harness.outcome import Outcome, outcomes_to_json
+from harness.scenario import Scenario
+from harness.sim_backend import SimProcess, scenario_to_dict
+from harness.verdict import against_prediction
+
+Data = dict[str, Any]
+Observe = Callable[[Scenario], dict[str, Outcome]]
+
+
+class ObserveError(Exception):
+    """The backend failed on this scenario (a crash or stall, not a disagreement)."""
+
+
+@dataclass
+class Verdict:
+    """One scenario's comparison: difference lines, or the error that prevented it."""
+
+    predicted: dict[str, Outcome] = field(default_factory=dict)
+    observed: dict[str, Outcome] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def disagrees(self) -> bool:
+        return bool(self.lines) and not self.error
+
+    def kinds(self) -> set[str]:
+        """Kinds of difference (states and Kueue's reason), so shrinking keeps chasing one."""
+        kinds = {"crash" for line in self.lines if line.startswith("fit model raised")}
+        for name in self.observed:
+            want, got = self.predicted.get(name), self.observed[name]
+            if want is None or not against_prediction({name: want}, {name: got}):
+                continue
+            if want.admitted and got.admitted:
+                kinds.add("placement")
+            else:
+                kinds.add(f"{_state(want)}->{_state(got)}:{_reason(got.message)}")
+        return kinds
+
+    def report(self) -> str:
+        return "\n".join(
+            [
+                *(["error: " + self.error] if self.error else []),
+                "differences (fit model vs Kueue):",
+                *(f"  {line}" for line in self.lines),
+                "fit model:",
+                json.dumps(outcomes_to_json(self.predicted), indent=2),
+                "Kueue:",
+                json.dumps(outcomes_to_json(self.observed), indent=2),
+            ]
+        )
+
+
+def _state(outcome: Outcome) -> str:
+    return "rejected" if outcome.rejected else "admitted" if outcome.admitted else "pending"
+
+
+_POD_SET_PREFIX = re.compile(r"^(couldn't|failed to) assign flavors to pod set [^:]+: ")
+
+
+def _reason(message: str) -> str:
+    """The first few plain words of Kueue's message: names, paths and numbers left out."""
+    words = _POD_SET_PREFIX.sub("", message).split()
+    plain = [w for w in words if not re.search(r"[0-9./\[\]\"']", w)]
+    return " ".join(plain[:4])
+
+
+class SimObserver:
+    """Kueue's scheduler in process: one kueue-sim for the whole run."""
+
+    def __init__(self) -> None:
+        self.sim = SimProcess()
+
+    def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
+        answer = self.sim.run(scenario_to_dict(scenario))
+        if answer.get("error"):
+            raise ObserveError(f"kueue-sim: {answer['error']}")
+        return {k: Outcome.from_json(v) for k, v in (answer.get("outcome") or {}).items()}
+
+    def close(self) -> None:
+        self.sim.close()
+
+
+class BackendObserver:
+    """Any `harness.backends` backend (`local`: a real API server with real Kueue)."""
+
+    def __init__(self, name: str) -> None:
+        self.backend: Backend = create_backend(name)
+
+    def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
+        try:
+            return self.backend.run(scenario).outcomes
+        except HarnessError as err:
+            raise ObserveError(str(err).splitlines()[0]) from None
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def make_observer(against: str) -> SimObserver | BackendObserver:
+    return SimObserver() if against == "sim" else BackendObserver(against)
+
+
+class Checker:
+    """Compares scenario dicts; the backend runs beside the fit model in a worker thread."""
+
+    def __init__(self, observe: Observe) -> None:
+        self.observe = observe
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fuzz-backend")
+        self.calls = 0
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True)
+
+    def check(self, data: Mapping[str, Any]) -> Verdict:
+        scenario = scenario_from_data(data, str(data.get("name", "<fuzz>")))
+        self.calls += 1
+        future = self.pool.submit(self.observe, scenario)
+        verdict = Verdict()
+        try:
+            verdict.predicted = fit(scenario).outcomes
+        except Exception as err:  # a crash of the model is a finding, not the end of the run
+            verdict.lines.append(f"fit model raised {type(err).__name__}: {err}")
+        try:
+            verdict.observed = future.result()
+        except ObserveError as err:
+            verdict.error = str(err)
+            return verdict
+        if not verdict.lines:
+            verdict.lines = against_prediction(verdict.predicted, verdict.observed)
+        return verdict
+
+    def checks(self, cases: Iterator[Data]) -> Iterator[tuple[Data, Verdict]]:
+        for data in cases:
+            yield data, self.check(data)
