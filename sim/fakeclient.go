@@ -6,9 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -25,19 +27,34 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
+var decoder = serializer.NewCodecFactory(scheme).UniversalDecoder()
+
 // newFakeClient is the API server stand-in: it holds the Workloads, queues and the
 // namespace the scheduler reads and patches. It carries the field indexes Kueue's cache
 // lists by, and a status subresource for the objects Kueue patches.
-func newFakeClient() client.WithWatch {
-	return fake.NewClientBuilder().
-		WithScheme(scheme).
-		WithIndex(&kueue.LocalQueue{}, indexer.QueueClusterQueueKey, indexer.IndexQueueClusterQueue).
-		WithIndex(&kueue.Workload{}, indexer.WorkloadQueueKey, indexer.IndexWorkloadQueue).
-		WithIndex(&kueue.Workload{}, indexer.WorkloadClusterQueueKey, indexer.IndexWorkloadClusterQueue).
+func newFakeClient() (client.WithWatch, error) {
+	// A plain object tracker: the default one tracks managed fields and rebuilds a REST
+	// mapper of the whole scheme on every call, which would dominate the sim's run time;
+	// server-side apply is turned into a merge patch below, so no field manager is needed.
+	tracker := clienttesting.NewObjectTracker(scheme, decoder)
+	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker)}
+	// The same field indexes Kueue's manager registers at start-up.
+	if err := indexer.Setup(context.Background(), b); err != nil {
+		return nil, err
+	}
+	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: applyAsMergePatch}).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}).
-		Build()
+		Build(), nil
+}
+
+// builderIndexer lets indexer.Setup register its indexes on a fake client builder.
+type builderIndexer struct{ *fake.ClientBuilder }
+
+func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	b.ClientBuilder = b.WithIndex(obj, field, fn)
+	return nil
 }
 
 // applyAsMergePatch lets the fake client take Kueue's server-side-apply status patches:

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,6 +32,7 @@ type Result struct {
 	Rejected  bool                          `json:"rejected,omitempty"`
 	Placement *orderedMap[map[string]int32] `json:"placement,omitempty"`
 	Message   *string                       `json:"message,omitempty"`
+	note      string                        // why the outcome is unusual; goes to Line.Notes
 }
 
 // Line is one line of output.
@@ -38,6 +40,9 @@ type Line struct {
 	Name    string              `json:"name"`
 	Outcome *orderedMap[Result] `json:"outcome"`
 	Error   *string             `json:"error"`
+	// Notes explain outcomes a reader might not expect (e.g. a workload Kueue never
+	// evaluated); they are diagnostics, not part of the outcome.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func main() {
@@ -45,12 +50,19 @@ func main() {
 	timeout := flag.Duration("settle-timeout", 30*time.Second,
 		"longest wait for the scheduler to settle one workload")
 	flag.BoolVar(&dumpStatus, "dump-status", false, "print each settled Workload's status to stderr")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 
 	log := logr.Discard()
 	if *verbosity >= 0 {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
-			funcr.Options{Verbosity: *verbosity})
+			funcr.Options{Verbosity: *verbosity, LogTimestamp: true})
 	}
 	klog.SetLogger(log)
 	ctrl.SetLogger(log)
@@ -58,6 +70,7 @@ func main() {
 
 	if err := serve(os.Stdin, os.Stdout, log, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "kueue-sim:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -99,10 +112,18 @@ func runLine(data []byte, gates *gateSetter, log logr.Logger, timeout time.Durat
 	if err := gates.apply(sc.FeatureGates); err != nil {
 		return failed(sc.Name, nil, fmt.Errorf("featureGates: %w", err))
 	}
-	if err := runScenario(context.Background(), sc, outcome, log, timeout); err != nil {
-		return failed(sc.Name, outcome, err)
+	err := runScenario(context.Background(), sc, outcome, log, timeout)
+	if err != nil {
+		line = failed(sc.Name, outcome, err)
+	} else {
+		line = Line{Name: sc.Name, Outcome: outcome}
 	}
-	return Line{Name: sc.Name, Outcome: outcome}
+	for _, name := range outcome.keys {
+		if note := outcome.values[name].note; note != "" {
+			line.Notes = append(line.Notes, name+": "+note)
+		}
+	}
+	return line
 }
 
 func failed(name string, outcome *orderedMap[Result], err error) Line {

@@ -40,7 +40,12 @@ type cluster struct {
 // scheduler loop with scheduler.Start, Kueue's exported entry point.
 func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*cluster, error) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(parent, log))
-	c := &cluster{client: newFakeClient(), rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log}
+	cl, err := newFakeClient()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c := &cluster{client: cl, rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log}
 	if err := c.setup(ctx, sc); err != nil {
 		cancel()
 		return nil, err
@@ -122,6 +127,13 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.D
 	if err := c.queues.AddOrUpdateWorkload(c.log, wl); err != nil {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
 	}
+	// SchedulingEquivalenceHashing (on by default): a workload identical in scheduling terms
+	// to one already found inadmissible is parked as inadmissible on arrival and never
+	// reaches the scheduler, so no status is written for it (Kueue's workload controller
+	// stamps one only with UnadmittedWorkloadsExplicitStatus). Report it pending as is.
+	if _, parked := c.queues.GetNoFitReason(wl); parked {
+		return c.read(ctx, wl.Name, settled{workload: wl.Name, parked: true})
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
@@ -163,6 +175,14 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 	}
 	if s.admitted {
 		return Result{}, errors.New("workload " + name + ": quota reserved but no admission in its status")
+	}
+	if s.parked {
+		msg := ""
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil {
+			msg = cond.Message
+		}
+		return Result{Message: &msg, note: "not evaluated: an equivalent workload is inadmissible " +
+			"(SchedulingEquivalenceHashing)"}, nil
 	}
 	msg := s.message
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&

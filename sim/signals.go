@@ -21,6 +21,7 @@ type settled struct {
 	admitted bool
 	message  string // event note: the inadmissible message when pending
 	panicked string // non-empty when Kueue panicked
+	parked   bool   // put aside by the queue manager without a scheduling cycle
 }
 
 // recorder is the scheduler's events.EventRecorder. Kueue records "QuotaReserved" after
