@@ -62,6 +62,9 @@ def _pod_set_errors(pod_set: PodSet) -> list[str]:
 
 
 def _group_errors(workload: Workload) -> list[str]:
+    """Grouping rules of the multi-pod-set kinds (JobSet, LWS, ...); a batch/v1 Job skips them."""
+    if len(workload.pod_sets) < 2:
+        return []
     groups: dict[str, list[PodSet]] = {}
     for pod_set in workload.pod_sets:
         if pod_set.topology is not None and pod_set.topology.group is not None:
