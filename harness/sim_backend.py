@@ -255,7 +255,8 @@ class SimBackend:
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
         outcomes = {k: Outcome.from_json(v) for k, v in (answer.get("outcome") or {}).items()}
-        return Observation(outcomes=outcomes, details=json.dumps(answer["outcome"]))
+        details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
+        return Observation(outcomes=outcomes, details=details)
 
     def close(self) -> None:
         if self._sim is not None:

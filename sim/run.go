@@ -122,6 +122,13 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.D
 	if err := c.client.Create(ctx, wl); err != nil {
 		return Result{}, fmt.Errorf("creating workload %s: %w", wl.Name, err)
 	}
+	// Kueue's controllers see the object as the API server stores it (empty maps and lists
+	// dropped by JSON), and the scheduling-equivalence hash is computed from that form.
+	stored := &kueue.Workload{}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
+		return Result{}, fmt.Errorf("reading back workload %s: %w", wl.Name, err)
+	}
+	wl = stored
 	// What Kueue's workload controller does with a new Workload.
 	workload.AdjustResources(ctx, c.client, wl)
 	if err := c.queues.AddOrUpdateWorkload(c.log, wl); err != nil {

@@ -1,0 +1,236 @@
+"""The in-process backend runs Kueue's real scheduler: outcomes reasoned from the TAS rules.
+
+Each case states what Kueue v0.19.2 must do and why; none is copied from a run. Needs Go to
+build sim/ the first time (a few minutes cold, seconds after).
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.loader import scenario_from_data
+from harness.sim_backend import SimBackend, SimProcess, build_sim, run_sim, scenario_to_dict
+
+pytestmark = pytest.mark.sim
+
+HOST = "kubernetes.io/hostname"
+RACK = "example.com/rack"
+
+
+@pytest.fixture(scope="module")
+def sim_binary() -> Path:
+    """The kueue-sim binary for the current sources (built once, then cached)."""
+    if shutil.which("go") is None:
+        pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
+    return build_sim()
+
+
+def node(name: str, rack: str) -> dict[str, Any]:
+    alloc = {"nvidia.com/gpu": 4, "cpu": "32", "memory": "256Gi", "pods": 110}
+    return {"name": name, "labels": {RACK: rack}, "allocatable": alloc}
+
+
+def job(name: str, count: int = 4, **topology: Any) -> dict[str, Any]:
+    pod_set: dict[str, Any] = {"name": "main", "count": count, "requests": {"nvidia.com/gpu": 1}}
+    if topology:
+        pod_set["topology"] = topology
+    return {"name": name, "podSets": [pod_set]}
+
+
+def busy(*nodes: str) -> list[dict[str, Any]]:
+    """Two of the four GPUs taken on each named node by a pod Kueue does not manage."""
+    return [{"node": n, "requests": {"nvidia.com/gpu": 2}} for n in nodes]
+
+
+def guide(
+    *workloads: dict[str, Any], usage: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The seed guide's cluster: two hosts in rack-1, one in rack-2, 4 GPUs each."""
+    data = {
+        "name": "guide",
+        "topology": {"name": "gpu-topology", "levels": [RACK, HOST]},
+        "nodes": [
+            node("gpu-node-1", "rack-1"),
+            node("gpu-node-2", "rack-1"),
+            node("gpu-node-3", "rack-2"),
+        ],
+        "usage": busy("gpu-node-1", "gpu-node-2") if usage is None else usage,
+        "workloads": list(workloads),
+        **extra,
+    }
+    return scenario_to_dict(scenario_from_data(data))  # validated like a file
+
+
+def run_one(binary: Path, scenario: dict[str, Any]) -> dict[str, Any]:
+    [answer] = run_sim([scenario], binary)
+    assert answer["error"] is None, answer["error"]
+    outcome: dict[str, Any] = answer["outcome"]
+    return outcome
+
+
+def test_required_host_lands_on_the_only_free_host(sim_binary: Path) -> None:
+    # Hosts 1 and 2 have 2 free GPUs each; only gpu-node-3 can take all 4 pods on one host.
+    outcome = run_one(sim_binary, guide(job("train", mode="required", level=HOST)))
+    assert outcome == {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
+
+
+def test_required_host_waits_when_every_host_is_half_busy(sim_binary: Path) -> None:
+    # Every host has 2 free GPUs: the best single host fits 2 of the 4 pods.
+    usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    outcome = run_one(sim_binary, guide(job("train", mode="required", level=HOST), usage=usage))
+    assert outcome["train"]["admitted"] is False
+    assert "allows to fit only 2 out of 4 pod(s)" in outcome["train"]["message"]
+    assert outcome["train"]["message"].startswith("couldn't assign flavors to pod set main: ")
+
+
+def test_admitted_usage_is_seen_by_the_next_workload(sim_binary: Path) -> None:
+    # The first job takes gpu-node-3 whole; the second then finds no host with 4 free GPUs.
+    first, second = (
+        job("first", mode="required", level=HOST),
+        job("second", mode="required", level=HOST),
+    )
+    outcome = run_one(sim_binary, guide(first, second))
+    assert list(outcome) == ["first", "second"]  # file order
+    assert outcome["first"]["placement"] == {"main": {"gpu-node-3": 4}}
+    assert outcome["second"]["admitted"] is False
+    assert "allows to fit only 2 out of 4 pod(s)" in outcome["second"]["message"]
+
+
+def test_preferred_host_falls_back_to_one_rack(sim_binary: Path) -> None:
+    # No host has 4 free GPUs; rack-1 has 2+2, rack-2 only 2: the pods stay within rack-1.
+    usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    outcome = run_one(sim_binary, guide(job("train", mode="preferred", level=HOST), usage=usage))
+    assert outcome["train"] == {
+        "admitted": True,
+        "placement": {"main": {"gpu-node-1": 2, "gpu-node-2": 2}},
+    }
+
+
+def test_unconstrained_uses_free_gpus_anywhere(sim_binary: Path) -> None:
+    # 6 GPUs free in 2-GPU pieces: 4 pods fit, never more than 2 on one host.
+    usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    outcome = run_one(sim_binary, guide(job("train", mode="unconstrained"), usage=usage))
+    placement = outcome["train"]["placement"]["main"]
+    assert outcome["train"]["admitted"] is True
+    assert sum(placement.values()) == 4
+    assert all(pods <= 2 for pods in placement.values())
+
+
+def test_quota_stops_a_workload_that_would_fit_on_nodes(sim_binary: Path) -> None:
+    # Quota 6 GPUs: the first job uses 4, the second needs 4 of the 2 left.
+    first = job("first", mode="required", level=HOST)
+    second = job("second", mode="required", level=HOST)
+    data = guide(first, second, usage=[], queue={"nominalQuota": {"nvidia.com/gpu": 6}})
+    outcome = run_one(sim_binary, data)
+    assert outcome["first"]["admitted"] is True
+    assert sorted(outcome["first"]["placement"]["main"].values()) == [4]
+    assert outcome["second"]["admitted"] is False
+    assert (
+        "insufficient unused quota for nvidia.com/gpu in flavor gpu-topology, 2 more needed"
+        in outcome["second"]["message"]
+    )
+
+
+def test_webhook_refuses_a_slice_larger_than_the_job(sim_binary: Path) -> None:
+    # The Job webhook rejects podset-slice-size above the pod count; nothing is queued.
+    bad = job("bad", count=2, mode="required", level=RACK, sliceLevel=HOST, sliceSize=3)
+    outcome = run_one(sim_binary, guide(bad, job("next", mode="required", level=HOST)))
+    assert outcome["bad"]["rejected"] is True
+    assert "must not be greater than pod set count 2" in outcome["bad"]["message"]
+    assert outcome["next"]["placement"] == {"main": {"gpu-node-3": 4}}
+
+
+def panicking(base: dict[str, Any]) -> dict[str, Any]:
+    """A Workload the webhook would refuse, handed straight to the scheduler: with
+    TASBalancedPlacement, a preferred slice larger than the pod set divides by zero."""
+    data = copy.deepcopy(base)
+    data["name"] = "panics"
+    data["featureGates"] = {"TASBalancedPlacement": True}
+    data["simOptions"] = {"skipWebhook": True}
+    data["workloads"] = [
+        job("boom", count=2, mode="preferred", level=HOST, sliceLevel=HOST, sliceSize=3)
+    ]
+    return data
+
+
+def test_a_kueue_panic_fails_one_scenario_not_the_batch(sim_binary: Path) -> None:
+    good = guide(job("train", mode="required", level=HOST))
+    answers = run_sim([panicking(good), good], sim_binary)
+    assert answers[0]["error"] is not None
+    assert "divide by zero" in answers[0]["error"]
+    assert answers[1]["error"] is None
+    assert answers[1]["outcome"]["train"]["placement"] == {"main": {"gpu-node-3": 4}}
+
+
+def test_feature_gates_do_not_leak_between_scenarios(sim_binary: Path) -> None:
+    # After a scenario that turns TASBalancedPlacement on, the same panicking input without
+    # the gate must take the default (gate off) path and not panic.
+    gated = panicking(guide(job("x", mode="required", level=HOST)))
+    ungated = copy.deepcopy(gated)
+    ungated["featureGates"] = {}
+    answers = run_sim([gated, ungated], sim_binary)
+    assert answers[0]["error"] is not None
+    assert answers[1]["error"] is None
+
+
+def test_unknown_feature_gate_is_an_error_for_that_scenario(sim_binary: Path) -> None:
+    data = guide(job("train", mode="required", level=HOST))
+    bad = {**data, "featureGates": {"NoSuchGate": True}}
+    answers = run_sim([bad, data], sim_binary)
+    assert "NoSuchGate" in (answers[0]["error"] or "")
+    assert answers[1]["error"] is None
+
+
+@pytest.fixture
+def backend(sim_binary: Path) -> Iterator[SimBackend]:
+    """The harness.backends adapter, closed after the test."""
+    b = SimBackend()
+    yield b
+    b.close()
+
+
+def test_backend_adapter_returns_outcomes(backend: SimBackend) -> None:
+    data = {
+        "name": "adapter",
+        "topology": {"name": "gpu-topology", "levels": [RACK, HOST]},
+        "nodes": [node("gpu-node-1", "rack-1")],
+        "workloads": [job("train", count=2, mode="required", level=HOST)],
+    }
+    observed = backend.run(scenario_from_data(data))
+    assert observed.outcomes["train"].admitted
+    assert observed.outcomes["train"].placement == {"main": {"gpu-node-1": 2}}
+
+
+def test_process_is_stopped_after_use(sim_binary: Path) -> None:
+    sim = SimProcess(sim_binary)
+    with sim:
+        sim.run(guide(job("train", mode="required", level=HOST)))
+        proc = sim._proc
+        assert proc is not None and proc.poll() is None
+    assert proc.poll() is not None
+
+
+def test_equivalent_pending_workload_is_parked_without_evaluation(sim_binary: Path) -> None:
+    # SchedulingEquivalenceHashing (on by default in v0.19) parks a workload identical to one
+    # already inadmissible: the scheduler never evaluates it, so no pending message is written.
+    usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    same = [job(n, mode="required", level=HOST) for n in ("a", "b")]
+    [answer] = run_sim([guide(*same, usage=usage)], sim_binary)
+    assert "allows to fit only 2 out of 4 pod(s)" in answer["outcome"]["a"]["message"]
+    assert answer["outcome"]["b"] == {"admitted": False, "message": ""}
+    assert answer["notes"] and answer["notes"][0].startswith("b: not evaluated")
+
+
+def test_equivalence_hashing_off_evaluates_every_workload(sim_binary: Path) -> None:
+    usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    same = [job(n, mode="required", level=HOST) for n in ("a", "b")]
+    data = guide(*same, usage=usage, featureGates={"SchedulingEquivalenceHashing": False})
+    outcome = run_one(sim_binary, data)
+    assert outcome["a"]["message"] == outcome["b"]["message"]
+    assert "allows to fit only 2 out of 4 pod(s)" in outcome["b"]["message"]
