@@ -65,7 +65,9 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 		paths[ps.Name] = path.Child("annotations")
 		podSets = append(podSets, ps)
 	}
-	if validate && len(podSets) == len(wl.PodSets) {
+	// The batch/v1 Job webhook does not check groups (a single pod set has none to pair);
+	// the multi-pod-set integrations (JobSet, LeaderWorkerSet, MPIJob, Ray) do.
+	if validate && len(wl.PodSets) > 1 && len(podSets) == len(wl.PodSets) {
 		errs = append(errs, jobframework.ValidatePodSetGroupingTopology(podSets, paths)...)
 	}
 	if len(errs) > 0 {
