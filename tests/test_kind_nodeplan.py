@@ -131,3 +131,15 @@ def test_every_suite_scenario_gets_a_plan_or_a_reason() -> None:
             assert set(plan.kwok) == {n.name for n in scenario.nodes}
         if plan.mode == "workers":
             assert len(plan.workers) + len(plan.idle) == len(WORKERS)
+
+
+def test_runner_can_ask_for_kwok_nodes_only(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path)
+    plan = nodeplan.plan_nodes(scenario, WORKERS, use_workers=False)
+    assert plan.mode == "kwok"
+    assert plan.kwok == ("gpu-1", "gpu-2") and plan.idle == tuple(WORKERS)
+    actions = nodeplan.worker_actions(
+        plan, scenario, {}, nodeplan.owned_label_keys(scenario, set()), {"nvidia.com/gpu"}
+    )
+    assert [a.node for a in actions] == WORKERS
+    assert all({op["value"] for op in a.status} == {"0"} for a in actions)

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,15 @@ class ExistingCluster:
         context: str | None = None,
         keep: bool = False,
         run_root: Path | None = None,
+        run_id: str | None = None,
+        feature_gates: str | Mapping[str, bool] | None = None,
         **_ignored: Any,
     ) -> None:
+        if feature_gates:
+            raise ClusterError(
+                f"feature gates {feature_gates} cannot be set on an existing cluster: its Kueue "
+                "runs with the gates its owner chose"
+            )
         source = kubeconfig or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
         if not source:
             raise ClusterError(
@@ -93,7 +101,7 @@ class ExistingCluster:
         self.context = context or os.environ.get("KTH_CONTEXT") or None
         self.keep = keep
         self.run_root = run_root
-        self.run_id = uuid.uuid4().hex[:8]
+        self.run_id = run_id or uuid.uuid4().hex[:8]  # share the runner's to sweep its objects
         self.labels = {RUN_LABEL: self.run_id}
         self.run_dir: Path | None = None
         self.kwok: KwokController | None = None

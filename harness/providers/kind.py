@@ -116,11 +116,12 @@ class KindCluster:
         """Node names of the shape's workers, in shape order."""
         return [w.node_name(self.cluster) for w in self.shape.workers]
 
-    def reshape(self, scenario: Scenario) -> nodeplan.NodePlan:
+    def reshape(self, scenario: Scenario, use_workers: bool = True) -> nodeplan.NodePlan:
         """Give the real workers this scenario's labels, taints and GPUs (or take them out of
-        its topology when it runs on KWOK nodes); returns the plan with the name mapping."""
+        its topology when it runs on KWOK nodes); returns the plan with the name mapping.
+        Raises nodeplan.NotOnKind with the reason when the scenario cannot run here."""
         kube = self._connected()
-        plan = nodeplan.plan_nodes(scenario, self.workers())
+        plan = nodeplan.plan_nodes(scenario, self.workers(), use_workers)
         current = {
             w: kube.get("v1", "Node", w)["metadata"].get("labels") or {} for w in self.workers()
         }

@@ -61,7 +61,8 @@ def _probe_objects(run_id: str) -> tuple[Obj, Obj]:
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"topologyName": f"kth-absent-{run_id}"},
+        # Kueue's CEL rule wants nodeLabels with a topology; no node carries this one.
+        "spec": {"topologyName": f"kth-absent-{run_id}", "nodeLabels": labels},
     }
     queue = {
         "apiVersion": KUEUE_API,

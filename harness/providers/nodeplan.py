@@ -72,10 +72,16 @@ def _worker_misfit(node: Node) -> str | None:
     return None
 
 
-def plan_nodes(scenario: Scenario, workers: Sequence[str]) -> NodePlan:
-    """Decide workers vs KWOK for one scenario (NotOnKind when neither can show it)."""
+def plan_nodes(scenario: Scenario, workers: Sequence[str], use_workers: bool = True) -> NodePlan:
+    """Decide workers vs KWOK for one scenario (NotOnKind when neither can show it).
+
+    `use_workers=False` always picks KWOK nodes (for a runner that creates every scenario
+    node itself and does not map names); the workers are then only kept out of the way.
+    """
     why_not: str | None = None
-    if len(scenario.nodes) > len(workers):
+    if not use_workers:
+        why_not = "the runner asked for KWOK nodes"
+    elif len(scenario.nodes) > len(workers):
         why_not = f"{len(scenario.nodes)} nodes > {len(workers)} kind workers"
     elif any(step.action in TOPOLOGY_CHANGING_STEPS for step in scenario.steps):
         why_not = "its steps add or delete nodes"

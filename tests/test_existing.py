@@ -1,0 +1,218 @@
+"""Provider "existing": kubeconfig handling, refusals, and only-what-it-created cleanup.
+
+The cluster tests use real API servers: a bare kube-apiserver (no Kueue at all), the embedded
+cluster (Kueue with TAS) and the embedded cluster with TAS switched off.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import pki, toolchain
+from harness.kube import RUN_LABEL, Kube, absent, poll_until
+from harness.providers import health, localspec
+from harness.providers.base import ClusterError
+from harness.providers.existing import ExistingCluster, KueueMissing, pinned_kubeconfig
+from harness.providers.kwok import fake_node
+from harness.providers.kwokrun import free_port
+from harness.providers.local import LocalCluster
+from harness.providers.process import Process
+
+TAS_OFF = (
+    "TopologyAwareScheduling",
+    # Kueue v0.19.2 refuses to start with TAS off while these default-on TAS gates stay on
+    # (pkg/config/validation.go, validateFeatureGates).
+    "TASProfileMixed",
+    "TASHandleOverlappingFlavors",
+    "TASFailedNodeReplacement",
+    "TASFailedNodeReplacementFailFast",
+    "TASReplaceNodeOnPodTermination",
+    "TASReplaceNodeOnNodeTaints",
+    "TASMultiLayerTopology",
+    "TASRecomputeAssignmentWithinSchedulingCycle",
+)
+KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [
+        {
+            "name": "a",
+            "cluster": {"server": "https://127.0.0.1:1", "certificate-authority": "ca.crt"},
+        },
+        {"name": "b", "cluster": {"server": "https://127.0.0.1:2"}},
+    ],
+    "users": [{"name": "u", "user": {"client-certificate": "/abs/u.crt", "client-key": "u.key"}}],
+    "contexts": [
+        {"name": "ctx-a", "context": {"cluster": "a", "user": "u"}},
+        {"name": "ctx-b", "context": {"cluster": "b", "user": "u"}},
+    ],
+    "current-context": "ctx-a",
+}
+
+
+def test_needs_a_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    with pytest.raises(ClusterError, match=r"needs --kubeconfig FILE \(or \$KUBECONFIG\)"):
+        ExistingCluster()
+
+
+def test_feature_gates_are_refused() -> None:
+    with pytest.raises(ClusterError, match="cannot be set on an existing cluster"):
+        ExistingCluster(kubeconfig="x", feature_gates="TASBalancedPlacement=true")
+
+
+def test_pinned_kubeconfig_picks_the_context_and_leaves_the_source_alone(tmp_path: Path) -> None:
+    source = tmp_path / "src" / "config"
+    source.parent.mkdir()
+    source.write_text(yaml.safe_dump(KUBECONFIG))
+    before = source.read_bytes()
+    copy = pinned_kubeconfig(source, "ctx-b", tmp_path / "pinned")
+    assert source.read_bytes() == before
+    data = yaml.safe_load(copy.read_text())
+    assert data["current-context"] == "ctx-b"
+    assert data["clusters"][0]["cluster"]["certificate-authority"] == str(source.parent / "ca.crt")
+    assert data["users"][0]["user"]["client-certificate"] == "/abs/u.crt"
+    assert data["users"][0]["user"]["client-key"] == str(source.parent / "u.key")
+    assert copy.stat().st_mode & 0o077 == 0
+
+
+def test_unknown_context_names_the_known_ones(tmp_path: Path) -> None:
+    source = tmp_path / "config"
+    source.write_text(yaml.safe_dump(KUBECONFIG))
+    with pytest.raises(ClusterError, match="no context 'nope'; contexts: ctx-a, ctx-b"):
+        pinned_kubeconfig(source, "nope", tmp_path / "pinned")
+
+
+def test_unreachable_cluster_fails_in_one_line(tmp_path: Path) -> None:
+    config = dict(KUBECONFIG, clusters=[{"name": "a", "cluster": {
+        "server": f"https://127.0.0.1:{free_port()}", "insecure-skip-tls-verify": True}}],
+        users=[{"name": "u", "user": {"token": "x"}}],
+        contexts=[{"name": "ctx-a", "context": {"cluster": "a", "user": "u"}}])  # fmt: skip
+    source = tmp_path / "config"
+    source.write_text(yaml.safe_dump(config))
+    provider = ExistingCluster(kubeconfig=source, run_root=tmp_path / "runs")
+    with pytest.raises(ClusterError, match="cluster not reachable") as err:
+        provider.start()
+    assert str(source) in str(err.value)
+    assert list((tmp_path / "runs").iterdir()) == []  # run dir removed again
+
+
+# -- against real API servers ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bare_apiserver() -> Iterator[Path]:
+    """etcd + kube-apiserver only: a real cluster on which Kueue was never installed."""
+    run = Path(tempfile.mkdtemp(prefix="kth-bare-"))
+    layout = localspec.Layout(run, run / "etcd")
+    ports = localspec.Ports.allocate()
+    ca = pki.Authority.create()
+    ca.pair.write(layout.pki, "ca")
+    ca.issue("kube-apiserver", ips=localspec.APISERVER_SANS_IP, dns=localspec.APISERVER_SANS_DNS,
+             server=True).write(layout.pki, "apiserver")  # fmt: skip
+    ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(layout.pki, "admin")
+    sa = pki.signing_key()
+    (layout.pki / "sa.pub").write_bytes(sa.cert_pem)
+    (layout.pki / "sa.key").write_bytes(sa.key_pem)
+    server = f"https://127.0.0.1:{ports.apiserver}"
+    layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
+    procs = []
+    try:
+        for name, args in (("etcd", localspec.etcd_args(ports, layout)),
+                           ("kube-apiserver", localspec.apiserver_args(ports, layout))):  # fmt: skip
+            proc = Process(name, [str(toolchain.binary(name)), *args],
+                           layout.logs / f"{name}.log", {}, run)  # fmt: skip
+            procs.append(proc)
+            proc.start()
+        tls = health.client_tls(layout.pki / "ca.crt", layout.pki / "admin.crt",
+                                layout.pki / "admin.key")  # fmt: skip
+        health.wait_healthy(procs[-1], health.http_probe(f"{server}/readyz", tls),
+                            what="/readyz", timeout=90)  # fmt: skip
+        yield layout.kubeconfig
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+        shutil.rmtree(run, ignore_errors=True)
+
+
+@pytest.mark.cluster
+def test_refuses_a_cluster_without_kueue(bare_apiserver: Path, tmp_path: Path) -> None:
+    provider = ExistingCluster(kubeconfig=bare_apiserver, run_root=tmp_path)
+    with pytest.raises(KueueMissing) as err:
+        provider.start()
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("Kueue is not installed on https://127.0.0.1:")
+    assert "workloads.kueue.x-k8s.io" in message and "topologies.kueue.x-k8s.io" in message
+    kube = Kube(bare_apiserver)
+    try:  # the refusal left nothing behind: no probe node
+        assert kube.list("v1", "Node") == []
+    finally:
+        kube.close()
+
+
+@pytest.fixture(scope="module")
+def embedded() -> Iterator[LocalCluster]:
+    """The embedded cluster (Kueue v0.19.2, TAS on), one for this module."""
+    cluster = LocalCluster()
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.cluster
+def test_runs_on_the_embedded_cluster_and_deletes_only_its_objects(
+    embedded: LocalCluster, tmp_path: Path
+) -> None:
+    assert embedded.handle is not None
+    provider = ExistingCluster(kubeconfig=embedded.handle.kubeconfig, run_root=tmp_path)
+    handle = provider.start()
+    assert handle.provider == "existing" and handle.server == embedded.handle.server
+    assert provider.kwok is None  # the embedded cluster's own KWOK answered the probe
+    kube = Kube(handle.kubeconfig)
+    own = {RUN_LABEL: provider.run_id}
+    other = {RUN_LABEL: "someone-else"}
+    try:
+        kube.create(fake_node("kth-mine", allocatable={"nvidia.com/gpu": "8"}, labels=own))
+        kube.create(fake_node("kth-theirs", allocatable={"nvidia.com/gpu": "8"}, labels=other))
+        kube.create({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": f"kth-mine-{provider.run_id}", "labels": own}})  # fmt: skip
+        provider.stop()
+        poll_until(lambda: absent(kube.get_or_none("v1", "Node", "kth-mine")),
+                   what="node kth-mine to be deleted", timeout=30)  # fmt: skip
+        theirs = kube.get("v1", "Node", "kth-theirs")
+        assert theirs["metadata"]["labels"][RUN_LABEL] == "someone-else"
+        ns = kube.get_or_none("v1", "Namespace", f"kth-mine-{provider.run_id}")
+        assert ns is None or ns["metadata"].get("deletionTimestamp")
+        assert not handle.run_dir.exists()
+    finally:
+        kube.delete("v1", "Node", "kth-mine")
+        kube.delete("v1", "Node", "kth-theirs")
+        kube.close()
+
+
+@pytest.mark.cluster
+def test_refuses_when_tas_is_off(tmp_path: Path) -> None:
+    cluster = LocalCluster(feature_gates=dict.fromkeys(TAS_OFF, False))
+    try:
+        handle = cluster.start()
+        provider = ExistingCluster(kubeconfig=handle.kubeconfig, run_root=tmp_path)
+        with pytest.raises(KueueMissing) as err:
+            provider.start()
+        message = str(err.value)
+        assert "\n" not in message
+        assert "TopologyAwareScheduling looks off" in message
+        kube = Kube(handle.kubeconfig)
+        try:  # the probe's flavor and queue are gone
+            assert kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue") == []
+            assert kube.list("kueue.x-k8s.io/v1beta2", "ResourceFlavor") == []
+        finally:
+            kube.close()
+    finally:
+        cluster.stop()
