@@ -26,6 +26,7 @@ from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker, Verdict, make_observer
 from harness.fuzz.shrink import shrink
 from harness.loader import scenario_from_data
+from harness.sim_backend import build_sim
 
 Data = dict[str, Any]
 T = TypeVar("T")
@@ -45,8 +46,9 @@ class Finding:
 
     @property
     def kind(self) -> str:
-        """What differs and Kueue's reason: findings of one kind usually share a cause."""
-        return " | ".join(sorted(self.verdict.kinds())) or self.verdict.error[:80]
+        """The first difference and Kueue's reason: findings of one kind usually share a cause."""
+        kinds = self.verdict.kinds()
+        return kinds[0] if kinds else self.verdict.error[:80]
 
 
 @dataclass
@@ -73,11 +75,11 @@ class Summary:
 class _Checkers:
     """A pool of checkers, each owning one backend process, lent out one thread at a time."""
 
-    def __init__(self, against: str, jobs: int) -> None:
+    def __init__(self, against: str, jobs: int, sim_binary: Path | None) -> None:
         self.free: queue.SimpleQueue[Checker] = queue.SimpleQueue()
         self.all: list[tuple[Checker, Any]] = []
         for _ in range(jobs):
-            observer = make_observer(against)
+            observer = make_observer(against, sim_binary)
             checker = Checker(observer)
             self.all.append((checker, observer))
             self.free.put(checker)
@@ -105,12 +107,15 @@ def run_campaign(
     shrink_budget: int = 400,
     shrink_per_kind: int = 2,
     start: int = 0,
+    sim_binary: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Summary:
     out_dir = out or Path("run") / f"fuzz-{seed}"
     summary = Summary(seed=seed, cases=cases, out=out_dir)
     jobs = jobs if against == "sim" else 1
-    checkers = _Checkers(against, jobs)
+    if against == "sim" and sim_binary is None:
+        sim_binary = build_sim()  # once, before the worker threads start their processes
+    checkers = _Checkers(against, jobs, sim_binary)
     try:
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fuzz") as pool:
             began = time.monotonic()
@@ -150,11 +155,11 @@ def run_campaign(
 
 
 def _shrink_finding(checker: Checker, finding: Finding, budget: int) -> None:
-    kinds = finding.verdict.kinds()
+    kind = finding.kind
 
     def interesting(candidate: Data) -> bool:
         verdict = checker.check(candidate)
-        return verdict.disagrees and bool(verdict.kinds() & kinds)
+        return verdict.disagrees and kind in verdict.kinds()
 
     finding.shrunk, finding.shrink_checks = shrink(finding.original, interesting, budget)
     finding.shrunk_verdict = checker.check(finding.shrunk)
@@ -168,7 +173,7 @@ def write_finding(out: Path, seed: int, finding: Finding) -> Path:
     name = str(data["name"])
     path = out / f"{name}.yaml"
     text = dump_scenario(data)
-    scenario_from_data(yaml.safe_load(text), str(path))  # what we write must load
+    scenario_from_data(yaml.load(text, Loader=_LOADER), str(path))  # what we write must load
     path.write_text(text, encoding="utf-8")
     nodes, workloads = len(finding.original["nodes"]), len(finding.original["workloads"])
     notes = [
@@ -183,5 +188,10 @@ def write_finding(out: Path, seed: int, finding: Finding) -> Path:
     return path
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def dump_scenario(data: Data) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    """Scenario YAML in file order, leaf mappings inline (libyaml when present: fast)."""
+    return yaml.dump(data, Dumper=_DUMPER, sort_keys=False, default_flow_style=None, width=100)

@@ -62,6 +62,12 @@ def register(sub: Any) -> None:
         default=2,
         help="disagreements shrunk per kind (the rest are written unshrunk)",
     )
+    fuzz.add_argument(
+        "--sim-binary",
+        type=Path,
+        default=None,
+        help="a built kueue-sim to use (default: build sim/ as it is in the work tree)",
+    )
     fuzz.set_defaults(handler=_fuzz)
 
 
@@ -73,6 +79,8 @@ def _fuzz(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    if args.sim_binary is not None and not args.sim_binary.is_file():
+        raise HarnessError(f"--sim-binary {args.sim_binary}: no such file")
     summary = run_campaign(
         args.seed,
         args.cases,
@@ -82,6 +90,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         shrink_budget=args.shrink_budget,
         shrink_per_kind=args.shrink_per_kind,
         start=args.start,
+        sim_binary=args.sim_binary,
         progress=progress,
     )
     print(render(summary))

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.backends import Backend, create_backend
@@ -44,17 +45,18 @@ class Verdict:
     def disagrees(self) -> bool:
         return bool(self.lines) and not self.error
 
-    def kinds(self) -> set[str]:
-        """Kinds of difference (states and Kueue's reason), so shrinking keeps chasing one."""
-        kinds = {"crash" for line in self.lines if line.startswith("fit model raised")}
+    def kinds(self) -> list[str]:
+        """Kinds of difference per workload, in submission order: what differs and Kueue's
+        reason. The first one is usually the cause; later ones often follow from it."""
+        kinds = ["crash" for line in self.lines if line.startswith("fit model raised")]
         for name in self.observed:
             want, got = self.predicted.get(name), self.observed[name]
             if want is None or not against_prediction({name: want}, {name: got}):
                 continue
             if want.admitted and got.admitted:
-                kinds.add("placement")
+                kinds.append("placement")
             else:
-                kinds.add(f"{_state(want)}->{_state(got)}:{_reason(got.message)}")
+                kinds.append(f"{_state(want)}->{_state(got)}:{_reason(got.message)}")
         return kinds
 
     def report(self) -> str:
@@ -88,8 +90,8 @@ def _reason(message: str) -> str:
 class SimObserver:
     """Kueue's scheduler in process: one kueue-sim for the whole run."""
 
-    def __init__(self) -> None:
-        self.sim = SimProcess()
+    def __init__(self, binary: Path | None = None) -> None:
+        self.sim = SimProcess(binary)
 
     def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
         answer = self.sim.run(scenario_to_dict(scenario))
@@ -117,8 +119,8 @@ class BackendObserver:
         self.backend.close()
 
 
-def make_observer(against: str) -> SimObserver | BackendObserver:
-    return SimObserver() if against == "sim" else BackendObserver(against)
+def make_observer(against: str, sim_binary: Path | None = None) -> SimObserver | BackendObserver:
+    return SimObserver(sim_binary) if against == "sim" else BackendObserver(against)
 
 
 class Checker:
