@@ -178,3 +178,48 @@ def test_module_dirs_hold_manifests_and_stages() -> None:
     assert (kueue / "config/components/crd/bases").is_dir()
     assert (kueue / "config/components/webhook/manifests.yaml").is_file()
     assert (toolchain.kwok_module_dir() / "kustomize/stage/pod/fast/pod-ready.yaml").is_file()
+
+
+def test_leftover_of_a_killed_build_is_swept(cache_dir: Path) -> None:
+    final = cache.cache_root() / "thing-v1"
+    stale = cache.cache_root() / ".tmp-thing-v1-abc123"
+    stale.mkdir(parents=True)
+    (stale / "half-linked").write_text("x")
+    cache.populate(final, {"v": "1"}, lambda out: _executable(out / "thing") and None)
+    assert not stale.exists()
+    assert (final / "thing").is_file()
+
+
+def test_sigterm_during_build_removes_temp_dir(cache_dir: Path, tmp_path: Path) -> None:
+    """The CLI turns SIGTERM into an orderly exit: the go child is killed and no .tmp-*
+    directory is left in the cache."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fake_bin = tmp_path / "bin"
+    _executable(fake_bin / "go", "#!/bin/sh\nexec sleep 300\n")
+    env = {
+        **os.environ,
+        "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}",
+        "KTH_CACHE": str(cache_dir),
+    }
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.toolchain", "build", "kwok"],
+        cwd=repo,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not list(cache_dir.glob(".tmp-kwok-*")):
+        assert time.monotonic() < deadline, "build never started"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=20)
+    assert proc.returncode == 143
+    assert not list(cache_dir.glob(".tmp-*"))
+    assert not (cache_dir / "kwok-v0.8.0").exists()

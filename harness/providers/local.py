@@ -76,7 +76,7 @@ class LocalCluster:
         self.keep = keep or os.environ.get("KTH_KEEP_RUN") == "1"
         self.feature_gates = dict(feature_gates or {})
         self.kueue_overrides = dict(kueue_overrides or {})
-        self.start_timeout = start_timeout
+        self.start_timeout = float(os.environ.get("KTH_START_TIMEOUT") or start_timeout)
         self.pins = pins
         self.procs: list[Process] = []
         self.timings: dict[str, float] = {}
@@ -91,13 +91,16 @@ class LocalCluster:
 
     def start(self) -> ClusterHandle:
         """Build or find the binaries, then bring the cluster up; stops it again on failure."""
-        binaries = {
-            name: toolchain.binary(name, self.pins) for name in toolchain.components(self.pins)
-        }
-        kueue_dir = toolchain.kueue_module_dir(self.pins)
-        kwok_dir = toolchain.kwok_module_dir(self.pins)
-        lifecycle.register(id(self), self.stop)
+        if self.handle is not None:
+            return self.handle
+        if self._stopped:
+            raise ClusterError("this LocalCluster was stopped; create a new one to start again")
+        lifecycle.register(id(self), self.stop)  # from here SIGTERM unwinds, even mid-build
         try:
+            names = toolchain.components(self.pins)
+            binaries = {name: toolchain.binary(name, self.pins) for name in names}
+            kueue_dir = toolchain.kueue_module_dir(self.pins)
+            kwok_dir = toolchain.kwok_module_dir(self.pins)
             return self._start(binaries, kueue_dir, kwok_dir)
         except BaseException:
             self.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from harness.toolchain import PINS, ToolchainError, binary, components
@@ -14,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["build", "paths"], nargs="?", default="build")
     parser.add_argument("names", nargs="*", help="components (default: all)")
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C: the running go command is killed and the half-built
+    # temporary directory removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     table = components(PINS)
     names = args.names or list(table)
     try:

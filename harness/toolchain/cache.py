@@ -54,6 +54,9 @@ def is_current(final: Path, fingerprint: dict[str, str], expect: list[str]) -> b
 def populate(final: Path, fingerprint: dict[str, str], fill: Callable[[Path], None]) -> Path:
     """Call `fill(tmpdir)`, stamp it, and rename it to `final` (replacing a stale one)."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    # Callers hold the component's lock, so any leftover is from a build that was killed.
+    for stale in final.parent.glob(f".tmp-{final.name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
     tmp.chmod(0o755)  # mkdtemp makes it 0700; the cache may be shared
     started = time.monotonic()
