@@ -143,11 +143,13 @@ class ClusterBackend:
         session = Session(kube, scenario, names, self.timeouts)
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
+            _say(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
             for workload in scenario.workloads:
                 session.submit(workload)
             outcomes = session.read()
             steps = []
-            for step in scenario.steps:
+            for index, step in enumerate(scenario.steps, 1):
+                _say(f"{scenario.name}: step {index} ({step.action})")
                 session.apply(step)
                 steps.append(session.read())
         except HarnessError as err:

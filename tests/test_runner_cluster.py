@@ -1,0 +1,224 @@
+"""The cluster runner on real Kueue: guide scenarios, webhook refusals, directly built
+Workloads, NotReady nodes, every step action, and Ctrl-C in the middle of a scenario.
+
+Marked `cluster` (enable with --cluster=local). Expectations come from the scenario files
+(derived by reasoning about TAS) or from the fit model, never from a previous run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.collect import BACKEND_KEY
+from harness.fit import fit
+from harness.loader import load_scenario, scenario_from_data
+from harness.runner.backend import ClusterBackend
+from harness.scenario import Scenario
+from harness.verdict import against_expectations, against_prediction
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[1]
+GUIDE = sorted((REPO / "suites" / "guide").glob("*.yaml"))
+RACK = "example.com/rack"
+
+
+@pytest.fixture(scope="session")
+def runner(request: pytest.FixtureRequest) -> Iterator[ClusterBackend]:
+    """The session's cluster backend (shared with the scenario items); its own if none."""
+    shared = request.config.stash.get(BACKEND_KEY, None)
+    if isinstance(shared, ClusterBackend):
+        yield shared
+        return
+    if shared is not None:
+        pytest.skip(f"these tests need a real cluster, not --cluster={shared.name}")
+    own = ClusterBackend(name="local")
+    yield own
+    own.close()
+
+
+def _agrees_with_model(scenario: Scenario, runner: ClusterBackend) -> None:
+    observed = runner.run(scenario)
+    predicted = fit(scenario)
+    diffs = against_prediction(predicted.outcomes, observed.outcomes)
+    assert len(observed.steps) == len(predicted.steps)
+    for want, got in zip(predicted.steps, observed.steps, strict=True):
+        diffs += against_prediction(want, got)
+    assert not diffs, "\n".join(diffs) + "\n" + observed.details
+
+
+def _scenario(name: str, **data: Any) -> Scenario:
+    base: dict[str, Any] = {
+        "name": name,
+        "topology": {"name": "runner-topology", "levels": [RACK, "kubernetes.io/hostname"]},
+        "nodes": [
+            {"name": "n1", "labels": {RACK: "r1"}, "allocatable": {"cpu": 4, "pods": 20}},
+            {"name": "n2", "labels": {RACK: "r1"}, "allocatable": {"cpu": 4, "pods": 20}},
+        ],
+    }
+    return scenario_from_data({**base, **data}, f"<{name}>")
+
+
+@pytest.mark.parametrize("path", GUIDE, ids=[p.stem for p in GUIDE])
+def test_guide_scenario_holds_on_real_kueue(path: Path, runner: ClusterBackend) -> None:
+    scenario = load_scenario(path)
+    observed = runner.run(scenario)
+    diffs = against_expectations(scenario.expect or {}, observed.outcomes)
+    for index, step in enumerate(scenario.steps):
+        diffs += against_expectations(step.expect or {}, observed.steps[index])
+    assert not diffs, "\n".join(diffs) + "\n" + observed.details
+    assert observed.artifacts is not None and (observed.artifacts / "objects.yaml").is_file()
+    assert (observed.artifacts / "logs" / "kueue.log").is_file()
+
+
+def test_job_refused_by_the_webhook_is_reported_rejected(runner: ClusterBackend) -> None:
+    bad = {
+        "name": "too-big-slices",
+        "podSets": [
+            {
+                "name": "main",
+                "count": 2,
+                "requests": {"cpu": 1},
+                "topology": {
+                    "mode": "required",
+                    "level": RACK,
+                    "sliceLevel": "kubernetes.io/hostname",
+                    "sliceSize": 3,
+                },
+            }
+        ],
+    }
+    scenario = _scenario("runner-webhook-refusal", workloads=[bad])
+    observed = runner.run(scenario)
+    outcome = observed.outcomes["too-big-slices"]
+    assert outcome.rejected and not outcome.admitted
+    assert "podset-slice-size" in outcome.message
+    assert fit(scenario).outcomes["too-big-slices"].rejected
+
+
+def test_workload_with_two_pod_sets_and_a_not_ready_node(runner: ClusterBackend) -> None:
+    """A directly built Workload; n3 has room for everything but is NotReady, so Kueue must
+    place around it exactly as the fit model does."""
+    nodes = [
+        {"name": "n1", "labels": {RACK: "r1"}, "allocatable": {"cpu": 3, "pods": 20}},
+        {"name": "n2", "labels": {RACK: "r1"}, "allocatable": {"cpu": 2, "pods": 20}},
+        {
+            "name": "n3",
+            "labels": {RACK: "r2"},
+            "allocatable": {"cpu": 64, "pods": 99},
+            "ready": False,
+        },
+    ]
+    two = {
+        "name": "two-sets",
+        "podSets": [
+            {
+                "name": "leader",
+                "count": 1,
+                "requests": {"cpu": 1},
+                "topology": {"mode": "required", "level": RACK},
+            },
+            {
+                "name": "workers",
+                "count": 4,
+                "requests": {"cpu": 1},
+                "topology": {"mode": "required", "level": RACK},
+            },
+        ],
+    }
+    scenario = _scenario("runner-two-pod-sets", nodes=nodes, workloads=[two])
+    _agrees_with_model(scenario, runner)
+
+
+def test_every_step_action_agrees_with_the_model(runner: ClusterBackend) -> None:
+    host4 = {"mode": "required", "level": "kubernetes.io/hostname"}
+    a = {
+        "name": "a",
+        "podSets": [{"name": "main", "count": 4, "requests": {"cpu": 1}, "topology": host4}],
+    }
+    b = {
+        "name": "b",
+        "podSets": [{"name": "main", "count": 4, "requests": {"cpu": 1}, "topology": host4}],
+    }
+    steps = [
+        {"cordon": "n2"},
+        {"submit": b},  # n1 is full and n2 cordoned: b waits
+        {"uncordon": "n2"},  # b goes to n2
+        {"add-node": {"name": "n3", "labels": {RACK: "r2"}, "allocatable": {"cpu": 4, "pods": 9}}},
+        {"add-usage": {"name": "n3-busy", "node": "n3", "requests": {"cpu": 1}}},
+        {"delete-workload": "a"},
+        {"delete-usage": "n3-busy"},
+        {"delete-node": "n3"},
+    ]
+    scenario = _scenario("runner-every-step", workloads=[a], steps=steps)
+    _agrees_with_model(scenario, runner)
+
+
+def _pids_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_ctrl_c_mid_scenario_leaves_no_process_behind() -> None:
+    """SIGINT while a step is settling: the run command stops etcd, kube-apiserver,
+    controller-manager, scheduler, KWOK and Kueue before it exits."""
+    scenario = REPO / "suites" / "guide" / "guide-required-host-waits-for-freed-node.yaml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(scenario)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")))  # type: ignore[union-attr]
+    reader.start()
+    try:
+        deadline = time.monotonic() + 300
+        while not any("step 1 (delete-usage)" in line for line in lines):
+            assert proc.poll() is None, "harness run ended early:\n" + "".join(lines)
+            assert time.monotonic() < deadline, "no step started in time:\n" + "".join(lines)
+            time.sleep(0.2)
+        started = {
+            m.group(1): int(m.group(2))
+            for line in lines
+            if (m := re.search(r"started (\S+) \(pid (\d+)\)", line))
+        }
+        run_dir = next(line.split("run dir ", 1)[1].strip() for line in lines if "run dir " in line)
+        assert {"etcd", "kube-apiserver", "kueue", "kwok"} <= set(started)
+        assert all(_alive(pid) for pid in started.values())
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10)
+    survivors = {name: pid for name, pid in started.items() if _alive(pid)}
+    assert not survivors, f"still running after Ctrl-C: {survivors}"
+    assert not [p for p in _pids_mentioning(run_dir) if _alive(p)]
