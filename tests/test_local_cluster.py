@@ -52,8 +52,11 @@ def _namespace(kube: Kube, name: str) -> str:
     return name
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    """PIDs whose command line mentions `text` (every component's argv names the run dir)."""
+def _processes_mentioning(run_dir: str) -> list[int]:
+    """PIDs whose command line mentions the run dir's name: every component's argv does,
+    etcd's through its data dir (which may live on /dev/shm, outside the run dir)."""
+    text = Path(run_dir).name
+    assert text.startswith("kth-local-")
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():

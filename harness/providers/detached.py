@@ -23,9 +23,9 @@ def write_state(run_dir: Path, state: dict[str, Any]) -> None:
 
 def _ours(pid: int, run_dir: Path) -> bool:
     """True if `pid` still runs one of this cluster's binaries (guards against PID reuse:
-    every component's command line names the run dir)."""
+    every component's command line names the run dir, etcd's through its data dir name)."""
     try:
-        return str(run_dir).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return run_dir.name.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
