@@ -111,7 +111,11 @@ def _schedule(
     used: ResourceVector = {}
     for entry in state.admitted.values():
         add_into(used, entry.quota)
-    reasons = quota_reasons(scenario, groups, used)
+    reasons, stopped = quota_reasons(scenario, groups, used)
+    unassigned = _without_flavor(groups)
+    if unassigned is not None and not stopped:
+        message = f"failed to assign flavors to pod set {unassigned}: no TAS flavor assigned"
+        return Outcome(admitted=False, message=message), None
     if reasons:
         message = "; ".join(
             f"couldn't assign flavors to pod set {name}: {', '.join(r)}"
@@ -160,6 +164,17 @@ def _schedule(
     for members in groups:
         add_into(quota, quota_request(scenario, members))
     return Outcome(admitted=True, placement=ordered), _Admitted(quota=quota, tas=assumed)
+
+
+def _without_flavor(groups: list[list[PodSet]]) -> str | None:
+    """The first pod set that requests nothing and so gets no flavor, hence no TAS request.
+
+    A group member without requests borrows its group's flavor (resolvePodSetFlavors).
+    """
+    for members in groups:
+        if not any(p.requests for p in members):
+            return members[0].name
+    return None
 
 
 def _usage_of(per_pod: ResourceVector, count: int) -> ResourceVector:

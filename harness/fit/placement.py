@@ -257,9 +257,13 @@ def _descend(run: _Run, chosen: list[Domain], fit_level: int, balanced: bool) ->
         size = request.slice_size if level < request.slice_level_index else 1
         nxt: list[Domain] = []
         for parent in current:
-            nxt += algo.take_minimum(
-                algo.sorted(parent.children), parent.pods, parent.leaders, size, slices=size > 1
-            )
+            children = algo.sorted(parent.children)
+            if size > 1:
+                # Kueue recounts slices of the (already sorted) children with this size,
+                # code meant for inner slice layers that also runs under balanced placement.
+                for child in children:
+                    child.slices, child.slices_wl = child.pods // size, child.pods_wl // size
+            nxt += algo.take_minimum(children, parent.pods, parent.leaders, size, slices=size > 1)
         current = nxt
         level += 1
     return current

@@ -1,10 +1,12 @@
-"""The ClusterQueue quota check that Kueue runs before topology, and its pending messages.
+"""Flavor assignment, which Kueue runs before topology: flavor match, then ClusterQueue quota.
 
-From Kueue v0.19.2 pkg/scheduler/flavorassigner (assignFlavors, fitsResourceQuota): pod set
-groups are checked in order against nominal quota (one flavor, no cohort, no preemption);
-a request beyond the nominal quota stops the check, one beyond what is unused is reported
-and the check goes on with the next group. Resources the scenario gives no quota for are
-ample. Reasons of one pod set are sorted and joined with ", ".
+From Kueue v0.19.2 pkg/scheduler/flavorassigner (assignFlavors, checkFlavorForPodSets,
+fitsResourceQuota): pod set groups are checked in order (one flavor, no cohort, no
+preemption). A pod set whose nodeSelector contradicts the flavor's nodeLabels (on the
+flavor's own label keys) does not match the flavor, and a request beyond the nominal quota
+cannot fit: either stops the check. A request beyond what is unused is reported and the
+check goes on with the next group. Resources the scenario gives no quota for are ample.
+Reasons of one pod set are sorted and joined with ", ".
 """
 
 from __future__ import annotations
@@ -27,17 +29,31 @@ def quota_request(scenario: Scenario, members: list[PodSet]) -> ResourceVector:
     return total
 
 
+def flavor_mismatch(scenario: Scenario, members: list[PodSet]) -> str | None:
+    """Kueue's reason when a group's nodeSelector rules the flavor out, else None."""
+    labels = scenario.flavor.node_labels
+    for pod_set in members:
+        if any(k in labels and labels[k] != v for k, v in pod_set.node_selector.items()):
+            return f"flavor {scenario.flavor.name} doesn't match node affinity"
+    return None
+
+
 def quota_reasons(
     scenario: Scenario,
     groups: list[list[PodSet]],
     used: Mapping[str, int],
-) -> dict[str, list[str]]:
-    """Per pod set name, the quota reasons that keep it pending (empty when all fits)."""
+) -> tuple[dict[str, list[str]], bool]:
+    """Per pod set name, the reasons that keep it pending (empty: all fits), and whether the
+    assignment stopped outright (NoFit: Kueue then builds no topology request at all)."""
     nominal = from_quantities(scenario.queue.nominal_quota)
     flavor = scenario.flavor.name
     assumed: ResourceVector = {}
     out: dict[str, list[str]] = {}
     for members in groups:
+        mismatch = flavor_mismatch(scenario, members)
+        if mismatch is not None:
+            out.update({pod_set.name: [mismatch] for pod_set in members})
+            return out, True
         request = quota_request(scenario, members)
         reasons, hard = [], False
         for name in sorted(request):
@@ -62,7 +78,7 @@ def quota_reasons(
             if reasons:
                 out[pod_set.name] = sorted(reasons)
         if hard:
-            break
+            return out, True
         for name, value in request.items():
             assumed[name] = assumed.get(name, 0) + value
-    return out
+    return out, False

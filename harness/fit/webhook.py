@@ -79,6 +79,11 @@ def _group_errors(workload: Workload) -> list[str]:
             ]
             continue
         first, second = members
+        if not _consistent(first, second):
+            errors.append(
+                f"{_path(first, GROUP)}: Invalid value: must specify '{REQUIRED}' or "
+                f"'{PREFERRED}' topology consistent with the other pod set in group '{name}'"
+            )
         if first.count != 1 and second.count != 1:
             errors.append(
                 f'{_path(first, GROUP)}: Invalid value: "{name}": can only define groups where at '
@@ -86,6 +91,14 @@ def _group_errors(workload: Workload) -> list[str]:
                 f"{second.count} replica(s) in the group"
             )
     return errors
+
+
+def _consistent(first: PodSet, second: PodSet) -> bool:
+    """Both members required, or both preferred, at the same level (topologyRequestsValid)."""
+    a, b = first.topology, second.topology
+    if a is None or b is None or a.mode not in ("required", "preferred"):
+        return False
+    return (a.mode, a.level) == (b.mode, b.level)
 
 
 def webhook_rejection(workload: Workload) -> str | None:
