@@ -227,7 +227,12 @@ def test_helm_renders_kueue_on_the_control_plane_with_tas(
     gates = [a for a in manager["args"] if a.startswith("--feature-gates=")]
     assert gates == ["--feature-gates=TopologyAwareScheduling=true,TASBalancedPlacement=true"]
     assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
-    assert {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+    assert {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    } in pod["tolerations"]
+    assert {"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
             "effect": "NoSchedule"} in pod["tolerations"]  # fmt: skip
     assert deploy["spec"]["replicas"] == 1
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith(

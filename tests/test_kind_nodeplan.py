@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from harness.loader import load_scenario
@@ -86,6 +85,7 @@ def test_worker_actions_reapply_labels_taints_and_gpus(tmp_path: Path) -> None:
         labels = action.patch["metadata"]["labels"]
         assert labels[BLOCK] is None and labels[RACK] is None  # out of the topology
         assert {op["value"] for op in action.status} == {"0"}
+        assert action.patch["spec"]["unschedulable"] is True  # and out of Kueue's node cache
 
 
 def test_cpu_on_a_node_needs_kwok(tmp_path: Path) -> None:
@@ -106,24 +106,29 @@ def test_more_nodes_than_workers_needs_kwok(tmp_path: Path) -> None:
     assert f"{len(nodes)} nodes > {len(WORKERS)} kind workers" in plan.reason
 
 
-def test_hostname_only_topology_on_kwok_is_refused_with_the_reason(tmp_path: Path) -> None:
+def test_hostname_only_topology_on_kwok_cordons_every_real_node(tmp_path: Path) -> None:
+    """Kueue's TAS node cache drops unschedulable nodes, so cordoned workers and control
+    plane stay out even of a topology whose only level is the hostname."""
     nodes = [{"name": "n1", "labels": {}, "allocatable": {"nvidia.com/gpu": 1, "cpu": "4"}}]
     topology = {"name": "t", "levels": ["kubernetes.io/hostname"]}
-    with pytest.raises(nodeplan.NotOnKind, match=r"only kubernetes\.io/hostname"):
-        nodeplan.plan_nodes(_scenario(tmp_path, nodes=nodes, topology=topology), WORKERS)
+    scenario = _scenario(tmp_path, nodes=nodes, topology=topology)
+    plan = nodeplan.plan_nodes(scenario, WORKERS)
+    assert plan.mode == "kwok" and plan.idle == tuple(WORKERS)
+    owned = nodeplan.owned_label_keys(scenario, set())
+    actions = nodeplan.worker_actions(plan, scenario, {}, owned, {"nvidia.com/gpu"},
+                                      control_plane="kth-control-plane")  # fmt: skip
+    assert [a.node for a in actions] == [*WORKERS, "kth-control-plane"]
+    assert all(a.patch["spec"]["unschedulable"] is True for a in actions)
+    assert actions[-1].status == [] and "metadata" not in actions[-1].patch
 
 
-def test_every_suite_scenario_gets_a_plan_or_a_reason() -> None:
+def test_every_suite_scenario_gets_a_plan_with_its_reason() -> None:
     """Over the real suites: the decision follows from each file's data."""
     files = sorted((REPO / "suites").rglob("*.yaml"))
     assert files
     for path in files:
         scenario = load_scenario(path)
-        try:
-            plan = nodeplan.plan_nodes(scenario, WORKERS)
-        except nodeplan.NotOnKind as why:
-            assert "hostname" in str(why)
-            continue
+        plan = nodeplan.plan_nodes(scenario, WORKERS)
         basic = any(r in n.allocatable for n in scenario.nodes for r in ("cpu", "memory", "pods"))
         too_many = len(scenario.nodes) > len(WORKERS)
         if too_many or basic or not all(n.ready for n in scenario.nodes):
@@ -131,6 +136,9 @@ def test_every_suite_scenario_gets_a_plan_or_a_reason() -> None:
             assert set(plan.kwok) == {n.name for n in scenario.nodes}
         if plan.mode == "workers":
             assert len(plan.workers) + len(plan.idle) == len(WORKERS)
+            assert plan.reason == "scenario nodes fit the kind workers"
+        else:
+            assert plan.reason.startswith("KWOK: ") and plan.idle == tuple(WORKERS)
 
 
 def test_runner_can_ask_for_kwok_nodes_only(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import yaml
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, wait_for
 from harness.loader import load_scenario
-from harness.providers import kindconfig, nodeplan, prereqs
+from harness.providers import kindconfig, prereqs
 from harness.providers.kind import KindCluster, parse_gates
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import LocalCluster
@@ -26,6 +26,7 @@ from harness.scenario import Scenario
 
 SHAPE = "gpu-2blocks-4racks"
 GPU = "nvidia.com/gpu"
+CONTROL_PLANE = "kth-control-plane"  # kind's name for the default cluster's control plane
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
 
 
@@ -71,10 +72,12 @@ def stand_in() -> Iterator[tuple[KindCluster, Kube]]:
         ):
             kube.create(fake_node(worker.node_name(provider.cluster), allocatable={"cpu": "8"},
                                   labels=node["labels"]))  # fmt: skip
-        wait_nodes_ready(kube, provider.workers())
+        kube.create(fake_node(CONTROL_PLANE, allocatable={"cpu": "8"},
+                              labels={"node-role.kubernetes.io/control-plane": ""}))  # fmt: skip
+        wait_nodes_ready(kube, [*provider.workers(), CONTROL_PLANE])
         yield provider, kube
     finally:
-        for name in provider.workers():
+        for name in [*provider.workers(), CONTROL_PLANE]:
             kube.delete("v1", "Node", name)
         kube.close()
         local.stop()
@@ -117,6 +120,7 @@ def test_reshape_maps_scenario_nodes_and_idles_the_rest(
         node = kube.get("v1", "Node", idle)
         assert _gpus(node) == "0"
         assert BLOCK not in node["metadata"]["labels"] and RACK not in node["metadata"]["labels"]
+        assert node["spec"]["unschedulable"] is True
         wait_for(kube, "v1", "Node", idle, node_ready, what="still Ready", timeout=10)
     provider.reset()  # and back to the shape
     first = provider.shape.workers[0]
@@ -135,9 +139,13 @@ def test_reshape_for_kwok_takes_every_worker_out(
     plan = provider.reshape(_scenario(tmp_path, nodes))
     assert plan.mode == "kwok" and set(plan.idle) == set(provider.workers())
     for name in provider.workers():
-        labels = kube.get("v1", "Node", name)["metadata"]["labels"]
-        assert BLOCK not in labels and RACK not in labels
+        node = kube.get("v1", "Node", name)
+        assert BLOCK not in node["metadata"]["labels"] and RACK not in node["metadata"]["labels"]
+        assert node["spec"]["unschedulable"] is True
+    assert kube.get("v1", "Node", CONTROL_PLANE)["spec"]["unschedulable"] is True
     provider.reset()
+    for name in (provider.workers()[0], CONTROL_PLANE):
+        assert not kube.get("v1", "Node", name)["spec"].get("unschedulable")
 
 
 # -- needs Docker ----------------------------------------------------------------------------
@@ -185,8 +193,11 @@ def test_kind_reshape_on_real_kubelets_needs_docker(
     node = kind_cluster.kube.get("v1", "Node", plan.real_name("a"))
     assert _gpus(node) == "3"
     kind_cluster.reset()
-    with pytest.raises(nodeplan.NotOnKind):
-        kind_cluster.reshape(load_scenario(_hostname_only(tmp_path)))
+    plan = kind_cluster.reshape(load_scenario(_hostname_only(tmp_path)))
+    assert plan.mode == "kwok"
+    control_plane = kind_cluster.kube.get("v1", "Node", f"{kind_cluster.cluster}-control-plane")
+    assert control_plane["spec"]["unschedulable"] is True
+    kind_cluster.reset()
 
 
 def _hostname_only(tmp_path: Path) -> Path:

@@ -26,10 +26,14 @@ FAKE_GPU_VERSION = "0.2.0"
 FAKE_GPU_NAMESPACE = "gpu-operator"
 CONTROL_PLANE_ONLY: Obj = {
     "nodeSelector": {CONTROL_PLANE_LABEL: ""},
-    "tolerations": [{"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+    "tolerations": [
+        {"key": CONTROL_PLANE_LABEL, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+    ],
 }
 """Kueue's pod runs on the control plane: never on a fake (KWOK) node, and never taking
-CPU or memory from a worker whose capacity a scenario counts."""
+CPU or memory from a worker whose capacity a scenario counts. It tolerates the cordon that
+keeps the control plane out of scenarios' topologies (nodeplan.py)."""
 
 
 class ValuesError(HarnessError):

@@ -119,7 +119,7 @@ class KindCluster:
     def reshape(self, scenario: Scenario, use_workers: bool = True) -> nodeplan.NodePlan:
         """Give the real workers this scenario's labels, taints and GPUs (or take them out of
         its topology when it runs on KWOK nodes); returns the plan with the name mapping.
-        Raises nodeplan.NotOnKind with the reason when the scenario cannot run here."""
+        Unused workers and the control plane are cordoned (Kueue's pod tolerates that)."""
         kube = self._connected()
         plan = nodeplan.plan_nodes(scenario, self.workers(), use_workers)
         current = {
@@ -127,7 +127,11 @@ class KindCluster:
         }
         owned = nodeplan.owned_label_keys(scenario, self.shape.label_keys())
         resources = {self.shape.gpu_resource}
-        for action in nodeplan.worker_actions(plan, scenario, current, owned, resources):
+        control_plane: str | None = f"{self.cluster}-control-plane"
+        if kube.get_or_none("v1", "Node", str(control_plane)) is None:
+            control_plane = None
+        actions = nodeplan.worker_actions(plan, scenario, current, owned, resources, control_plane)
+        for action in actions:
             self._apply(kube, action)
         return plan
 
@@ -143,6 +147,11 @@ class KindCluster:
             patch["spec"] = {"taints": [], "unschedulable": False}
             status = kindconfig.gpu_status_patch(self.shape.gpu_resource, worker.pool.gpus)
             self._apply(kube, nodeplan.NodeAction(name, patch, status))
+        control_plane = f"{self.cluster}-control-plane"
+        if kube.get_or_none("v1", "Node", control_plane) is not None:
+            self._apply(
+                kube, nodeplan.NodeAction(control_plane, {"spec": {"unschedulable": False}})
+            )
 
     def logs(self) -> dict[str, Path]:
         """kwok's log and Kueue's pod logs (fetched now from the cluster)."""

@@ -3,8 +3,10 @@
 Real workers can take a scenario's labels, taints, cordon and extended resources (GPUs), but
 not its CPU, memory or pod counts (the kubelet reports the machine's), not NotReady, and
 they cannot be added or removed by a step. A scenario that needs any of that, or has more
-nodes than the cluster has workers, runs on KWOK nodes instead, and the real workers are
-taken out of its topology by removing its level labels. Each decision carries its reason.
+nodes than the cluster has workers, runs on KWOK nodes instead. Real nodes the scenario does
+not use are cordoned: Kueue's TAS node cache drops unschedulable nodes entirely
+(pkg/cache/scheduler/tas_nodes_cache.go sync), so they appear in no topology, count, or
+message, whatever the scenario's levels. Each decision carries its reason.
 """
 
 from __future__ import annotations
@@ -18,10 +20,6 @@ from harness.scenario import HOSTNAME, Node, Scenario
 
 Obj = dict[str, Any]
 TOPOLOGY_CHANGING_STEPS = ("add-node", "delete-node")
-
-
-class NotOnKind(Exception):
-    """The scenario cannot run on this kind cluster at all; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ def _worker_misfit(node: Node) -> str | None:
 
 
 def plan_nodes(scenario: Scenario, workers: Sequence[str], use_workers: bool = True) -> NodePlan:
-    """Decide workers vs KWOK for one scenario (NotOnKind when neither can show it).
+    """Decide workers vs KWOK for one scenario.
 
     `use_workers=False` always picks KWOK nodes (for a runner that creates every scenario
     node itself and does not map names); the workers are then only kept out of the way.
@@ -93,18 +91,7 @@ def plan_nodes(scenario: Scenario, workers: Sequence[str], use_workers: bool = T
         mapping = {n.name: w for n, w in zip(scenario.nodes, workers, strict=False)}
         idle = tuple(workers[len(scenario.nodes) :])
         return NodePlan(mapping, (), idle, "scenario nodes fit the kind workers")
-    if _hostname_only(scenario):
-        raise NotOnKind(
-            f"needs KWOK nodes ({why_not}) but its topology has only {HOSTNAME} and its flavor "
-            "no nodeLabels, so the real kind workers could not be kept out of it"
-        )
     return NodePlan({}, tuple(n.name for n in scenario.nodes), tuple(workers), f"KWOK: {why_not}")
-
-
-def _hostname_only(scenario: Scenario) -> bool:
-    return all(level == HOSTNAME for level in scenario.topology.levels) and not (
-        scenario.flavor.node_labels
-    )
 
 
 def owned_label_keys(scenario: Scenario, shape_keys: set[str]) -> set[str]:
@@ -121,12 +108,13 @@ def worker_actions(
     current: Mapping[str, Mapping[str, str]],
     owned: set[str],
     gpu_resources: set[str],
+    control_plane: str | None = None,
 ) -> list[NodeAction]:
     """Patches that make each real worker what the plan says; `current` is labels per worker.
 
     Mapped workers get the scenario node's labels, taints, cordon and extended resources
     (resources the scenario leaves out are set to 0); idle workers lose every owned label and
-    all GPUs, which takes them out of the scenario's topology and flavor.
+    all GPUs and are cordoned, as is the control plane, which takes them out of TAS.
     """
     actions = []
     nodes = {n.name: n for n in scenario.nodes}
@@ -153,6 +141,8 @@ def worker_actions(
     for worker in plan.idle:
         status = [op for r in sorted(extended) for op in gpu_status_patch(r, 0)]
         patch = label_patch({}, current.get(worker, {}), owned)
-        patch["spec"] = {"taints": [], "unschedulable": False}
+        patch["spec"] = {"taints": [], "unschedulable": True}
         actions.append(NodeAction(worker, patch, status))
+    if control_plane is not None:
+        actions.append(NodeAction(control_plane, {"spec": {"unschedulable": True}}))
     return actions
