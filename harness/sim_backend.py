@@ -19,10 +19,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
-from harness.backends import BackendError, Observation, Unsupported
+from harness.backends import BackendError, Observation
 from harness.errors import HarnessError
 from harness.outcome import Outcome
-from harness.scenario import PodSet, Scenario, Toleration, Usage
+from harness.scenario import Node, PodSet, Scenario, Step, Toleration, Usage, Workload
 from harness.toolchain.cache import cache_root, is_current, locked, populate
 from harness.toolchain.gocmd import run_go
 
@@ -194,7 +194,36 @@ def _pod_set(ps: PodSet) -> dict[str, Any]:
 
 
 def _usage(u: Usage) -> dict[str, Any]:
-    return {"node": u.node, "requests": _resources(u.requests), "count": u.count}
+    out = {"node": u.node, "requests": _resources(u.requests), "count": u.count}
+    if u.name:
+        out["name"] = u.name
+    return out
+
+
+def _node(n: Node) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "labels": dict(n.labels),
+        "allocatable": _resources(n.allocatable),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints],
+        "ready": n.ready,
+        "unschedulable": n.unschedulable,
+    }
+
+
+def _workload(w: Workload) -> dict[str, Any]:
+    return {"name": w.name, "podSets": [_pod_set(p) for p in w.pod_sets]}
+
+
+def _step(step: Step) -> dict[str, Any]:
+    target = step.target
+    if isinstance(target, Node):
+        return {step.action: _node(target)}
+    if isinstance(target, Usage):
+        return {step.action: _usage(target)}
+    if isinstance(target, Workload):
+        return {step.action: _workload(target)}
+    return {step.action: str(target)}
 
 
 def scenario_to_dict(sc: Scenario, extra_gates: Mapping[str, bool] | None = None) -> dict[str, Any]:
@@ -209,21 +238,10 @@ def scenario_to_dict(sc: Scenario, extra_gates: Mapping[str, bool] | None = None
             "tolerations": [_toleration(t) for t in sc.flavor.tolerations],
         },
         "queue": {"nominalQuota": _resources(sc.queue.nominal_quota)},
-        "nodes": [
-            {
-                "name": n.name,
-                "labels": dict(n.labels),
-                "allocatable": _resources(n.allocatable),
-                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints],
-                "ready": n.ready,
-                "unschedulable": n.unschedulable,
-            }
-            for n in sc.nodes
-        ],
+        "nodes": [_node(n) for n in sc.nodes],
         "usage": [_usage(u) for u in sc.usage],
-        "workloads": [
-            {"name": w.name, "podSets": [_pod_set(p) for p in w.pod_sets]} for w in sc.workloads
-        ],
+        "workloads": [_workload(w) for w in sc.workloads],
+        "steps": [_step(st) for st in sc.steps],
     }
 
 
@@ -238,6 +256,10 @@ def parse_gates(text: str) -> dict[str, bool]:
     return gates
 
 
+def _outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
+    return {name: Outcome.from_json(v) for name, v in (data or {}).items()}
+
+
 class SimBackend:
     """`harness.backends` adapter: one kueue-sim process for the whole session."""
 
@@ -247,16 +269,15 @@ class SimBackend:
         self._sim: SimProcess | None = None
 
     def run(self, scenario: Scenario) -> Observation:
-        if scenario.steps:
-            raise Unsupported("the sim backend runs submissions only; this scenario has steps")
         if self._sim is None:
             self._sim = SimProcess()
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
-        outcomes = {k: Outcome.from_json(v) for k, v in (answer.get("outcome") or {}).items()}
+        outcomes = _outcomes(answer.get("outcome"))
+        steps = [_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
-        return Observation(outcomes=outcomes, details=details)
+        return Observation(outcomes=outcomes, steps=steps, details=details)
 
     def close(self) -> None:
         if self._sim is not None:

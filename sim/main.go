@@ -43,6 +43,8 @@ type Line struct {
 	// Notes explain outcomes a reader might not expect (e.g. a workload Kueue never
 	// evaluated); they are diagnostics, not part of the outcome.
 	Notes []string `json:"notes,omitempty"`
+	// Steps holds the outcome after each step (the harness\'s `steps` extension).
+	Steps []*orderedMap[Result] `json:"steps,omitempty"`
 }
 
 func main() {
@@ -112,15 +114,27 @@ func runLine(data []byte, gates *gateSetter, log logr.Logger, timeout time.Durat
 	if err := gates.apply(sc.FeatureGates); err != nil {
 		return failed(sc.Name, nil, fmt.Errorf("featureGates: %w", err))
 	}
-	err := runScenario(context.Background(), sc, outcome, log, timeout)
-	if err != nil {
-		line = failed(sc.Name, outcome, err)
-	} else {
-		line = Line{Name: sc.Name, Outcome: outcome}
+	var steps []*orderedMap[Result]
+	err := runScenario(context.Background(), sc, outcome, &steps, log, timeout)
+	first := outcome
+	if len(steps) > 0 {
+		first, steps = steps[0], steps[1:]
 	}
-	for _, name := range outcome.keys {
-		if note := outcome.values[name].note; note != "" {
-			line.Notes = append(line.Notes, name+": "+note)
+	if err != nil {
+		line = failed(sc.Name, first, err)
+	} else {
+		line = Line{Name: sc.Name, Outcome: first}
+	}
+	line.Steps = steps
+	for i, o := range append([]*orderedMap[Result]{first}, steps...) {
+		for _, name := range o.keys {
+			if note := o.values[name].note; note != "" {
+				where := ""
+				if i > 0 {
+					where = fmt.Sprintf(" (after steps[%d])", i-1)
+				}
+				line.Notes = append(line.Notes, name+where+": "+note)
+			}
 		}
 	}
 	return line
@@ -133,29 +147,49 @@ func failed(name string, outcome *orderedMap[Result], err error) Line {
 
 // runScenario submits the workloads one at a time, in file order, each settling before
 // the next: an admitted workload's usage is seen by the ones after it.
-func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result], log logr.Logger, timeout time.Duration) error {
+func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
+	steps *[]*orderedMap[Result], log logr.Logger, timeout time.Duration) error {
 	c, err := startCluster(ctx, sc, log)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
 	for i := range sc.Workloads {
-		spec := &sc.Workloads[i]
-		wl, err := buildWorkload(spec, !sc.SimOptions.SkipWebhook)
-		var rej *rejection
-		if errors.As(err, &rej) {
-			msg := rej.message
-			outcome.set(spec.Name, Result{Rejected: true, Message: &msg})
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("workload %s: %w", spec.Name, err)
-		}
-		res, err := c.submit(ctx, wl, timeout)
-		if err != nil {
+		if err := c.submitSpec(ctx, sc, &sc.Workloads[i], outcome, timeout); err != nil {
 			return err
 		}
-		outcome.set(spec.Name, res)
 	}
+	*steps = append(*steps, outcome.clone()) // the state after submission, before any step
+	for i := range sc.Steps {
+		if err := c.applyStep(ctx, sc, &sc.Steps[i], outcome, timeout); err != nil {
+			return fmt.Errorf("steps[%d] %s: %w", i, sc.Steps[i].Action, err)
+		}
+		if err := c.refresh(ctx, outcome); err != nil {
+			return fmt.Errorf("steps[%d] %s: %w", i, sc.Steps[i].Action, err)
+		}
+		*steps = append(*steps, outcome.clone())
+	}
+	return nil
+}
+
+// submitSpec runs one workload through the Job webhook's checks and, if accepted,
+// through the scheduler, recording its outcome.
+func (c *cluster) submitSpec(ctx context.Context, sc *Scenario, spec *WorkloadSpec,
+	outcome *orderedMap[Result], timeout time.Duration) error {
+	wl, err := buildWorkload(spec, !sc.SimOptions.SkipWebhook)
+	var rej *rejection
+	if errors.As(err, &rej) {
+		msg := rej.message
+		outcome.set(spec.Name, Result{Rejected: true, Message: &msg})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workload %s: %w", spec.Name, err)
+	}
+	res, err := c.submit(ctx, wl, timeout)
+	if err != nil {
+		return err
+	}
+	outcome.set(spec.Name, res)
 	return nil
 }

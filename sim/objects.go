@@ -62,11 +62,17 @@ func buildFlavor(sc *Scenario) *kueue.ResourceFlavor {
 // buildClusterQueue makes the one ClusterQueue: a single resource group with the TAS
 // flavor, covering every resource the queue lists or any workload requests. Listed
 // resources get their nominal quota; the others get exactly the sum of all workloads'
-// requests, which is enough for all of them. "pods" is covered only when listed, as in
+// requests (those submitted by steps included), which is enough for all of them. "pods" is covered only when listed, as in
 // a ClusterQueue that does not list it (Kueue then does not count pods against quota).
 func buildClusterQueue(sc *Scenario) *kueue.ClusterQueue {
 	totals := map[corev1.ResourceName]resource.Quantity{}
-	for _, wl := range sc.Workloads {
+	all := slices.Clone(sc.Workloads)
+	for _, st := range sc.Steps {
+		if st.Workload != nil {
+			all = append(all, *st.Workload)
+		}
+	}
+	for _, wl := range all {
 		for _, ps := range wl.PodSets {
 			for name, q := range ps.Requests {
 				t := totals[name]
@@ -159,16 +165,16 @@ func buildNode(n *NodeSpec) *corev1.Node {
 	}
 }
 
-// buildUsagePods makes the pods of usage entry i: bound, Running, no Kueue metadata,
-// so Kueue's TAS cache counts them as non-TAS usage.
-func buildUsagePods(i int, u *UsageSpec) []*corev1.Pod {
+// buildUsagePods makes the pods of a usage entry: bound, Running, no Kueue metadata, so
+// Kueue's TAS cache counts them as non-TAS usage. prefix names them (unique per entry).
+func buildUsagePods(prefix string, u *UsageSpec) []*corev1.Pod {
 	count := 1
 	if u.Count != nil {
 		count = *u.Count
 	}
 	pods := make([]*corev1.Pod, 0, count)
 	for j := range count {
-		name := fmt.Sprintf("usage-%d-%d", i, j)
+		name := fmt.Sprintf("%s-%d", prefix, j)
 		pods = append(pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(name)},
 			Spec: corev1.PodSpec{

@@ -22,6 +22,28 @@ func (m *orderedMap[V]) set(k string, v V) {
 	m.values[k] = v
 }
 
+func (m *orderedMap[V]) delete(k string) {
+	if _, ok := m.values[k]; !ok {
+		return
+	}
+	delete(m.values, k)
+	for i, key := range m.keys {
+		if key == k {
+			m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+// clone copies the map (values are copied shallowly).
+func (m *orderedMap[V]) clone() *orderedMap[V] {
+	out := &orderedMap[V]{keys: append([]string(nil), m.keys...), values: make(map[string]V, len(m.values))}
+	for k, v := range m.values {
+		out.values[k] = v
+	}
+	return out
+}
+
 func (m *orderedMap[V]) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')

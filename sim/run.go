@@ -26,12 +26,22 @@ import (
 // cluster is one scenario's Kueue: fresh caches, queues, fake API server and a running
 // scheduler loop. Nothing is shared between scenarios except Kueue's feature gates.
 type cluster struct {
-	client client.Client
-	cache  *schdcache.Cache
-	queues *qcache.Manager
-	rec    *recorder
-	cancel context.CancelFunc
-	log    logr.Logger
+	client   client.Client
+	cache    *schdcache.Cache
+	queues   *qcache.Manager
+	requeuer interface{ ProcessRequeues(context.Context) int }
+	rec      *recorder
+	cancel   context.CancelFunc
+	log      logr.Logger
+
+	flavor    *kueue.ResourceFlavor
+	levels    []string
+	nodes     map[string]*NodeSpec
+	usagePods map[string][]client.ObjectKey // usage name -> its pods
+	usageNode map[string]string             // usage name -> node
+	hashes    map[string]workload.EquivalenceHash
+	epoch     time.Time // creation time of the first workload
+	submitted int       // workloads created so far
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -45,7 +55,12 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*clust
 		cancel()
 		return nil, err
 	}
-	c := &cluster{client: cl, rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log}
+	c := &cluster{
+		client: cl, rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log,
+		nodes: map[string]*NodeSpec{}, usagePods: map[string][]client.ObjectKey{},
+		usageNode: map[string]string{}, hashes: map[string]workload.EquivalenceHash{},
+		epoch: time.Now().Truncate(time.Second),
+	}
 	if err := c.setup(ctx, sc); err != nil {
 		cancel()
 		return nil, err
@@ -55,7 +70,9 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*clust
 	// NewManagerForUnitTests gives a manager whose inadmissible-workload requeuer only
 	// records requests: a pending workload stays pending instead of being retried on a
 	// timer, which the one-at-a-time contract asks for and keeps runs deterministic.
-	c.queues = qcache.NewManagerForUnitTests(c.client, c.cache, qcache.WithPreemptionExpectations(expectations))
+	// Its requeuer also lets steps retry inadmissible workloads exactly when asked to.
+	c.queues, c.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(c.client, c.cache,
+		qcache.WithPreemptionExpectations(expectations))
 	if err := c.addQueues(ctx, sc); err != nil {
 		cancel()
 		return nil, err
@@ -73,14 +90,14 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 	c.cache = schdcache.New(c.client)
 	tas := c.cache.TASCache()
 	for i := range sc.Nodes {
+		c.nodes[sc.Nodes[i].Name] = &sc.Nodes[i]
 		tas.SyncNode(buildNode(&sc.Nodes[i]))
 	}
 	for i := range sc.Usage {
-		for _, pod := range buildUsagePods(i, &sc.Usage[i]) {
-			tas.Update(pod, c.log)
-		}
+		c.addUsage(fmt.Sprintf("usage-%d", i), &sc.Usage[i])
 	}
-	c.cache.AddOrUpdateResourceFlavor(c.log, buildFlavor(sc))
+	c.flavor, c.levels = buildFlavor(sc), sc.Topology.Levels
+	c.cache.AddOrUpdateResourceFlavor(c.log, c.flavor)
 	c.cache.AddOrUpdateTopology(c.log, buildTopology(sc))
 	cq := buildClusterQueue(sc)
 	if err := c.client.Create(ctx, cq); err != nil {
@@ -95,6 +112,19 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 		return fmt.Errorf("adding ClusterQueue to the cache: %w", err)
 	}
 	return nil
+}
+
+// addUsage hands the entry's pods to the TAS cache, as Kueue's non-TAS pod controller
+// does for pods it sees bound to nodes.
+func (c *cluster) addUsage(prefix string, u *UsageSpec) {
+	if u.Name != "" {
+		prefix = u.Name
+	}
+	for _, pod := range buildUsagePods(prefix, u) {
+		c.cache.TASCache().Update(pod, c.log)
+		c.usagePods[prefix] = append(c.usagePods[prefix], client.ObjectKeyFromObject(pod))
+	}
+	c.usageNode[prefix] = u.Node
 }
 
 func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
@@ -119,6 +149,10 @@ func (c *cluster) stop() {
 
 // submit creates the workload and waits until the scheduler has settled it.
 func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.Duration) (Result, error) {
+	// Creation timestamps one second apart: Kueue orders pending workloads by creation time
+	// (seconds in the API), and "submitted in this order" must not depend on UID tie-breaks.
+	wl.CreationTimestamp = metav1.NewTime(c.epoch.Add(time.Duration(c.submitted) * time.Second))
+	c.submitted++
 	if err := c.client.Create(ctx, wl); err != nil {
 		return Result{}, fmt.Errorf("creating workload %s: %w", wl.Name, err)
 	}
@@ -131,6 +165,9 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.D
 	wl = stored
 	// What Kueue's workload controller does with a new Workload.
 	workload.AdjustResources(ctx, c.client, wl)
+	info := workload.NewInfo(wl)
+	info.UpdateSchedulingHash(c.log)
+	c.hashes[wl.Name] = info.SchedulingHash
 	if err := c.queues.AddOrUpdateWorkload(c.log, wl); err != nil {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
 	}
@@ -183,20 +220,15 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 	if s.admitted {
 		return Result{}, errors.New("workload " + name + ": quota reserved but no admission in its status")
 	}
-	if s.parked {
-		msg := ""
-		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil {
-			msg = cond.Message
-		}
-		return Result{Message: &msg, note: "not evaluated: an equivalent workload is inadmissible " +
-			"(SchedulingEquivalenceHashing)"}, nil
-	}
-	msg := s.message
-	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&
-		cond.Status != metav1.ConditionTrue {
+	msg, res := s.message, Result{}
+	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+	if cond != nil && cond.Status != metav1.ConditionTrue {
 		msg = cond.Message
+	} else if s.parked {
+		res.note = "not evaluated: an equivalent workload is inadmissible (SchedulingEquivalenceHashing)"
 	}
-	return Result{Message: &msg}, nil
+	res.Message = &msg
+	return res, nil
 }
 
 // placement decodes each pod set's topology assignment (v1beta2's compressed form) with

@@ -21,6 +21,7 @@ type Scenario struct {
 	Nodes        []NodeSpec      `json:"nodes"`
 	Usage        []UsageSpec     `json:"usage"`
 	Workloads    []WorkloadSpec  `json:"workloads"`
+	Steps        []StepSpec      `json:"steps"`
 	// SimOptions are knobs of this backend only, not part of the contract.
 	SimOptions SimOptions `json:"simOptions"`
 }
@@ -57,6 +58,7 @@ type NodeSpec struct {
 }
 
 type UsageSpec struct {
+	Name     string      `json:"name"` // optional: lets a delete-usage step refer to it
 	Node     string      `json:"node"`
 	Requests ResourceMap `json:"requests"`
 	Count    *int        `json:"count"`

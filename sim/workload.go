@@ -75,10 +75,9 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 	}
 	w := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              wl.Name,
-			Namespace:         namespace,
-			UID:               types.UID("wl-" + wl.Name),
-			CreationTimestamp: metav1.Now(),
+			Name:      wl.Name,
+			Namespace: namespace,
+			UID:       types.UID("wl-" + wl.Name),
 		},
 		Spec: kueue.WorkloadSpec{
 			QueueName: localQueueName,
