@@ -234,3 +234,49 @@ def test_equivalence_hashing_off_evaluates_every_workload(sim_binary: Path) -> N
     outcome = run_one(sim_binary, data)
     assert outcome["a"]["message"] == outcome["b"]["message"]
     assert "allows to fit only 2 out of 4 pod(s)" in outcome["b"]["message"]
+
+
+def run_steps(binary: Path, data: dict[str, Any]) -> dict[str, Any]:
+    [answer] = run_sim([data], binary)
+    assert answer["error"] is None, answer["error"]
+    return answer
+
+
+def test_deleting_usage_retries_the_pending_job(sim_binary: Path) -> None:
+    # Every host half busy: the job waits. Freeing gpu-node-3 makes it the only whole host.
+    usage = [
+        {**u, "name": f"busy-{i}"}
+        for i, u in enumerate(busy("gpu-node-1", "gpu-node-2", "gpu-node-3"))
+    ]
+    data = guide(
+        job("train", mode="required", level=HOST), usage=usage, steps=[{"delete-usage": "busy-2"}]
+    )
+    answer = run_steps(sim_binary, data)
+    assert answer["outcome"]["train"]["admitted"] is False
+    assert answer["steps"] == [
+        {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
+    ]
+
+
+def test_a_freed_host_goes_to_the_oldest_pending_job(sim_binary: Path) -> None:
+    # "first" holds gpu-node-3; "older" and "newer" both wait for a whole host. Deleting
+    # "first" frees gpu-node-3; BestEffortFIFO retries the older job first and it takes it.
+    jobs = [job(n, mode="required", level=HOST) for n in ("first", "older", "newer")]
+    jobs[2]["podSets"][0]["count"] = 3  # not equivalent to "older": no hash parking
+    data = guide(*jobs, steps=[{"delete-workload": "first"}])
+    answer = run_steps(sim_binary, data)
+    assert [o["admitted"] for o in answer["outcome"].values()] == [True, False, False]
+    [after] = answer["steps"]
+    assert "first" not in after
+    assert after["older"] == {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}
+    assert after["newer"]["admitted"] is False
+
+
+def test_cordoned_node_is_skipped_until_uncordoned(sim_binary: Path) -> None:
+    a, b = job("a", mode="required", level=HOST), job("b", mode="required", level=HOST)
+    steps = [{"cordon": "gpu-node-3"}, {"submit": a}, {"uncordon": "gpu-node-3"}, {"submit": b}]
+    answer = run_steps(sim_binary, guide(steps=steps))
+    assert answer["steps"][1]["a"]["admitted"] is False  # only half-free hosts remain
+    # Uncordoning retries "a", which then takes gpu-node-3; "b" finds no whole host left.
+    assert answer["steps"][2]["a"]["placement"] == {"main": {"gpu-node-3": 4}}
+    assert answer["steps"][3]["b"]["admitted"] is False
