@@ -219,6 +219,8 @@ def test_ctrl_c_mid_scenario_leaves_no_process_behind() -> None:
             proc.kill()
             proc.wait()
         reader.join(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
     survivors = {name: pid for name, pid in started.items() if _alive(pid)}
     assert not survivors, f"still running after Ctrl-C: {survivors}"
     assert not [p for p in _pids_mentioning(run_dir) if _alive(p)]

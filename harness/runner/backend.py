@@ -75,31 +75,40 @@ class ClusterBackend:
     def _ensure_cluster(self, wanted: dict[str, bool]) -> Kube:
         if self.kube is not None and self.running_gates == wanted:
             return self.kube
-        if self.name == "existing":
-            assert self.kubeconfig is not None
-            if wanted:
-                raise Unsupported(
-                    f"feature gates {wanted} cannot be set on an existing cluster; run it with "
-                    "--cluster=local, or leave featureGates out"
-                )
-            self.kube = Kube(self.kubeconfig)
-            self.running_gates = wanted
-            return self.kube
+        if self.name == "existing" and wanted:
+            raise Unsupported(
+                f"feature gates {wanted} cannot be set on an existing cluster; run it with "
+                "--cluster=local, or leave featureGates out"
+            )
         if self.provider is not None:
             _say(f"restarting the cluster for feature gates {wanted or '(defaults)'}")
             self._stop_provider()
         started = time.monotonic()
-        try:
-            provider = create_provider(self.name, keep=self.keep, feature_gates=wanted)
-        except (ClusterError, TypeError) as err:
-            raise BackendError(f"--cluster={self.name}: no such cluster provider: {err}") from None
-        self.provider = provider
-        handle = provider.start()
-        self.kube = Kube(handle.kubeconfig)
+        provider = self._provider(wanted)
+        if provider is None:  # existing cluster, no provider registered: use it as it is
+            assert self.kubeconfig is not None
+            self.kube = Kube(self.kubeconfig)
+        else:
+            self.provider = provider
+            self.kube = Kube(provider.start().kubeconfig)
+            self.dirty = self.name == "existing"
         self.running_gates = wanted
-        self.dirty = False
         self.timings["cluster start"] = round(time.monotonic() - started, 1)
         return self.kube
+
+    def _provider(self, wanted: dict[str, bool]) -> Provider | None:
+        """The provider for this backend's name, with the options that provider takes."""
+        options: dict[str, Any] = {"keep": self.keep}
+        if self.name == "existing":
+            options.update(kubeconfig=self.kubeconfig, run_id=self.run_id)
+        else:
+            options["feature_gates"] = wanted
+        try:
+            return create_provider(self.name, **options)
+        except ClusterError as err:
+            if self.name == "existing":
+                return None
+            raise BackendError(f"--cluster={self.name}: {err}") from None
 
     def _stop_provider(self) -> None:
         if self.kube is not None:
@@ -136,34 +145,48 @@ class ClusterBackend:
         out_dir = self.artifacts / names.namespace
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
-        started = time.monotonic()
+        phases = Phases()
         if self.dirty:
             shaping.clear(kube, self.run_id, self.timeouts)
         self.dirty = True
+        phases.mark("clear")
         session = Session(kube, scenario, names, self.timeouts)
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
+            phases.mark("shape")
             _say(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
             for workload in scenario.workloads:
                 session.submit(workload)
+            phases.mark("submit")
             outcomes = session.read()
+            phases.mark("read")
             steps = []
             for index, step in enumerate(scenario.steps, 1):
                 _say(f"{scenario.name}: step {index} ({step.action})")
                 session.apply(step)
                 steps.append(session.read())
+            phases.mark("steps")
         except HarnessError as err:
             self._write_artifacts(kube, names, slicer, out_dir)
-            self._check_components()
-            raise BackendError(f"scenario {scenario.name}: {err}\nartifacts: {out_dir}") from None
-        self.timings[scenario.name] = round(time.monotonic() - started, 2)
+            raise BackendError(
+                f"scenario {scenario.name}: {err}{self._crash_report()}\nartifacts: {out_dir}"
+            ) from None
+        self.timings[scenario.name] = phases.total()
+        _say(f"{scenario.name}: {phases}")
         self._write_artifacts(kube, names, slicer, out_dir)
         details = self._details(kube, names, scenario, session, outcomes, steps)
         return Observation(outcomes, steps, details=details, artifacts=out_dir)
 
-    def _check_components(self) -> None:
-        if self.provider is not None:
+    def _crash_report(self) -> str:
+        """If a component died, say so and drop the cluster: the next scenario starts anew."""
+        if self.provider is None:
+            return ""
+        try:
             self.provider.check()
+        except ClusterError as crash:
+            self._stop_provider()
+            return f"\n{crash}\n(the cluster was stopped; the next scenario starts a new one)"
+        return ""
 
     def _write_artifacts(
         self, kube: Kube, names: Names, slicer: evidence.LogSlicer, out_dir: Path
@@ -204,6 +227,26 @@ class ClusterBackend:
                 f"  {line}" for line in wanted
             )
         return text
+
+
+class Phases:
+    """Seconds spent in each phase of one scenario, for the progress line and benchmarks."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.spent: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.spent[phase] = round(now - self.last, 2)
+        self.last = now
+
+    def total(self) -> float:
+        return round(self.last - self.start, 2)
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in self.spent.items())
+        return f"{self.total():.2f}s ({parts})"
 
 
 def _differing(

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from harness.backends import BackendError
-from harness.kube import KUEUE_API, Kube, KubeError, NotFound, absent, poll_until, wait_for
+from harness.kube import KUEUE_API, Kube, KubeError, NotFound, absent, poll_until
 from harness.outcome import Outcome
 from harness.runner import objects, shaping
 from harness.runner.objects import Names, Obj
@@ -179,7 +179,7 @@ class Session:
         elif action == "delete-node":
             assert isinstance(target, str)
             self.kube.delete("v1", "Node", target)
-            wait_for(self.kube, "v1", "Node", target, absent, what="deleted", timeout=self.t.nodes)
+            self._wait_gone("v1", "Node", target, None)
             self._delete_usage_on(target)
             self.nodes.pop(target, None)
         elif action == "add-usage":
@@ -209,18 +209,20 @@ class Session:
             self.kube.delete("batch/v1", "Job", name, self.names.namespace)
         else:
             self.kube.delete(KUEUE_API, "Workload", name, self.names.namespace)
-        wait_for(
-            self.kube,
-            KUEUE_API,
-            "Workload",
-            entry.kueue_name,
-            absent,
-            namespace=self.names.namespace,
-            what="deleted",
-            timeout=self.t.settle,
-        )
+        self._wait_gone(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)
         if entry.as_job:
             self._delete_pods(f"{JOB_NAME_LABEL}={name}")
+
+    def _wait_gone(self, api: str, kind: str, name: str, namespace: str | None) -> None:
+        """Poll until the object is gone (harness.kube.wait_for cannot wait for absence)."""
+
+        def probe() -> tuple[bool, str]:
+            return absent(self.kube.get_or_none(api, kind, name, namespace))
+
+        ref = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        poll_until(
+            probe, what=f"{ref} to be deleted", timeout=self.t.settle, interval=self.t.interval
+        )
 
     def _delete_usage_on(self, node: str) -> None:
         for pod in self.kube.list("v1", "Pod", self.names.namespace, objects.USAGE_LABEL):
