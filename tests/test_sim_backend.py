@@ -9,15 +9,22 @@ from __future__ import annotations
 import copy
 import shutil
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.loader import scenario_from_data
-from harness.sim_backend import SimBackend, SimProcess, build_sim, run_sim, scenario_to_dict
-
-pytestmark = pytest.mark.sim
+from harness.sim_backend import (
+    SimBackend,
+    SimProcess,
+    build_sim,
+    quantity,
+    run_sim,
+    scenario_to_dict,
+)
+from harness.toolchain.gocmd import ToolchainError
 
 HOST = "kubernetes.io/hostname"
 RACK = "example.com/rack"
@@ -74,12 +81,14 @@ def run_one(binary: Path, scenario: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
+@pytest.mark.sim
 def test_required_host_lands_on_the_only_free_host(sim_binary: Path) -> None:
     # Hosts 1 and 2 have 2 free GPUs each; only gpu-node-3 can take all 4 pods on one host.
     outcome = run_one(sim_binary, guide(job("train", mode="required", level=HOST)))
     assert outcome == {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
 
 
+@pytest.mark.sim
 def test_required_host_waits_when_every_host_is_half_busy(sim_binary: Path) -> None:
     # Every host has 2 free GPUs: the best single host fits 2 of the 4 pods.
     usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
@@ -89,6 +98,7 @@ def test_required_host_waits_when_every_host_is_half_busy(sim_binary: Path) -> N
     assert outcome["train"]["message"].startswith("couldn't assign flavors to pod set main: ")
 
 
+@pytest.mark.sim
 def test_admitted_usage_is_seen_by_the_next_workload(sim_binary: Path) -> None:
     # The first job takes gpu-node-3 whole; the second then finds no host with 4 free GPUs.
     first, second = (
@@ -102,6 +112,7 @@ def test_admitted_usage_is_seen_by_the_next_workload(sim_binary: Path) -> None:
     assert "allows to fit only 2 out of 4 pod(s)" in outcome["second"]["message"]
 
 
+@pytest.mark.sim
 def test_preferred_host_falls_back_to_one_rack(sim_binary: Path) -> None:
     # No host has 4 free GPUs; rack-1 has 2+2, rack-2 only 2: the pods stay within rack-1.
     usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
@@ -112,6 +123,7 @@ def test_preferred_host_falls_back_to_one_rack(sim_binary: Path) -> None:
     }
 
 
+@pytest.mark.sim
 def test_unconstrained_uses_free_gpus_anywhere(sim_binary: Path) -> None:
     # 6 GPUs free in 2-GPU pieces: 4 pods fit, never more than 2 on one host.
     usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
@@ -122,6 +134,7 @@ def test_unconstrained_uses_free_gpus_anywhere(sim_binary: Path) -> None:
     assert all(pods <= 2 for pods in placement.values())
 
 
+@pytest.mark.sim
 def test_quota_stops_a_workload_that_would_fit_on_nodes(sim_binary: Path) -> None:
     # Quota 6 GPUs: the first job uses 4, the second needs 4 of the 2 left.
     first = job("first", mode="required", level=HOST)
@@ -137,6 +150,7 @@ def test_quota_stops_a_workload_that_would_fit_on_nodes(sim_binary: Path) -> Non
     )
 
 
+@pytest.mark.sim
 def test_webhook_refuses_a_slice_larger_than_the_job(sim_binary: Path) -> None:
     # The Job webhook rejects podset-slice-size above the pod count; nothing is queued.
     bad = job("bad", count=2, mode="required", level=RACK, sliceLevel=HOST, sliceSize=3)
@@ -159,6 +173,7 @@ def panicking(base: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.sim
 def test_a_kueue_panic_fails_one_scenario_not_the_batch(sim_binary: Path) -> None:
     good = guide(job("train", mode="required", level=HOST))
     answers = run_sim([panicking(good), good], sim_binary)
@@ -168,6 +183,7 @@ def test_a_kueue_panic_fails_one_scenario_not_the_batch(sim_binary: Path) -> Non
     assert answers[1]["outcome"]["train"]["placement"] == {"main": {"gpu-node-3": 4}}
 
 
+@pytest.mark.sim
 def test_feature_gates_do_not_leak_between_scenarios(sim_binary: Path) -> None:
     # After a scenario that turns TASBalancedPlacement on, the same panicking input without
     # the gate must take the default (gate off) path and not panic.
@@ -179,6 +195,7 @@ def test_feature_gates_do_not_leak_between_scenarios(sim_binary: Path) -> None:
     assert answers[1]["error"] is None
 
 
+@pytest.mark.sim
 def test_unknown_feature_gate_is_an_error_for_that_scenario(sim_binary: Path) -> None:
     data = guide(job("train", mode="required", level=HOST))
     bad = {**data, "featureGates": {"NoSuchGate": True}}
@@ -195,6 +212,7 @@ def backend(sim_binary: Path) -> Iterator[SimBackend]:
     b.close()
 
 
+@pytest.mark.sim
 def test_backend_adapter_returns_outcomes(backend: SimBackend) -> None:
     data = {
         "name": "adapter",
@@ -207,6 +225,7 @@ def test_backend_adapter_returns_outcomes(backend: SimBackend) -> None:
     assert observed.outcomes["train"].placement == {"main": {"gpu-node-1": 2}}
 
 
+@pytest.mark.sim
 def test_process_is_stopped_after_use(sim_binary: Path) -> None:
     sim = SimProcess(sim_binary)
     with sim:
@@ -216,6 +235,7 @@ def test_process_is_stopped_after_use(sim_binary: Path) -> None:
     assert proc.poll() is not None
 
 
+@pytest.mark.sim
 def test_equivalent_pending_workload_is_parked_without_evaluation(sim_binary: Path) -> None:
     # SchedulingEquivalenceHashing (on by default in v0.19) parks a workload identical to one
     # already inadmissible: the scheduler never evaluates it, so no pending message is written.
@@ -227,6 +247,7 @@ def test_equivalent_pending_workload_is_parked_without_evaluation(sim_binary: Pa
     assert answer["notes"] and answer["notes"][0].startswith("b: not evaluated")
 
 
+@pytest.mark.sim
 def test_equivalence_hashing_off_evaluates_every_workload(sim_binary: Path) -> None:
     usage = busy("gpu-node-1", "gpu-node-2", "gpu-node-3")
     same = [job(n, mode="required", level=HOST) for n in ("a", "b")]
@@ -242,6 +263,7 @@ def run_steps(binary: Path, data: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@pytest.mark.sim
 def test_deleting_usage_retries_the_pending_job(sim_binary: Path) -> None:
     # Every host half busy: the job waits. Freeing gpu-node-3 makes it the only whole host.
     usage = [
@@ -258,6 +280,7 @@ def test_deleting_usage_retries_the_pending_job(sim_binary: Path) -> None:
     ]
 
 
+@pytest.mark.sim
 def test_a_freed_host_goes_to_the_oldest_pending_job(sim_binary: Path) -> None:
     # "first" holds gpu-node-3; "older" and "newer" both wait for a whole host. Deleting
     # "first" frees gpu-node-3; BestEffortFIFO retries the older job first and it takes it.
@@ -272,6 +295,7 @@ def test_a_freed_host_goes_to_the_oldest_pending_job(sim_binary: Path) -> None:
     assert after["newer"]["admitted"] is False
 
 
+@pytest.mark.sim
 def test_cordoned_node_is_skipped_until_uncordoned(sim_binary: Path) -> None:
     a, b = job("a", mode="required", level=HOST), job("b", mode="required", level=HOST)
     steps = [{"cordon": "gpu-node-3"}, {"submit": a}, {"uncordon": "gpu-node-3"}, {"submit": b}]
@@ -280,3 +304,26 @@ def test_cordoned_node_is_skipped_until_uncordoned(sim_binary: Path) -> None:
     # Uncordoning retries "a", which then takes gpu-node-3; "b" finds no whole host left.
     assert answer["steps"][2]["a"]["placement"] == {"main": {"gpu-node-3": 4}}
     assert answer["steps"][3]["b"]["admitted"] is False
+
+
+def test_building_without_go_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KTH_CACHE", str(tmp_path))  # nothing cached here
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no go on PATH
+    with pytest.raises(ToolchainError, match="Go toolchain not found"):
+        build_sim()
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Fraction(4), "4"),
+        (Fraction(1, 2), "500m"),
+        (Fraction(256 * 2**30), "274877906944"),
+        (Fraction(1, 1000), "1m"),
+        (Fraction(3, 10**6), "3u"),
+    ],
+)
+def test_quantities_are_written_exactly(value: Fraction, text: str) -> None:
+    assert quantity(value) == text
