@@ -43,6 +43,7 @@ class Finding:
     shrunk_verdict: Verdict | None = None
     shrink_checks: int = 0
     path: Path | None = None
+    recheck: Verdict | None = None
 
     @property
     def kind(self) -> str:
@@ -59,6 +60,7 @@ class Summary:
     shrink_seconds: float = 0.0
     disagreements: list[Finding] = field(default_factory=list)
     errors: list[Finding] = field(default_factory=list)
+    flaky: list[Finding] = field(default_factory=list)
     out: Path | None = None
 
     @property
@@ -138,6 +140,16 @@ def run_campaign(
 
             began = time.monotonic()
 
+            def recheck(finding: Finding) -> Finding:
+                with checkers.lend() as checker:
+                    finding.recheck = checker.check(finding.original)
+                return finding
+
+            # A disagreement that does not come back on the same input is a flaky backend.
+            list(pool.map(recheck, summary.disagreements))
+            summary.flaky = [f for f in summary.disagreements if not _same(f.verdict, f.recheck)]
+            summary.disagreements = [f for f in summary.disagreements if f not in summary.flaky]
+
             def reduce(finding: Finding) -> Finding:
                 with checkers.lend() as checker:
                     _shrink_finding(checker, finding, shrink_budget)
@@ -149,9 +161,13 @@ def run_campaign(
             summary.shrink_seconds = time.monotonic() - began
     finally:
         checkers.close()
-    for finding in summary.disagreements + summary.errors:
+    for finding in summary.disagreements + summary.errors + summary.flaky:
         finding.path = write_finding(out_dir, seed, finding)
     return summary
+
+
+def _same(first: Verdict, again: Verdict | None) -> bool:
+    return again is not None and first.lines == again.lines and not again.error
 
 
 def _shrink_finding(checker: Checker, finding: Finding, budget: int) -> None:
@@ -184,6 +200,8 @@ def write_finding(out: Path, seed: int, finding: Finding) -> Path:
         f"in {finding.shrink_checks} checks",
         verdict.report(),
     ]
+    if finding.recheck is not None and not _same(finding.verdict, finding.recheck):
+        notes += ["", "FLAKY: the same scenario checked again gave:", finding.recheck.report()]
     path.with_suffix(".txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
     return path
 

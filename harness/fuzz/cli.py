@@ -1,7 +1,7 @@
 """`python -m harness fuzz`: differential fuzzing of the fit model against real Kueue.
 
-Exit 0 when every case agrees, 1 when a disagreement (or a backend failure) remains,
-2 on bad arguments.
+Exit 0 when every case agrees; 1 when a disagreement, a backend failure or a flaky answer
+remains; 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -94,14 +94,14 @@ def _fuzz(args: argparse.Namespace) -> int:
         progress=progress,
     )
     print(render(summary))
-    return 1 if summary.disagreements or summary.errors else 0
+    return 1 if summary.disagreements or summary.errors or summary.flaky else 0
 
 
 def render(summary: Summary) -> str:
     lines = [
         f"fuzz seed {summary.seed}: {summary.cases} cases in {summary.check_seconds:.1f} s "
         f"({summary.rate:.1f} scenarios/s), {len(summary.disagreements)} disagreements, "
-        f"{len(summary.errors)} backend errors"
+        f"{len(summary.errors)} backend errors, {len(summary.flaky)} flaky"
     ]
     if summary.disagreements:
         lines.append(f"shrinking took {summary.shrink_seconds:.1f} s")
@@ -117,6 +117,8 @@ def render(summary: Summary) -> str:
             lines.append(f"    unshrunk: {', '.join(rest[:8])}{' ...' if len(rest) > 8 else ''}")
     for finding in summary.errors:
         lines.append(f"  backend error: {finding.path}: {finding.verdict.error[:160]}")
-    if summary.disagreements or summary.errors:
+    for finding in summary.flaky:
+        lines.append(f"  flaky (not the same when checked again): {finding.path}")
+    if summary.disagreements or summary.errors or summary.flaky:
         lines.append(f"written to {summary.out}/ (scenario .yaml + outcomes .txt per case)")
     return "\n".join(lines)
