@@ -327,3 +327,18 @@ def test_building_without_go_says_what_is_missing(
 )
 def test_quantities_are_written_exactly(value: Fraction, text: str) -> None:
     assert quantity(value) == text
+
+
+def test_a_crashed_process_fails_its_scenario_and_is_restarted(tmp_path: Path) -> None:
+    # Stand-in binary: answers the first scenario by dying, later ones normally.
+    marker = tmp_path / "crashed-once"
+    fake = tmp_path / "kueue-sim"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'if [ ! -e {marker} ]; then touch {marker}; echo "boom" >&2; exit 3; fi\n'
+        'while read -r line; do echo \'{"name": "x", "outcome": {}, "error": null}\'; done\n'
+    )
+    fake.chmod(0o755)
+    answers = run_sim([{"name": "first"}, {"name": "second"}], fake)
+    assert answers[0]["error"] == "kueue-sim exited with code 3: boom"
+    assert answers[1]["error"] is None
