@@ -18,10 +18,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## test: the project's own tests (unit, fit model, in-process Kueue, real embedded cluster)
+## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
+## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals)
 test: venv
 	mkdir -p $(RUN_DIR)
-	$(PY) -m pytest tests suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
+	$(PY) -m pytest tests suites --cluster=sim --cluster-tests \
+		--junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
 
 ## unit: tests that need neither Go builds nor a cluster
 unit: venv

@@ -28,6 +28,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "without it scenarios check only the fit model",
     )
     group.addoption(
+        "--cluster-tests",
+        action="store_true",
+        help="run the tests marked `cluster` (they start the embedded cluster themselves) "
+        "whatever backend the scenarios use",
+    )
+    group.addoption(
         "--keep-cluster",
         action="store_true",
         help="leave the cluster running after the session and print how to reach it",
@@ -78,14 +84,15 @@ def backend_options(config: pytest.Config) -> dict[str, Any]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start the selected backend once, when the first item needs it."""
+    """Skip cluster tests unless enabled; start the scenario backend once, when first needed."""
     cluster = item.config.getoption("--cluster")
-    needs = isinstance(item.parent, ScenarioFile) or item.get_closest_marker("cluster")
-    if cluster is None:
-        if item.get_closest_marker("cluster"):
-            pytest.skip("cluster tests are not enabled: run with --cluster=local")
+    if item.get_closest_marker("cluster") and not (
+        item.config.getoption("--cluster-tests") or cluster in ("local", "kind", "existing")
+    ):
+        pytest.skip("cluster tests are not enabled: run with --cluster=local or --cluster-tests")
+    if cluster is None or not isinstance(item.parent, ScenarioFile):
         return
-    if needs and item.config.stash.get(BACKEND_KEY, None) is None:
+    if item.config.stash.get(BACKEND_KEY, None) is None:
         item.config.stash[BACKEND_KEY] = create_backend(cluster, **backend_options(item.config))
 
 
