@@ -6,6 +6,7 @@ use, which takes a while on a fresh machine).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.kube import Kube, has_condition, node_ready, poll_until, wait_for, workloads
-from harness.providers import ComponentCrashed, create_provider
+from harness.providers import ComponentCrashed, create_provider, localspec
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import LocalCluster
 
@@ -330,6 +331,32 @@ def test_component_crash_at_start_is_reported_and_everything_stops(
     assert not _processes_mentioning(str(cluster.layout.run_dir))
     assert not cluster.layout.run_dir.exists()
     assert not cluster.layout.etcd_data.exists()
+
+
+def test_port_taken_after_allocation_is_retried_on_new_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process grabs etcd's port between allocation and bind: start-up starts over."""
+    squatter = socket.create_server(("127.0.0.1", 0))
+    real = localspec.Ports.allocate
+    calls: list[localspec.Ports] = []
+
+    def allocate() -> localspec.Ports:
+        ports = real()
+        if not calls:
+            ports = dataclasses.replace(ports, etcd=squatter.getsockname()[1])
+        calls.append(ports)
+        return ports
+
+    monkeypatch.setattr(localspec.Ports, "allocate", staticmethod(allocate))
+    cluster = LocalCluster()
+    try:
+        handle = cluster.start()
+        assert len(calls) == 2 and cluster.ports == calls[1]
+        assert Kube(handle.kubeconfig).server_version() == "v1.36.1"
+    finally:
+        cluster.stop()
+        squatter.close()
 
 
 def _spawn_cli(*args: str) -> subprocess.Popen[str]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import tenacity
 import yaml
 
 from harness import pki, toolchain
@@ -24,11 +25,16 @@ from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube
 from harness.providers import detached, health, lifecycle, localspec
-from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
 from harness.providers.kwok import stages_yaml
 from harness.providers.process import Process, tail
 
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in Kueue's main.go
+PORT_ATTEMPTS = 3
+
+
+class PortClash(ComponentCrashed):
+    """A component could not bind the port chosen for it; start-up is retried."""
 
 
 def _say(msg: str) -> None:
@@ -101,7 +107,16 @@ class LocalCluster:
             binaries = {name: toolchain.binary(name, self.pins) for name in names}
             kueue_dir = toolchain.kueue_module_dir(self.pins)
             kwok_dir = toolchain.kwok_module_dir(self.pins)
-            return self._start(binaries, kueue_dir, kwok_dir)
+            # A port picked as free can be taken by another process before our component
+            # binds it (parallel clusters); start over on fresh ports, a bounded number of times.
+            for attempt in tenacity.Retrying(
+                retry=tenacity.retry_if_exception_type(PortClash),
+                stop=tenacity.stop_after_attempt(PORT_ATTEMPTS),
+                reraise=True,
+            ):
+                with attempt:
+                    return self._start_once(binaries, kueue_dir, kwok_dir)
+            raise AssertionError("unreachable: tenacity re-raises the last error")
         except BaseException:
             self.stop()
             raise
@@ -133,18 +148,36 @@ class LocalCluster:
             return
         self._stopped = True
         with lifecycle.no_interrupts():
-            self._remove_webhooks()
-            for proc in reversed(self.procs):
-                proc.stop()
-            if self._kube is not None:
-                self._kube.close()
-            if self.layout is not None:
-                shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
-                if not self.keep:
-                    shutil.rmtree(self.layout.run_dir, ignore_errors=True)
+            self._teardown()
             lifecycle.unregister(id(self))
 
+    def _teardown(self) -> None:
+        """Webhooks, then processes in reverse order, then files (the run dir unless kept)."""
+        self._remove_webhooks()
+        for proc in reversed(self.procs):
+            proc.stop()
+        if self._kube is not None:
+            self._kube.close()
+        if self.layout is not None:
+            shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
+            if not self.keep:
+                shutil.rmtree(self.layout.run_dir, ignore_errors=True)
+
     # -- start-up ------------------------------------------------------------------------
+
+    def _start_once(
+        self, binaries: dict[str, Path], kueue_dir: Path, kwok_dir: Path
+    ) -> ClusterHandle:
+        try:
+            return self._start(binaries, kueue_dir, kwok_dir)
+        except ComponentCrashed as err:
+            if "address already in use" not in str(err):
+                raise
+            _say(f"port taken by another process, starting over on new ports: {err}")
+            with lifecycle.no_interrupts():
+                self._teardown()
+            self.procs, self._webhooks, self._kube, self.layout = [], [], None, None
+            raise PortClash(str(err)) from err
 
     def _start(self, binaries: dict[str, Path], kueue_dir: Path, kwok_dir: Path) -> ClusterHandle:
         t0 = time.monotonic()
