@@ -58,6 +58,8 @@ class Provider(Protocol):
 
 PROVIDERS: dict[str, str] = {
     "local": "harness.providers.local:LocalCluster",
+    "kind": "harness.providers.kind:KindCluster",
+    "existing": "harness.providers.existing:ExistingCluster",
 }
 """Provider name -> "module:Class"; imported on lookup so unused providers cost nothing."""
 
