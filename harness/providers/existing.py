@@ -19,7 +19,17 @@ from typing import Any
 
 import yaml
 
-from harness.kube import KUEUE_API, RUN_LABEL, Kube, WaitTimeout, node_ready, wait_for
+from harness.kube import (
+    KUEUE_API,
+    RUN_LABEL,
+    Kube,
+    NotFound,
+    Obj,
+    WaitTimeout,
+    node_ready,
+    poll_until,
+    wait_for,
+)
 from harness.kube.errors import KubeError
 from harness.providers import kueuecheck
 from harness.providers.base import ClusterError, ClusterHandle
@@ -28,13 +38,14 @@ from harness.providers.kwokrun import KwokController
 from harness.providers.process import tail
 
 KWOK_PROBE_WAIT_S = 8.0
+SWEEP_TIMEOUT_S = 120.0
 SWEEP_KINDS = (
     (KUEUE_API, "ClusterQueue"),
     (KUEUE_API, "ResourceFlavor"),
     (KUEUE_API, "Topology"),
     ("v1", "Node"),
 )
-"""Cluster-scoped kinds the run may have created; namespaces (which hold the rest) go last."""
+"""Cluster-scoped kinds the run may have created; namespaces (which hold the rest) go first."""
 
 
 class KueueMissing(ClusterError):
@@ -170,21 +181,36 @@ class ExistingCluster:
         if self.kwok is not None:
             self.kwok.check()
 
-    def sweep(self) -> list[str]:
-        """Delete every object labelled with this run's id; returns what was deleted."""
+    def sweep(self, timeout: float = SWEEP_TIMEOUT_S) -> list[str]:
+        """Delete every object labelled with this run's id and wait until it is gone.
+
+        Namespaces go first: Kueue keeps a ClusterQueue or ResourceFlavor that is still in
+        use (finalizer) until the Workloads in them are deleted. Returns what was deleted.
+        """
         if self.kube is None:
             return []
+        kube, selector = self.kube, f"{RUN_LABEL}={self.run_id}"
         gone = []
-        selector = f"{RUN_LABEL}={self.run_id}"
-        for api_version, kind in (*SWEEP_KINDS, ("v1", "Namespace")):
-            try:
-                items = self.kube.list(api_version, kind, labels=selector)
-            except KubeError:
-                continue  # e.g. Kueue CRDs absent on a refused cluster
-            for obj in items:
-                self.kube.delete(api_version, kind, obj["metadata"]["name"])
+        for api_version, kind in (("v1", "Namespace"), *SWEEP_KINDS):
+            for obj in self._labelled(api_version, kind, selector):
+                kube.delete(api_version, kind, obj["metadata"]["name"])
                 gone.append(f"{kind}/{obj['metadata']['name']}")
+
+        def left() -> tuple[bool, str]:
+            rest = [f"{kind}/{o['metadata']['name']}"
+                    for api_version, kind in (("v1", "Namespace"), *SWEEP_KINDS)
+                    for o in self._labelled(api_version, kind, selector)]  # fmt: skip
+            return not rest, f"still there: {', '.join(rest[:10])}"
+
+        poll_until(left, what=f"run {self.run_id}'s objects to be deleted", timeout=timeout)
         return gone
+
+    def _labelled(self, api_version: str, kind: str, selector: str) -> list[Obj]:
+        assert self.kube is not None
+        try:
+            return self.kube.list(api_version, kind, labels=selector)
+        except NotFound:
+            return []  # e.g. Kueue's kinds on a refused cluster without its CRDs
 
     def stop(self) -> None:
         if self._stopped:
