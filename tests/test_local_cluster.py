@@ -23,6 +23,7 @@ from harness.kube import Kube, has_condition, node_ready, poll_until, wait_for, 
 from harness.providers import ComponentCrashed, create_provider, localspec
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import LocalCluster
+from harness.toolchain.cache import cache_root
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]
@@ -359,14 +360,32 @@ def test_port_taken_after_allocation_is_retried_on_new_ports(
         squatter.close()
 
 
-def _spawn_cli(*args: str) -> subprocess.Popen[str]:
+def _isolated_env(home: Path) -> dict[str, str]:
+    """Environment with a fresh HOME, so the test can see whether anything writes ~/.kube or
+    ~/.kwok; the Go and harness caches stay where they are."""
+    go_env = subprocess.run(
+        ["go", "env", "GOMODCACHE", "GOCACHE", "GOPATH"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    home.mkdir()
+    return {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "HOME": str(home),
+        "GOMODCACHE": go_env[0],
+        "GOCACHE": go_env[1],
+        "GOPATH": go_env[2],
+        "KTH_CACHE": str(cache_root()),
+    }
+
+
+def _spawn_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "harness.providers.local", "up", *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=env,
     )
 
 
@@ -396,8 +415,11 @@ def _run_dir(lines: list[str]) -> str:
         (signal.SIGTERM, "started kube-apiserver", 143),  # SIGTERM halfway through start-up
     ],
 )
-def test_signal_to_cli_leaves_nothing_behind(sig: signal.Signals, when: str, code: int) -> None:
-    proc = _spawn_cli()
+def test_signal_to_cli_leaves_nothing_behind(
+    sig: signal.Signals, when: str, code: int, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    proc = _spawn_cli(_isolated_env(home))
     try:
         lines = _read_until(proc, when, timeout=300)
         run_dir = _run_dir(lines)
@@ -414,6 +436,7 @@ def test_signal_to_cli_leaves_nothing_behind(sig: signal.Signals, when: str, cod
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
     assert not [p for p in ports if _port_open(p)]
     assert not Path(run_dir).exists()
+    assert not (home / ".kube").exists() and not (home / ".kwok").exists()
 
 
 def test_detached_cluster_outlives_cli_until_down() -> None:
