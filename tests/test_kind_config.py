@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness import toolchain
-from harness.providers import helm_values, kindconfig
+from harness.providers import helm_values, kindconfig, prereqs
 from harness.providers.shape import (
     POOL_LABEL,
     REPO_CLUSTERS,
@@ -241,3 +241,42 @@ def test_helm_renders_kueue_on_the_control_plane_with_tas(
     assert config["integrations"]["frameworks"] == ["batch/job"]
     kinds = {d["kind"] for d in docs}
     assert {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= kinds
+
+
+# -- kind's own parser -------------------------------------------------------------------------
+
+
+def _kind_create(config: Path, tmp_path: Path) -> str:
+    """Output of `kind create cluster` with a config, on a machine where no engine answers:
+    kind decodes (strictly) and validates the config before it asks the engine for anything."""
+    kind = tool_path("kind")
+    if kind is None:
+        pytest.skip("kind is not built: run `make tools`")
+    if prereqs.check().engine is not None:
+        pytest.skip("an engine answers here: this would really create a cluster")
+    out = subprocess.run(
+        [str(kind), "create", "cluster", "--name", "kth-config-check", "--config", str(config),
+         "--kubeconfig", str(tmp_path / "kubeconfig")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode != 0
+    return out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("path", SHAPES, ids=lambda p: p.stem)
+def test_kind_accepts_the_rendered_config(path: Path, tmp_path: Path) -> None:
+    config = tmp_path / "kind.yaml"
+    config.write_text(yaml.safe_dump(kindconfig.named_config(load_shape(path), "kth")))
+    output = _kind_create(config, tmp_path)
+    assert "unable to decode config" not in output and "invalid" not in output.lower(), output
+    assert "docker" in output or "podman" in output  # it got as far as the engine
+
+
+def test_kind_rejects_a_misspelt_config(tmp_path: Path) -> None:
+    """The check above can fail: kind's strict decoder names an unknown field."""
+    cfg = kindconfig.named_config(load_shape("gpu-1rack-2hosts"), "kth")
+    cfg["nodes"][1]["labelz"] = cfg["nodes"][1].pop("labels")
+    config = tmp_path / "kind.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    output = _kind_create(config, tmp_path)
+    assert "unable to decode config" in output and "labelz" in output
