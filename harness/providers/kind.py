@@ -255,6 +255,7 @@ class KindCluster:
             )
         self._mark("cluster", t0)
         kube = self.kube = Kube(self.kubeconfig)
+        self._check_shape(kube)
         for name in self.workers():
             wait_for(kube, "v1", "Node", name, node_ready, what="Ready", timeout=180)
         self._fake_gpus(kube)
@@ -267,6 +268,17 @@ class KindCluster:
         self._mark("kwok", t0)
         self.handle = ClusterHandle("kind", self.kubeconfig, self.run_dir, kube.host)
         return self.handle
+
+    def _check_shape(self, kube: Kube) -> None:
+        """A reused cluster must have been created from the same shape."""
+        found = sorted(n["metadata"]["name"] for n in
+                       kube.list("v1", "Node", labels=kindconfig.WORKER_LABEL))  # fmt: skip
+        if found != sorted(self.workers()):
+            raise ClusterError(
+                f"kind cluster {self.cluster!r} has workers {found or 'none'}, but shape "
+                f"{self.shape.name} needs {self.workers()}: delete it (`kind delete cluster "
+                f"--name {self.cluster}`) or pick another name with KTH_KIND_NAME"
+            )
 
     def _fake_gpus(self, kube: Kube) -> None:
         if self.gpus == "patch":
