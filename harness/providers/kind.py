@@ -16,6 +16,7 @@ for scenarios that need more (or odder) nodes than the workers.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,7 +78,7 @@ class KindCluster:
             shape or os.environ.get("KTH_KIND_SHAPE") or DEFAULT_SHAPE
         )
         self.cluster = cluster_name or os.environ.get("KTH_KIND_NAME") or DEFAULT_NAME
-        self.keep = keep or os.environ.get("KTH_KEEP_RUN") == "1"
+        self.keep = keep  # the cluster; KTH_KEEP_RUN=1 keeps only the run directory (logs)
         self.gates = parse_gates(feature_gates)
         self.gpus = gpus or os.environ.get("KTH_KIND_GPUS") or "patch"
         if self.gpus not in GPU_MODES:
@@ -213,6 +214,8 @@ class KindCluster:
                 )
             except ClusterError as err:
                 _say(str(err))
+        if not self.keep and self.run_dir is not None and os.environ.get("KTH_KEEP_RUN") != "1":
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     # -- start-up --------------------------------------------------------------------------
 
