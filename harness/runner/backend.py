@@ -9,6 +9,7 @@ describes the behaviour for users.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -173,6 +174,11 @@ class ClusterBackend:
             ) from None
         self.timings[scenario.name] = phases.total()
         _say(f"{scenario.name}: {phases}")
+        with (self.artifacts / "timings.jsonl").open("a") as log:
+            log.write(
+                json.dumps({"scenario": scenario.name, "total": phases.total(), **phases.spent})
+                + "\n"
+            )
         self._write_artifacts(kube, names, slicer, out_dir)
         details = self._details(kube, names, scenario, session, outcomes, steps)
         return Observation(outcomes, steps, details=details, artifacts=out_dir)

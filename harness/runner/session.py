@@ -105,7 +105,11 @@ class Session:
             if entry.rejected is not None:
                 out[name] = entry.rejected
                 continue
-            seen = self._settle(entry)
+            # Pending already held its settle window (at submission, or a step's window);
+            # only a workload caught in between (e.g. requeued) is waited for again.
+            seen = self.state_of(entry)
+            if seen.kind == "unsettled":
+                seen = self._settle(entry)
             if seen.kind == "pending":
                 out[name] = Outcome(admitted=False, message=seen.message)
                 continue
