@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from harness.kube import Kube, Obj, has_condition, poll_until, wait_for
 
@@ -12,10 +13,11 @@ PROBE_JOB = "kth-webhook-probe"
 
 def install_crds(kube: Kube, crds: Iterable[Obj], timeout: float = 60.0) -> None:
     """Apply the CRDs and wait until each is Established (served by the API server)."""
-    names = []
-    for crd in crds:
-        kube.apply(crd)
-        names.append(crd["metadata"]["name"])
+    todo = list(crds)
+    # Concurrent requests: most of the time is the API server's own work per CRD.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(kube.apply, todo))
+    names = [crd["metadata"]["name"] for crd in todo]
     for name in names:
         wait_for(
             kube,

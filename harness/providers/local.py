@@ -213,10 +213,6 @@ class LocalCluster:
             api, health.http_probe(f"{server}/readyz", tls), what="/readyz", timeout=left()
         )
         self._mark("kube-apiserver", t0)
-        kcm = self._spawn(
-            "kube-controller-manager", binaries, localspec.controller_manager_args(ports, layout)
-        )
-        sched = self._spawn("kube-scheduler", binaries, localspec.scheduler_args(ports, layout))
         kube = self._kube = Kube(layout.kubeconfig)
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
         webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
@@ -224,6 +220,19 @@ class LocalCluster:
             kube, manifests.crds(kueue_dir, webhook_base, ca.bundle_b64), timeout=left()
         )
         self._mark("kueue CRDs", t0)
+        # Started after the CRDs: on two cores their start-up would slow the API server's
+        # CRD work, which is on the critical path; nothing before Kueue needs them.
+        kcm = self._spawn(
+            "kube-controller-manager", binaries, localspec.controller_manager_args(ports, layout)
+        )
+        sched = self._spawn("kube-scheduler", binaries, localspec.scheduler_args(ports, layout))
+        kwok = self._spawn(
+            "kwok",
+            binaries,
+            localspec.kwok_args(ports, layout),
+            {"KWOK_WORKDIR": str(layout.run_dir / "kwok")},
+        )
+        kueue = self._spawn("kueue", binaries, localspec.kueue_args(layout))
         for proc, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
             health.wait_healthy(
                 proc,
@@ -232,13 +241,6 @@ class LocalCluster:
                 timeout=left(),
             )
         self._mark("controller-manager+scheduler", t0)
-        kwok = self._spawn(
-            "kwok",
-            binaries,
-            localspec.kwok_args(ports, layout),
-            {"KWOK_WORKDIR": str(layout.run_dir / "kwok")},
-        )
-        kueue = self._spawn("kueue", binaries, localspec.kueue_args(layout))
         health.wait_healthy(
             kwok,
             health.http_probe(f"http://127.0.0.1:{ports.kwok}/healthz"),
