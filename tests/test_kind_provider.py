@@ -84,6 +84,19 @@ def stand_in() -> Iterator[tuple[KindCluster, Kube]]:
 
 
 @pytest.mark.cluster
+def test_park_cordons_every_real_node_and_reset_undoes_it(
+    stand_in: tuple[KindCluster, Kube],
+) -> None:
+    provider, kube = stand_in
+    provider.park()
+    for name in [*provider.workers(), CONTROL_PLANE]:
+        assert kube.get("v1", "Node", name)["spec"]["unschedulable"] is True
+    provider.reset()
+    for name in [*provider.workers(), CONTROL_PLANE]:
+        assert not kube.get("v1", "Node", name)["spec"].get("unschedulable")
+
+
+@pytest.mark.cluster
 def test_reset_gives_each_worker_its_pool_gpus(stand_in: tuple[KindCluster, Kube]) -> None:
     provider, kube = stand_in
     provider.reset()
@@ -154,11 +167,11 @@ def test_reshape_for_kwok_takes_every_worker_out(
 @pytest.fixture(scope="module")
 def kind_cluster(request: pytest.FixtureRequest) -> Iterator[KindCluster]:
     """A real kind cluster from the default shape; skipped where no engine answers."""
-    if request.config.getoption("--cluster") != "kind":
-        pytest.skip("kind tests create a kind cluster: run them with --cluster=kind")
     found = prereqs.check()
     if found.engine is None:
         pytest.skip("no Docker engine (nor Podman) answers on this machine")
+    if request.config.getoption("--cluster") != "kind":
+        pytest.skip("kind tests create a kind cluster: run them with --cluster=kind")
     found.raise_if_missing()
     provider = KindCluster(shape=SHAPE, cluster_name="kth-test")
     provider.start()
@@ -176,6 +189,8 @@ def test_kind_cluster_has_gpus_and_kueue_webhook_needs_docker(kind_cluster: Kind
         node = kube.get("v1", "Node", worker.node_name(kind_cluster.cluster))
         assert _gpus(node) == str(worker.pool.gpus)
     wait_webhook_mutates(kube, timeout=30)
+    for name in [*kind_cluster.workers(), f"{kind_cluster.cluster}-control-plane"]:
+        assert kube.get("v1", "Node", name)["spec"]["unschedulable"] is True  # parked
     pods = kube.list("v1", "Pod", "kueue-system")
     assert pods and all(p["spec"].get("nodeName") == f"{kind_cluster.cluster}-control-plane"
                         for p in pods)  # fmt: skip

@@ -10,7 +10,9 @@ Order: prerequisites -> `kind create cluster` (or reuse one of the same name) ->
 workers (node-status patch, as Kueue's TAS e2e does, or fake-gpu-operator's chart) -> Kueue
 v0.19.2 with its chart from the Kueue module (TAS on, gates settable, pinned to the control
 plane) -> wait until a dry-run Job is suspended by Kueue's webhook -> a local KWOK controller
-for scenarios that need more (or odder) nodes than the workers.
+-> park: every real node cordoned, so a runner that creates each scenario's nodes as KWOK
+nodes sees exactly what it sees on the embedded cluster. `reshape(scenario)` instead puts a
+scenario's nodes on the real workers when they can show it (nodeplan.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import yaml
 
 from harness import toolchain
+from harness.errors import HarnessError
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
 from harness.providers import helm_values, kindconfig, nodeplan, prereqs
@@ -154,6 +157,15 @@ class KindCluster:
                 kube, nodeplan.NodeAction(control_plane, {"spec": {"unschedulable": False}})
             )
 
+    def park(self) -> None:
+        """Cordon every real node (workers and control plane) so scenarios see only the KWOK
+        nodes a runner creates, exactly as on the embedded cluster: Kueue's TAS node cache
+        drops unschedulable nodes. reshape() and reset() undo it where wanted."""
+        kube = self._connected()
+        for name in [*self.workers(), f"{self.cluster}-control-plane"]:
+            if kube.get_or_none("v1", "Node", name) is not None:
+                self._apply(kube, nodeplan.NodeAction(name, {"spec": {"unschedulable": True}}))
+
     def logs(self) -> dict[str, Path]:
         """kwok's log and Kueue's pod logs (fetched now from the cluster)."""
         out = {"kwok": self.kwok.log} if self.kwok is not None else {}
@@ -185,6 +197,11 @@ class KindCluster:
         self._stopped = True
         if self.kwok is not None:
             self.kwok.stop()
+        if self.keep and self.kube is not None:
+            try:  # leave the shape as the user wrote it, not the last scenario's
+                self.reset()
+            except HarnessError as err:
+                _say(f"could not restore the shape on the kept cluster: {err}")
         if self.kube is not None:
             self.kube.close()
         if os.environ.get("KTH_KIND_EXPORT_LOGS") == "1" and (self.created or self.keep):
@@ -199,19 +216,9 @@ class KindCluster:
                 f"remove it with `kind delete cluster --name {self.cluster}`"
             )
         elif self.created:
+            argv = ["delete", "cluster", "--name", self.cluster]
             try:
-                self._kind(
-                    [
-                        "delete",
-                        "cluster",
-                        "--name",
-                        self.cluster,
-                        "--kubeconfig",
-                        str(self.kubeconfig),
-                    ],
-                    "kind delete",
-                    300,
-                )
+                self._kind([*argv, "--kubeconfig", str(self.kubeconfig)], "kind delete", 300)
             except ClusterError as err:
                 _say(str(err))
         if not self.keep and self.run_dir is not None and os.environ.get("KTH_KEEP_RUN") != "1":
@@ -268,6 +275,7 @@ class KindCluster:
         self._mark("kueue webhook", t0)
         self.kwok = KwokController(self.kubeconfig, self.run_dir)
         self.kwok.start()
+        self.park()
         self._mark("kwok", t0)
         self.handle = ClusterHandle("kind", self.kubeconfig, self.run_dir, kube.host)
         return self.handle
