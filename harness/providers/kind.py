@@ -157,6 +157,16 @@ class KindCluster:
                 kube, nodeplan.NodeAction(control_plane, {"spec": {"unschedulable": False}})
             )
 
+    def set_feature_gates(self, gates: str | Mapping[str, bool] | None) -> None:
+        """Other Kueue gates without a new cluster: `helm upgrade` rolls Kueue's Deployment
+        (the chart hashes its config into the pod template), then the webhook is awaited."""
+        wanted = parse_gates(gates)
+        if wanted == self.gates:
+            return
+        self.gates = wanted
+        self._install_kueue()
+        wait_webhook_mutates(self._connected(), timeout=180)
+
     def park(self) -> None:
         """Cordon every real node (workers and control plane) so scenarios see only the KWOK
         nodes a runner creates, exactly as on the embedded cluster: Kueue's TAS node cache
