@@ -45,6 +45,7 @@ class _Case:
         self.rng = rng
         self.levels: list[str] = []
         self.nodes: list[Data] = []
+        self.allow_empty = False
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -74,7 +75,8 @@ class _Case:
         usage = self._usage()
         if usage:
             data["usage"] = usage
-        workloads = [self._workload(f"wl-{i}") for i in range(rng.randint(1, 4))]
+        count = rng.randint(1, 4)
+        workloads = [self._workload(f"wl-{i}", last=i == count - 1) for i in range(count)]
         data["workloads"] = workloads
         if self.chance(0.25):
             data["queue"] = {"nominalQuota": self._quota(workloads)}
@@ -149,7 +151,8 @@ class _Case:
                 allocatable["pods"] = 110
             node: Data = {"name": f"n{i}", "labels": labels, "allocatable": allocatable}
             if self.taints and self.chance(0.35):
-                node["taints"] = [dict(t) for t in rng.sample(self.taints, 1)]
+                many = 2 if len(self.taints) > 1 and self.chance(0.3) else 1
+                node["taints"] = [dict(t) for t in rng.sample(self.taints, many)]
             if self.chance(0.05):
                 node["ready"] = False
             if self.chance(0.05):
@@ -169,7 +172,9 @@ class _Case:
             if gpus and self.chance(0.85):
                 requests[GPU] = rng.randint(1, gpus)
             if self.chance(0.4) or not requests:
-                requests["cpu"] = rng.choice(("500m", "1", "2"))
+                requests["cpu"] = rng.choice(("500m", "1", "2", "16"))
+            if self.chance(0.1):
+                requests["memory"] = rng.choice(("8Gi", "128Gi"))
             entry: Data = {"node": node["name"], "requests": requests}
             if self.chance(0.2):
                 entry["count"] = 2
@@ -189,6 +194,8 @@ class _Case:
             tol = {"key": taint["key"], "operator": "Equal", "value": value}
         if "effect" in taint and self.chance(0.5):
             tol["effect"] = taint["effect"]
+            if taint["effect"] == "NoExecute" and self.chance(0.3):
+                tol["tolerationSeconds"] = 300
         return tol
 
     # ---- workloads -------------------------------------------------------------------------
@@ -196,7 +203,11 @@ class _Case:
     def _requests(self, gpu: bool = True) -> Data:
         rng = self.rng
         requests: Data = {}
-        if gpu and not self.chance(0.1):
+        if self.chance(0.02) and self.allow_empty:
+            return requests  # a pod set that requests nothing
+        if self.chance(0.03):
+            requests[GPU] = 0
+        elif gpu and not self.chance(0.1):
             requests[GPU] = rng.choice((1, 1, 1, 2, 2, 4, rng.randint(1, 8)))
         if self.chance(0.6) or not requests:
             requests["cpu"] = rng.choice(("500m", "1", "2", "4"))
@@ -208,7 +219,10 @@ class _Case:
         rng = self.rng
         return rng.choice((1, 2, rng.randint(1, 8), rng.randint(1, 16), rng.randint(1, 32)))
 
-    def _workload(self, name: str) -> Data:
+    def _workload(self, name: str, last: bool) -> Data:
+        # A pod set requesting nothing can be retried by Kueue forever ("no longer fits"),
+        # starving every later workload: only the last workload may have one.
+        self.allow_empty = last
         two = self.chance(0.35)
         if two and self.chance(0.4):
             pod_sets = self._group()
@@ -258,7 +272,7 @@ class _Case:
         rng = self.rng
         if self.chance(0.2):
             pod_set["tolerations"] = [self._toleration()]
-        if self.chance(0.06):
+        if self.chance(0.1):
             node = rng.choice(self.nodes)
             key = rng.choice(sorted(node["labels"]) or [HOSTNAME])
             pod_set["nodeSelector"] = {key: node["labels"].get(key, node["name"])}
@@ -268,13 +282,20 @@ class _Case:
         rng = self.rng
         mode = rng.choice(("required", "preferred"))
         level = rng.choice(self.levels)
-        leader: Data = {"name": "leader", "count": 1, "requests": self._requests(gpu=False)}
+        leader_count = self.rng.randint(2, 3) if self.chance(0.05) else 1
+        leader: Data = {
+            "name": "leader",
+            "count": leader_count,
+            "requests": self._requests(gpu=False),
+        }
         workers: Data = {"name": "workers", "count": self._count(), "requests": self._requests()}
         for pod_set in (leader, workers):
             topology = {"mode": mode, "level": level, "podSetGroupName": "lws"}
             if self.chance(0.1):
                 topology["mode"] = rng.choice(("required", "preferred"))
                 topology["level"] = rng.choice(self.levels)
+            if self.chance(0.03):
+                topology.update(self._slice(pod_set["count"], 0))
             pod_set["topology"] = topology
             self._placement_extras(pod_set)
         return [leader, workers] if self.chance(0.7) else [workers, leader]
@@ -289,4 +310,8 @@ class _Case:
         quota: Data = {GPU: rng.randint(1, max(1, gpus))}
         if self.chance(0.2):
             quota["cpu"] = str(rng.randint(1, 16))
+        if self.chance(0.15):
+            quota["pods"] = rng.randint(1, 40)
+        if self.chance(0.1):
+            quota["memory"] = rng.choice(("8Gi", "64Gi"))
         return quota
