@@ -16,9 +16,10 @@ import yaml
 
 from harness import pki, toolchain
 from harness.kube import RUN_LABEL, Kube, absent, poll_until
-from harness.providers import health, localspec
+from harness.providers import health, localspec, prereqs, tools
 from harness.providers.base import ClusterError
 from harness.providers.existing import ExistingCluster, KueueMissing, pinned_kubeconfig
+from harness.providers.kind import KindCluster
 from harness.providers.kwok import fake_node
 from harness.providers.kwokrun import free_port
 from harness.providers.local import LocalCluster
@@ -155,6 +156,38 @@ def test_refuses_a_cluster_without_kueue(bare_apiserver: Path, tmp_path: Path) -
         assert kube.list("v1", "Node") == []
     finally:
         kube.close()
+
+
+@pytest.mark.cluster
+def test_refuses_kueue_whose_webhook_does_not_answer(bare_apiserver: Path, tmp_path: Path) -> None:
+    """Kueue's chart installed by the kind provider's own code (real helm, real API server),
+    but with no node to run Kueue's pod its webhook cannot answer. Runs after the test above:
+    it leaves Kueue's objects on the bare API server."""
+    helm = tools.tool_path("helm")
+    if helm is None:
+        pytest.skip("helm is not built: run `make tools`")
+    installer = KindCluster(run_root=tmp_path)
+    installer.tools = prereqs.Prereqs(paths={"helm": helm})
+    installer.run_dir, installer.kubeconfig = tmp_path, bare_apiserver
+    installer.install_kueue(wait=False)
+    kube = Kube(bare_apiserver)
+    try:
+        deploy = kube.get("apps/v1", "Deployment", "kueue-controller-manager", "kueue-system")
+        pod = deploy["spec"]["template"]["spec"]
+        assert pod["containers"][0]["image"] == "registry.k8s.io/kueue/kueue:v0.19.2"
+        assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+        assert kube.get_or_none("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                "topologies.kueue.x-k8s.io") is not None  # fmt: skip
+    finally:
+        kube.close()
+    provider = ExistingCluster(kubeconfig=bare_apiserver, run_root=tmp_path / "existing")
+    with pytest.raises(KueueMissing) as err:
+        provider.start()
+    message = str(err.value)
+    assert message.startswith("Kueue's webhook on https://127.0.0.1:")
+    assert (
+        "does not answer" in message and "Kueue's Job webhook to suspend a dry-run Job" in message
+    )
 
 
 @pytest.fixture(scope="module")

@@ -164,7 +164,7 @@ class KindCluster:
         if wanted == self.gates:
             return
         self.gates = wanted
-        self._install_kueue()
+        self.install_kueue()
         wait_webhook_mutates(self._connected(), timeout=180)
 
     def park(self) -> None:
@@ -280,7 +280,7 @@ class KindCluster:
             wait_for(kube, "v1", "Node", name, node_ready, what="Ready", timeout=180)
         self._fake_gpus(kube)
         self._mark("fake GPUs", t0)
-        self._install_kueue()
+        self.install_kueue()
         wait_webhook_mutates(kube, timeout=180)
         self._mark("kueue webhook", t0)
         self.kwok = KwokController(self.kubeconfig, self.run_dir)
@@ -338,29 +338,19 @@ class KindCluster:
 
             poll_until(probe, what=f"node {name} to advertise {want} GPUs", timeout=300)
 
-    def _install_kueue(self) -> None:
+    def install_kueue(self, *, wait: bool = True) -> None:
+        """`helm upgrade --install` Kueue's chart from its Go module with our values; with
+        `wait`, until its Deployment is available."""
         chart = toolchain.kueue_module_dir() / "charts" / "kueue"
         values = helm_values.kueue_values(
             chart, version=toolchain.PINS.kueue, feature_gates=self.gates
         )
         path = self._write("kueue-values.yaml", values)
-        self._helm(
-            [
-                "upgrade",
-                "--install",
-                helm_values.KUEUE_RELEASE,
-                str(chart),
-                "--namespace",
-                helm_values.KUEUE_NAMESPACE,
-                "--create-namespace",
-                "-f",
-                str(path),
-                "--wait",
-                "--timeout",
-                "10m",
-            ],
-            "helm install kueue",
-        )
+        argv = ["upgrade", "--install", helm_values.KUEUE_RELEASE, str(chart), "--namespace",
+                helm_values.KUEUE_NAMESPACE, "--create-namespace", "-f", str(path)]  # fmt: skip
+        if wait:
+            argv += ["--wait", "--timeout", "10m"]
+        self._helm(argv, "helm install kueue")
 
     # -- helpers ---------------------------------------------------------------------------
 
