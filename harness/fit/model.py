@@ -157,6 +157,11 @@ def _schedule(
             for key, count in per_leaf.items():
                 add_into(assumed.setdefault(key, {}), _usage_of(per_pod, count))
             placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
+    if any(not p.requests for p in workload.pod_sets):
+        # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
+        # per-pod request fits a domain; an empty request counts 0, so it never fits.
+        message = "Workload no longer fits after processing another workload"
+        return Outcome(admitted=False, message=message), None
     if trace:
         trace(workload.name, None, f"admitted: {placement}")
     ordered = {p.name: placement[p.name] for p in workload.pod_sets if p.name in placement}

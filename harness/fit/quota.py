@@ -50,6 +50,8 @@ def quota_reasons(
     assumed: ResourceVector = {}
     out: dict[str, list[str]] = {}
     for members in groups:
+        if not any(p.requests for p in members):
+            continue  # nothing requested: no resource, so no flavor is even considered
         mismatch = flavor_mismatch(scenario, members)
         if mismatch is not None:
             out.update({pod_set.name: [mismatch] for pod_set in members})
