@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
 from harness.fit.placement import PlacementFailed, place
-from harness.fit.quota import quota_reasons, quota_request
+from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
 from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.sorting import Algorithm
@@ -112,7 +112,7 @@ def _schedule(
     for entry in state.admitted.values():
         add_into(used, entry.quota)
     reasons, stopped = quota_reasons(scenario, groups, used)
-    unassigned = _without_flavor(groups)
+    unassigned = _without_flavor(scenario, groups)
     if unassigned is not None and not stopped:
         message = f"failed to assign flavors to pod set {unassigned}: no TAS flavor assigned"
         return Outcome(admitted=False, message=message), None
@@ -171,13 +171,13 @@ def _schedule(
     return Outcome(admitted=True, placement=ordered), _Admitted(quota=quota, tas=assumed)
 
 
-def _without_flavor(groups: list[list[PodSet]]) -> str | None:
+def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | None:
     """The first pod set that requests nothing and so gets no flavor, hence no TAS request.
 
     A group member without requests borrows its group's flavor (resolvePodSetFlavors).
     """
     for members in groups:
-        if not any(p.requests for p in members):
+        if not any(requests_something(scenario, p) for p in members):
             return members[0].name
     return None
 

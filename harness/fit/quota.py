@@ -29,6 +29,11 @@ def quota_request(scenario: Scenario, members: list[PodSet]) -> ResourceVector:
     return total
 
 
+def requests_something(scenario: Scenario, pod_set: PodSet) -> bool:
+    """Whether the pod set asks the ClusterQueue for any resource (`pods` counts when covered)."""
+    return bool(pod_set.requests) or "pods" in scenario.queue.nominal_quota
+
+
 def flavor_mismatch(scenario: Scenario, members: list[PodSet]) -> str | None:
     """Kueue's reason when a group's nodeSelector rules the flavor out, else None."""
     labels = scenario.flavor.node_labels
@@ -50,7 +55,7 @@ def quota_reasons(
     assumed: ResourceVector = {}
     out: dict[str, list[str]] = {}
     for members in groups:
-        if not any(p.requests for p in members):
+        if not any(requests_something(scenario, p) for p in members):
             continue  # nothing requested: no resource, so no flavor is even considered
         mismatch = flavor_mismatch(scenario, members)
         if mismatch is not None:
