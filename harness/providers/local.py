@@ -1,9 +1,10 @@
 """The embedded default cluster: real upstream binaries as local processes.
 
-etcd -> kube-apiserver -> kube-controller-manager + kube-scheduler -> Kueue CRDs -> kwok ->
+etcd -> kube-apiserver -> Kueue CRDs -> kube-controller-manager, kube-scheduler, kwok and
 Kueue -> Kueue webhooks, each on free 127.0.0.1 ports and each waited on through its health
-endpoint. Stopped in reverse order, webhooks first, on success, failure, Ctrl-C and SIGTERM.
-Never touches ~/.kube: the run writes and uses its own kubeconfig.
+endpoint; ready when Kueue's webhook suspends a dry-run Job. Stopped in reverse order,
+webhooks first, on success, failure, Ctrl-C and SIGTERM. Never touches ~/.kube: the run
+writes and uses its own kubeconfig.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import yaml
 from harness import pki, toolchain
 from harness.install import kueue as kueue_install
 from harness.install import manifests
-from harness.kube import Kube
+from harness.kube import Kube, KubeError
 from harness.providers import detached, health, lifecycle, localspec
 from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
 from harness.providers.kwok import stages_yaml
@@ -92,6 +93,7 @@ class LocalCluster:
         self._webhooks: list[dict[str, Any]] = []
         self._kube: Kube | None = None
         self._stopped = False
+        self._t0 = 0.0
 
     # -- public --------------------------------------------------------------------------
 
@@ -180,7 +182,39 @@ class LocalCluster:
             raise PortClash(str(err)) from err
 
     def _start(self, binaries: dict[str, Path], kueue_dir: Path, kwok_dir: Path) -> ClusterHandle:
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
+        layout, ports, ca = self._prepare(kwok_dir)
+        server = f"https://127.0.0.1:{ports.apiserver}"
+        self._start_control_plane(binaries, layout, ports, server)
+        kube = self._kube = Kube(layout.kubeconfig)
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
+        webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
+        crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64)
+        kueue_install.install_crds(kube, crds, timeout=self._left())
+        self._mark("kueue CRDs")
+        kueue = self._start_controllers(binaries, layout, ports)
+        self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca.bundle_b64)
+        kueue_install.install_webhooks(kube, self._webhooks)
+        try:
+            kueue_install.wait_webhook_mutates(kube, timeout=self._left())
+        except KubeError as err:
+            kueue.check()
+            raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
+        self._mark("kueue webhook")
+        self.timings["ready"] = round(time.monotonic() - self._t0, 2)
+        self.handle = ClusterHandle("local", layout.kubeconfig, layout.run_dir, server)
+        self._write_state(layout, ports)
+        if self.keep:
+            # Kept: outlive this process; `python -m harness.providers.local down` stops it.
+            lifecycle.unregister(id(self))
+        return self.handle
+
+    def _left(self) -> float:
+        """Seconds left of the start-up budget (at least one, so a wait still polls once)."""
+        return max(self._t0 + self.start_timeout - time.monotonic(), 1.0)
+
+    def _prepare(self, kwok_dir: Path) -> tuple[localspec.Layout, localspec.Ports, pki.Authority]:
+        """Run dir, ports, certificates, kubeconfig and config files."""
         root = self.run_root or Path(os.environ.get("KTH_RUN_ROOT") or tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
@@ -192,99 +226,78 @@ class LocalCluster:
         layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
         self._write_configs(layout, ports, kwok_dir)
         _ensure_metrics_certs(ca)
-        deadline = t0 + self.start_timeout
+        return layout, ports, ca
 
-        def left() -> float:
-            return max(deadline - time.monotonic(), 1.0)
-
+    def _start_control_plane(
+        self,
+        binaries: Mapping[str, Path],
+        layout: localspec.Layout,
+        ports: localspec.Ports,
+        server: str,
+    ) -> None:
         etcd = self._spawn("etcd", binaries, localspec.etcd_args(ports, layout))
-        health.wait_healthy(
-            etcd,
-            health.http_probe(f"http://127.0.0.1:{ports.etcd}/health", expect='"health":"true"'),
-            what="/health",
-            timeout=left(),
-        )
-        self._mark("etcd", t0)
+        probe = health.http_probe(f"http://127.0.0.1:{ports.etcd}/health", expect='"health":"true"')
+        health.wait_healthy(etcd, probe, what="/health", timeout=self._left())
+        self._mark("etcd")
         api = self._spawn("kube-apiserver", binaries, localspec.apiserver_args(ports, layout))
-        tls = health.client_tls(
-            layout.pki / "ca.crt", layout.pki / "admin.crt", layout.pki / "admin.key"
-        )
-        health.wait_healthy(
-            api, health.http_probe(f"{server}/readyz", tls), what="/readyz", timeout=left()
-        )
-        self._mark("kube-apiserver", t0)
-        kube = self._kube = Kube(layout.kubeconfig)
-        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
-        webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
-        kueue_install.install_crds(
-            kube, manifests.crds(kueue_dir, webhook_base, ca.bundle_b64), timeout=left()
-        )
-        self._mark("kueue CRDs", t0)
-        # Started after the CRDs: on two cores their start-up would slow the API server's
-        # CRD work, which is on the critical path; nothing before Kueue needs them.
-        kcm = self._spawn(
-            "kube-controller-manager", binaries, localspec.controller_manager_args(ports, layout)
-        )
-        sched = self._spawn("kube-scheduler", binaries, localspec.scheduler_args(ports, layout))
-        kwok = self._spawn(
-            "kwok",
-            binaries,
-            localspec.kwok_args(ports, layout),
-            {"KWOK_WORKDIR": str(layout.run_dir / "kwok")},
-        )
-        kueue = self._spawn("kueue", binaries, localspec.kueue_args(layout))
-        for proc, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
+        pki_dir = layout.pki
+        tls = health.client_tls(pki_dir / "ca.crt", pki_dir / "admin.crt", pki_dir / "admin.key")
+        probe = health.http_probe(f"{server}/readyz", tls)
+        health.wait_healthy(api, probe, what="/readyz", timeout=self._left())
+        self._mark("kube-apiserver")
+
+    def _start_controllers(
+        self, binaries: Mapping[str, Path], layout: localspec.Layout, ports: localspec.Ports
+    ) -> Process:
+        """kube-controller-manager, kube-scheduler, kwok and Kueue, started together once the
+        CRDs exist (on two cores, starting them earlier slows the API server's CRD work)."""
+        kwok_env = {"KWOK_WORKDIR": str(layout.run_dir / "kwok")}  # not ~/.kwok
+        started = [
+            (
+                self._spawn(
+                    "kube-controller-manager",
+                    binaries,
+                    localspec.controller_manager_args(ports, layout),
+                ),
+                f"https://127.0.0.1:{ports.controller_manager}/healthz",
+            ),
+            (
+                self._spawn("kube-scheduler", binaries, localspec.scheduler_args(ports, layout)),
+                f"https://127.0.0.1:{ports.scheduler}/healthz",
+            ),
+            (
+                self._spawn("kwok", binaries, localspec.kwok_args(ports, layout), kwok_env),
+                f"http://127.0.0.1:{ports.kwok}/healthz",
+            ),
+            (
+                self._spawn("kueue", binaries, localspec.kueue_args(layout)),
+                f"http://127.0.0.1:{ports.kueue_health}/readyz",
+            ),
+        ]
+        for proc, url in started:
+            tls = health.insecure_tls() if url.startswith("https") else None
+            what = url.rsplit("/", 1)[1]
             health.wait_healthy(
-                proc,
-                health.http_probe(f"https://127.0.0.1:{port}/healthz", health.insecure_tls()),
-                what="/healthz",
-                timeout=left(),
+                proc, health.http_probe(url, tls), what=f"/{what}", timeout=self._left()
             )
-        self._mark("controller-manager+scheduler", t0)
-        health.wait_healthy(
-            kwok,
-            health.http_probe(f"http://127.0.0.1:{ports.kwok}/healthz"),
-            what="/healthz",
-            timeout=left(),
-        )
-        health.wait_healthy(
-            kueue,
-            health.http_probe(f"http://127.0.0.1:{ports.kueue_health}/readyz"),
-            what="/readyz",
-            timeout=left(),
-        )
-        self._mark("kueue /readyz", t0)
-        self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca.bundle_b64)
-        kueue_install.install_webhooks(kube, self._webhooks)
-        try:
-            kueue_install.wait_webhook_mutates(kube, timeout=left())
-        except ClusterError:
-            raise
-        except Exception as err:
-            kueue.check()
-            raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
-        self._mark("kueue webhook", t0)
-        self.timings["ready"] = round(time.monotonic() - t0, 2)
-        self.handle = ClusterHandle("local", layout.kubeconfig, run_dir, server)
+            self._mark(proc.name)
+        return started[-1][0]
+
+    def _write_state(self, layout: localspec.Layout, ports: localspec.Ports) -> None:
+        webhooks = [[w["apiVersion"], w["kind"], w["metadata"]["name"]] for w in self._webhooks]
         detached.write_state(
-            run_dir,
+            layout.run_dir,
             {
                 "kubeconfig": str(layout.kubeconfig),
                 "etcd_data": str(layout.etcd_data),
                 "pids": self.pids(),
                 "ports": ports.as_dict(),
-                "webhooks": [
-                    [w["apiVersion"], w["kind"], w["metadata"]["name"]] for w in self._webhooks
-                ],
+                "webhooks": webhooks,
             },
         )
-        if self.keep:
-            # Kept: outlive this process; `python -m harness.providers.local down` stops it.
-            lifecycle.unregister(id(self))
-        return self.handle
 
-    def _mark(self, phase: str, t0: float) -> None:
-        self.timings[phase] = round(time.monotonic() - t0, 2)
+    def _mark(self, phase: str) -> None:
+        self.timings[phase] = round(time.monotonic() - self._t0, 2)
         _say(f"{phase} ready after {self.timings[phase]:.1f}s")
 
     def _write_pki(self, layout: localspec.Layout) -> pki.Authority:
