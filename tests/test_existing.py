@@ -16,15 +16,17 @@ import yaml
 
 from harness import pki, toolchain
 from harness.kube import RUN_LABEL, Kube, absent, poll_until
+from harness.loader import load_scenario
 from harness.providers import health, localspec, prereqs, tools
 from harness.providers.base import ClusterError
 from harness.providers.existing import ExistingCluster, KueueMissing, pinned_kubeconfig
 from harness.providers.kind import KindCluster
-from harness.providers.kwok import fake_node
+from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.kwokrun import free_port
 from harness.providers.local import LocalCluster
 from harness.providers.process import Process
 
+REPO = Path(__file__).resolve().parents[1]
 TAS_OFF = (
     "TopologyAwareScheduling",
     # Kueue v0.19.2 refuses to start with TAS off while these default-on TAS gates stay on
@@ -228,6 +230,39 @@ def test_runs_on_the_embedded_cluster_and_deletes_only_its_objects(
         kube.delete("v1", "Node", "kth-mine")
         kube.delete("v1", "Node", "kth-theirs")
         kube.close()
+
+
+@pytest.mark.cluster
+def test_names_foreign_nodes_that_would_join_a_scenario(
+    embedded: LocalCluster, tmp_path: Path
+) -> None:
+    """Nodes the run did not create (and may not cordon) but that match a scenario's flavor
+    and levels would change its outcome; the provider says which."""
+    assert embedded.handle is not None
+    guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
+    (level, _) = guide.topology.levels
+    provider = ExistingCluster(kubeconfig=embedded.handle.kubeconfig, run_root=tmp_path)
+    provider.start()
+    kube = Kube(embedded.handle.kubeconfig)
+    try:
+        assert provider.scenario_problem(guide) is None
+        kube.create(fake_node("kth-foreign", allocatable={"nvidia.com/gpu": "8"},
+                              labels={level: "rack-9"}))  # fmt: skip
+        kube.create(fake_node("kth-mine", allocatable={"nvidia.com/gpu": "8"},
+                              labels={level: "rack-9", RUN_LABEL: provider.run_id}))  # fmt: skip
+        kube.create(fake_node("kth-cordoned", allocatable={"nvidia.com/gpu": "8"},
+                              labels={level: "rack-9"}, unschedulable=True))  # fmt: skip
+        wait_nodes_ready(kube, ["kth-foreign", "kth-mine"])
+        assert provider.foreign_nodes(guide) == ["kth-foreign"]
+        problem = provider.scenario_problem(guide)
+        assert problem is not None and problem.startswith(
+            "1 node(s) of the existing cluster would join topology 'guide-topology' (kth-foreign)"
+        )
+    finally:
+        for name in ("kth-foreign", "kth-mine", "kth-cordoned"):
+            kube.delete("v1", "Node", name)
+        kube.close()
+        provider.stop()
 
 
 @pytest.mark.cluster

@@ -36,6 +36,7 @@ from harness.providers.base import ClusterError, ClusterHandle
 from harness.providers.kwok import fake_node
 from harness.providers.kwokrun import KwokController
 from harness.providers.process import tail
+from harness.scenario import Scenario
 
 KWOK_PROBE_WAIT_S = 8.0
 SWEEP_TIMEOUT_S = 120.0
@@ -167,6 +168,41 @@ class ExistingCluster:
             wait_for(kube, "v1", "Node", name, node_ready, what="Ready (our KWOK)", timeout=60)
         finally:
             kube.delete("v1", "Node", name)
+
+    def foreign_nodes(self, scenario: Scenario) -> list[str]:
+        """Nodes not created by this run that Kueue would put into the scenario's topology:
+        schedulable, Ready, carrying the flavor's nodeLabels and every level label
+        (pkg/util/tas/node.go NodeMatchesFlavor). The provider may not cordon them."""
+        if self.kube is None:
+            raise ClusterError("existing cluster not started")
+        levels = scenario.topology.levels
+        wanted = scenario.flavor.node_labels
+        found = []
+        for node in self.kube.list("v1", "Node"):
+            labels = node["metadata"].get("labels") or {}
+            if labels.get(RUN_LABEL) == self.run_id or node["spec"].get("unschedulable"):
+                continue
+            if (
+                all(labels.get(k) == v for k, v in wanted.items())
+                and all(lv in labels for lv in levels)
+                and node_ready(node)[0]
+            ):
+                found.append(node["metadata"]["name"])
+        return sorted(found)
+
+    def scenario_problem(self, scenario: Scenario) -> str | None:
+        """Why the scenario's outcome on this cluster would not be its own, or None."""
+        foreign = self.foreign_nodes(scenario)
+        if not foreign:
+            return None
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        return (
+            f"{len(foreign)} node(s) of the existing cluster would join topology "
+            f"{scenario.topology.name!r} ({shown}); give the scenario a flavor nodeLabels "
+            "selector or use --cluster=local"
+        )
 
     def logs(self) -> dict[str, Path]:
         return {"kwok": self.kwok.log} if self.kwok is not None else {}
