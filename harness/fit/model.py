@@ -27,6 +27,9 @@ MODELLED_KUEUE_VERSIONS = ("v0.19.2",)
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
 
 Trace = Callable[[str, Tree | None, str], None]
+SKIPPED = Outcome(
+    admitted=False, message="Workload no longer fits after processing another workload"
+)
 
 
 @dataclass
@@ -86,6 +89,11 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
     rejection = webhook_rejection(workload)
     if rejection is not None:
         return Outcome(admitted=False, message=rejection, rejected=True)
+    if any(state.outcomes.get(w.name) == SKIPPED for w in state.pending):
+        # A skipped workload is requeued straight back to the head of the queue, ahead of
+        # every later one, so BestEffortFIFO never pops those: they get no status at all.
+        state.pending.append(workload)
+        return Outcome(admitted=False, message="")
     outcome, admitted = _schedule(state, workload, trace)
     if admitted is not None:
         state.admitted[workload.name] = admitted
@@ -160,8 +168,7 @@ def _schedule(
     if any(not p.requests for p in workload.pod_sets):
         # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
         # per-pod request fits a domain; an empty request counts 0, so it never fits.
-        message = "Workload no longer fits after processing another workload"
-        return Outcome(admitted=False, message=message), None
+        return SKIPPED, None
     if trace:
         trace(workload.name, None, f"admitted: {placement}")
     ordered = {p.name: placement[p.name] for p in workload.pod_sets if p.name in placement}
@@ -233,4 +240,5 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
 def _retry_pending(state: _State, trace: Trace | None) -> None:
     waiting, state.pending = state.pending, []
     for workload in waiting:
+        state.outcomes.pop(workload.name, None)
         state.outcomes[workload.name] = _attempt(state, workload, trace)
