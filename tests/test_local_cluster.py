@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.kube import Kube, has_condition, node_ready, poll_until, wait_for, workloads
+from harness.kube import (
+    Kube,
+    events,
+    has_condition,
+    node_ready,
+    poll_until,
+    wait_for,
+    workloads,
+)
 from harness.providers import ComponentCrashed, create_provider, localspec
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import LocalCluster
@@ -103,6 +111,11 @@ def test_kwok_gpu_node_becomes_ready_and_keeps_pods_running(kube: Kube) -> None:
     assert ready["status"]["capacity"]["nvidia.com/gpu"] == "8"
     assert node_ready(ready)[0]
 
+    patch = {"status": {"allocatable": {"nvidia.com/gpu": "6"}}}
+    kube.patch("v1", "Node", "gpu-node-1", patch, subresource="status")
+    time.sleep(2)  # KWOK's heartbeat must not undo it
+    assert kube.get("v1", "Node", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "6"
+
     ns = _namespace(kube, "kwok-pods")
     kube.create(
         {
@@ -162,6 +175,12 @@ def test_kueue_webhook_suspends_job_and_controller_creates_workload(kube: Kube) 
     (wl,) = workloads(kube, ns)
     assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert wl["spec"]["queueName"] == "missing-queue"
+
+    def event_seen() -> tuple[bool, str]:
+        reasons = [e.get("reason") for e in events(kube, ns, kind="Job", name="j")]
+        return "CreatedWorkload" in reasons, f"Job events {reasons}"
+
+    poll_until(event_seen, what=f"Kueue's CreatedWorkload event on Job {ns}/j", timeout=30)
 
 
 def test_job_outside_queue_is_left_alone(kube: Kube) -> None:
