@@ -14,7 +14,8 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
@@ -92,6 +93,34 @@ class SimProcess:
         )
         return self._proc
 
+    def run_many(self, scenarios: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Answers in order, pipelined: a writer thread feeds scenarios while answers are read.
+
+        A process that dies mid-batch fails the scenario it was on; the rest go to a new one.
+        """
+        answers: list[dict[str, Any]] = []
+        todo = list(scenarios)
+        while todo:
+            proc = self._proc if self._proc and self._proc.poll() is None else self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            writer = threading.Thread(target=_feed, args=(proc.stdin, todo), daemon=True)
+            writer.start()
+            done = 0
+            for _ in todo:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                answers.append(json.loads(line))
+                done += 1
+            if done == len(todo):
+                writer.join()
+                break
+            crash = self._crash_report()  # closes the pipes, which ends the writer
+            writer.join()
+            answers.append({"name": todo[done].get("name"), "outcome": None, "error": crash})
+            todo = todo[done + 1 :]
+        return answers
+
     def run(self, scenario: Mapping[str, Any]) -> dict[str, Any]:
         """Answer for one scenario; a process that dies on it yields an error answer."""
         proc = self._proc if self._proc and self._proc.poll() is None else self._start()
@@ -136,12 +165,21 @@ class SimProcess:
             self._stderr = None
 
 
+def _feed(stdin: IO[str], scenarios: Sequence[Mapping[str, Any]]) -> None:
+    try:
+        for scenario in scenarios:
+            stdin.write(json.dumps(scenario) + "\n")
+        stdin.flush()
+    except (BrokenPipeError, OSError, ValueError):  # the process died; the reader reports it
+        return
+
+
 def run_sim(
     scenarios: Iterable[Mapping[str, Any]], binary: Path | None = None
 ) -> list[dict[str, Any]]:
     """Run contract-shaped scenario dicts through one kueue-sim process, in order."""
     with SimProcess(binary) as sim:
-        return [sim.run(s) for s in scenarios]
+        return sim.run_many(list(scenarios))
 
 
 # --- typed Scenario -> contract dict -------------------------------------------------------
