@@ -342,3 +342,24 @@ def test_a_crashed_process_fails_its_scenario_and_is_restarted(tmp_path: Path) -
     answers = run_sim([{"name": "first"}, {"name": "second"}], fake)
     assert answers[0]["error"] == "kueue-sim exited with code 3: boom"
     assert answers[1]["error"] is None
+
+
+def test_a_crash_mid_batch_fails_only_the_scenario_it_was_on(tmp_path: Path) -> None:
+    # First process: answers one scenario, then dies on the second. Its successor answers all.
+    marker = tmp_path / "crashed-once"
+    fake = tmp_path / "kueue-sim"
+    answer = '{"name": "x", "outcome": {}, "error": null}'
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"if [ ! -e {marker} ]; then touch {marker}; read -r line; echo '{answer}';"
+        " read -r line; exit 5; fi\n"
+        f"while read -r line; do echo '{answer}'; done\n"
+    )
+    fake.chmod(0o755)
+    answers = run_sim([{"name": n} for n in ("one", "two", "three")], fake)
+    assert [a["error"] for a in answers] == [
+        None,
+        "kueue-sim exited with code 5: no output on stderr",
+        None,
+    ]
+    assert answers[1]["name"] == "two"
