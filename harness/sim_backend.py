@@ -9,6 +9,7 @@ restarted for the rest, so one bad scenario never sinks a batch.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import subprocess
@@ -152,7 +153,8 @@ class SimProcess:
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.stdin:
-                proc.stdin.close()
+                with contextlib.suppress(OSError, ValueError):  # a dead process: broken pipe
+                    proc.stdin.close()
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
