@@ -5,6 +5,10 @@ Kueue -> Kueue webhooks, each on free 127.0.0.1 ports and each waited on through
 endpoint; ready when Kueue's webhook suspends a dry-run Job. Stopped in reverse order,
 webhooks first, on success, failure, Ctrl-C and SIGTERM. Never touches ~/.kube: the run
 writes and uses its own kubeconfig.
+
+Environment: KTH_RUN_ROOT (where run dirs go; default the temp dir), KTH_KEEP_RUN=1 (keep
+the run dir and let the cluster outlive the process), KTH_START_TIMEOUT (seconds, default
+120); binaries come from harness.toolchain (KTH_CACHE, KTH_<COMPONENT> overrides).
 """
 
 from __future__ import annotations
