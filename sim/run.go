@@ -56,7 +56,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*clust
 		return nil, err
 	}
 	c := &cluster{
-		client: cl, rec: &recorder{ch: make(chan settled, 16)}, cancel: cancel, log: log,
+		client: cl, rec: newRecorder(), cancel: cancel, log: log,
 		nodes: map[string]*NodeSpec{}, usagePods: map[string][]client.ObjectKey{},
 		usageNode: map[string]string{}, hashes: map[string]workload.EquivalenceHash{},
 		epoch: time.Now().Truncate(time.Second),
@@ -181,17 +181,14 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.D
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
-		select {
-		case s := <-c.rec.ch:
-			if s.panicked != "" {
-				return Result{}, &kueuePanic{msg: s.panicked}
-			}
-			if s.workload != wl.Name {
-				continue
-			}
-			return c.read(ctx, wl.Name, s)
-		case <-timer.C:
+		s, ok := c.rec.next(timer.C)
+		switch {
+		case !ok:
 			return Result{}, fmt.Errorf("workload %s: no admission or pending status from the scheduler within %s", wl.Name, timeout)
+		case s.panicked != "":
+			return Result{}, &kueuePanic{msg: s.panicked}
+		case s.workload == wl.Name:
+			return c.read(ctx, wl.Name, s)
 		}
 	}
 }

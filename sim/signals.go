@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +30,13 @@ type settled struct {
 // the admission patch succeeds and a Warning (reason Pending, or another
 // unadmitted-workload reason) after it writes QuotaReserved=False, so these events mark
 // the end of a workload's trip through the scheduler without polling.
-type recorder struct{ ch chan settled }
+type recorder struct {
+	mu    sync.Mutex
+	queue []settled
+	ready chan struct{} // holds a token while queue is non-empty
+}
+
+func newRecorder() *recorder { return &recorder{ready: make(chan struct{}, 1)} }
 
 func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
 	wl, ok := regarding.(*kueue.Workload)
@@ -43,10 +51,33 @@ func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, not
 	}
 }
 
+// send queues s without ever blocking Kueue (events may come faster than they are read).
 func (r *recorder) send(s settled) {
+	r.mu.Lock()
+	r.queue = append(r.queue, s)
+	r.mu.Unlock()
 	select {
-	case r.ch <- s:
-	default: // the driver only waits for one workload at a time; never block Kueue
+	case r.ready <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the oldest unread notice, or false when deadline fires first.
+func (r *recorder) next(deadline <-chan time.Time) (settled, bool) {
+	for {
+		r.mu.Lock()
+		if len(r.queue) > 0 {
+			s := r.queue[0]
+			r.queue = r.queue[1:]
+			r.mu.Unlock()
+			return s, true
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.ready:
+		case <-deadline:
+			return settled{}, false
+		}
 	}
 }
 

@@ -179,30 +179,28 @@ func (c *cluster) settleRequeued(ctx context.Context, timeout time.Duration) err
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for waiting.Len() > 0 {
-		select {
-		case s := <-c.rec.ch:
-			if s.panicked != "" {
-				return &kueuePanic{msg: s.panicked}
-			}
-			if !waiting.Has(s.workload) {
-				continue
-			}
-			waiting.Delete(s.workload)
-			if s.admitted {
-				continue
-			}
-			parked := sets.New[string]()
-			for _, ref := range c.queues.DumpInadmissible()[clusterQueueName] {
-				parked.Insert(nameOf(ref))
-			}
-			for w := range waiting {
-				if parked.Has(w) && c.hashes[w] == c.hashes[s.workload] {
-					waiting.Delete(w)
-				}
-			}
-		case <-timer.C:
+		s, ok := c.rec.next(timer.C)
+		switch {
+		case !ok:
 			return fmt.Errorf("retrying pending workloads: no word from the scheduler on %v within %s",
 				sets.List(waiting), timeout)
+		case s.panicked != "":
+			return &kueuePanic{msg: s.panicked}
+		case !waiting.Has(s.workload):
+			continue
+		}
+		waiting.Delete(s.workload)
+		if s.admitted {
+			continue
+		}
+		parked := sets.New[string]()
+		for _, ref := range c.queues.DumpInadmissible()[clusterQueueName] {
+			parked.Insert(nameOf(ref))
+		}
+		for w := range waiting {
+			if parked.Has(w) && c.hashes[w] == c.hashes[s.workload] {
+				waiting.Delete(w)
+			}
 		}
 	}
 	return nil
