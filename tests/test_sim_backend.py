@@ -363,3 +363,34 @@ def test_a_crash_mid_batch_fails_only_the_scenario_it_was_on(tmp_path: Path) -> 
         None,
     ]
     assert answers[1]["name"] == "two"
+
+
+@pytest.mark.sim
+def test_a_retry_round_goes_through_every_pending_workload_in_order(sim_binary: Path) -> None:
+    # Three full 8-GPU hosts and twelve pending jobs of 1..12 pods. Freeing n0 retries all
+    # twelve oldest first: 1+2+3 pods fit in its 8 GPUs, every later job needs more than 2.
+    nodes = [
+        {"name": f"n{i}", "labels": {RACK: "r0"}, "allocatable": {"nvidia.com/gpu": 8, "pods": 110}}
+        for i in range(3)
+    ]
+    usage = [
+        {"name": f"full-{i}", "node": f"n{i}", "requests": {"nvidia.com/gpu": 8}} for i in range(3)
+    ]
+    jobs = [job(f"w{k}", count=k, mode="preferred", level=HOST) for k in range(1, 13)]
+    data = scenario_to_dict(
+        scenario_from_data(
+            {
+                "name": "retry-round",
+                "topology": {"name": "t", "levels": [RACK, HOST]},
+                "nodes": nodes,
+                "usage": usage,
+                "workloads": jobs,
+                "steps": [{"delete-usage": "full-0"}],
+            }
+        )
+    )
+    answer = run_steps(sim_binary, data)
+    assert not any(o["admitted"] for o in answer["outcome"].values())
+    [after] = answer["steps"]
+    admitted = {name: o["placement"]["main"] for name, o in after.items() if o["admitted"]}
+    assert admitted == {"w1": {"n0": 1}, "w2": {"n0": 2}, "w3": {"n0": 3}}
