@@ -4,9 +4,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 CLUSTER ?= local
 RUN_DIR ?= run
+TOOLS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all venv test unit e2e bench lint fmt typecheck clean
+.PHONY: all venv test unit e2e bench lint fmt typecheck tools clean
 
 all: test
 
@@ -43,7 +44,11 @@ lint: venv
 	$(VENV)/bin/ruff check harness tests bench
 	$(VENV)/bin/ruff format --check harness tests bench
 	$(VENV)/bin/lint-imports
-	@if command -v actionlint >/dev/null; then actionlint; else echo "actionlint not installed: skipped"; fi
+	@if AL=$$($(PY) -m harness.providers.tools which actionlint); then $$AL; else echo "actionlint not built (make tools TOOLS=actionlint): skipped"; fi
+
+## tools: build kind, helm, kubectl and actionlint from their Go modules into ~/.cache/kueue-tas-harness
+tools: venv
+	$(PY) -m harness.providers.tools build $(TOOLS)
 
 fmt: venv
 	$(VENV)/bin/ruff format harness tests bench

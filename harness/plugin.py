@@ -59,6 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"--kueue-version {version}: the harness supports {', '.join(MODELLED_KUEUE_VERSIONS)}"
         )
+    if config.getoption("--cluster") == "kind":
+        from harness.providers import prereqs
+
+        found = prereqs.check()
+        if found.problems:
+            raise pytest.UsageError(found.message())
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
