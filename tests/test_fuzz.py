@@ -208,8 +208,9 @@ def test_small_real_campaign_against_the_sim(sim_ready: None, tmp_path: Path) ->
         assert finding.path.with_suffix(".txt").exists()
         scenario = load_scenario(finding.path)
         assert scenario.expect is None
-        assert finding.shrunk_verdict is not None and finding.shrunk_verdict.disagrees
-        assert len(scenario.nodes) <= len(finding.original["nodes"])
+        if finding.shrunk is not None:  # the first ones of each kind
+            assert finding.shrunk_verdict is not None and finding.shrunk_verdict.disagrees
+            assert len(scenario.nodes) <= len(finding.original["nodes"])
 
 
 @pytest.mark.sim
@@ -219,3 +220,33 @@ def test_cli_summary_and_exit_code(sim_ready: None, tmp_path: Path) -> None:
     assert "20 cases" in result.stdout and "scenarios/s" in result.stdout
     written = sorted(tmp_path.glob("*.yaml"))
     assert (result.returncode == 1) == bool(written)
+
+
+@pytest.mark.sim
+def test_campaign_finds_shrinks_and_writes_a_planted_model_bug(
+    sim_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fit model double that gets one rule wrong (any pod set of 4+ pods is predicted
+    pending) must be caught against real Kueue, shrunk to one workload, and written."""
+    import harness.fuzz.runner as runner
+    from harness.fit import FitResult, fit
+    from harness.outcome import Outcome
+
+    def wrong_fit_double(scenario: Any) -> FitResult:
+        result = fit(scenario)
+        for wl in scenario.workloads:
+            if any(ps.count >= 4 for ps in wl.pod_sets) and result.outcomes[wl.name].admitted:
+                result.outcomes[wl.name] = Outcome(admitted=False, message="planted")
+        return result
+
+    monkeypatch.setattr(runner, "fit", wrong_fit_double)
+    summary = run_campaign(1, 30, against="sim", out=tmp_path, shrink_budget=300)
+    assert summary.disagreements, "the planted bug was not found"
+    shrunk = [f for f in summary.disagreements if f.shrunk is not None]
+    assert shrunk
+    for finding in shrunk:
+        assert finding.path is not None
+        scenario = load_scenario(finding.path)
+        assert len(scenario.workloads) == 1
+        assert max(ps.count for ps in scenario.workloads[0].pod_sets) == 4
+        assert "planted" in finding.path.with_suffix(".txt").read_text()
