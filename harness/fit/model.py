@@ -8,7 +8,7 @@ retried in submission order (Kueue requeues inadmissible workloads when capacity
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
@@ -46,6 +46,7 @@ class _State:
     admitted: dict[str, _Admitted] = field(default_factory=dict)
     pending: list[Workload] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    inadmissible_shapes: set[Hashable] = field(default_factory=set)
 
 
 @dataclass
@@ -94,12 +95,36 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
         # every later one, so BestEffortFIFO never pops those: they get no status at all.
         state.pending.append(workload)
         return Outcome(admitted=False, message="")
+    shape = _scheduling_shape(workload)
+    if shape in state.inadmissible_shapes:
+        # SchedulingEquivalenceHashing (on by default): a workload shaped like one just found
+        # inadmissible is parked with it, unevaluated, keeping whatever status it had.
+        state.pending.append(workload)
+        return state.outcomes.get(workload.name, Outcome(admitted=False, message=""))
     outcome, admitted = _schedule(state, workload, trace)
     if admitted is not None:
         state.admitted[workload.name] = admitted
     else:
         state.pending.append(workload)
+        if outcome is not SKIPPED:
+            state.inadmissible_shapes.add(shape)
     return outcome
+
+
+def _scheduling_shape(workload: Workload) -> Hashable:
+    """What Kueue's scheduling equivalence hash covers: every pod set's name, shape, count,
+    requests and topology request (workload.computeSchedulingHash); the name is not part."""
+    return tuple(
+        (
+            p.name,
+            p.count,
+            tuple(sorted(p.requests.items())),
+            p.topology,
+            tuple(sorted(p.node_selector.items())),
+            p.tolerations,
+        )
+        for p in workload.pod_sets
+    )
 
 
 def _groups(workload: Workload) -> list[list[PodSet]]:
@@ -238,7 +263,8 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
 
 
 def _retry_pending(state: _State, trace: Trace | None) -> None:
+    """Kueue requeues every inadmissible workload and forgets the parked shapes."""
     waiting, state.pending = state.pending, []
+    state.inadmissible_shapes.clear()
     for workload in waiting:
-        state.outcomes.pop(workload.name, None)
         state.outcomes[workload.name] = _attempt(state, workload, trace)
