@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -337,20 +338,28 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
     assert set(peak) == set(pids) and all(v > 0 for v in peak.values())
 
 
+@pytest.mark.parametrize("keep_run_dir", [False, True])
 def test_component_crash_at_start_is_reported_and_everything_stops(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, keep_run_dir: bool
 ) -> None:
     fake = tmp_path / "kueue"
     fake.write_text("#!/bin/sh\necho 'Unable to load the configuration: boom' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("KTH_KUEUE", str(fake))
+    if keep_run_dir:
+        monkeypatch.setenv("KTH_KEEP_RUN", "1")
     cluster = LocalCluster()
     with pytest.raises(ComponentCrashed, match=r"(?s)kueue exited with code 1.*boom"):
         cluster.start()
     assert cluster.layout is not None
-    assert not _processes_mentioning(str(cluster.layout.run_dir))
-    assert not cluster.layout.run_dir.exists()
+    run_dir = cluster.layout.run_dir
+    assert not _processes_mentioning(str(run_dir))
     assert not cluster.layout.etcd_data.exists()
+    if keep_run_dir:  # kept for inspection: the logs are there
+        assert "boom" in (run_dir / "logs" / "kueue.log").read_text()
+        shutil.rmtree(run_dir)
+    else:
+        assert not run_dir.exists()
 
 
 def test_port_taken_after_allocation_is_retried_on_new_ports(

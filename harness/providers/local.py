@@ -6,9 +6,13 @@ endpoint; ready when Kueue's webhook suspends a dry-run Job. Stopped in reverse 
 webhooks first, on success, failure, Ctrl-C and SIGTERM. Never touches ~/.kube: the run
 writes and uses its own kubeconfig.
 
-Environment: KTH_RUN_ROOT (where run dirs go; default the temp dir), KTH_KEEP_RUN=1 (keep
-the run dir and let the cluster outlive the process), KTH_START_TIMEOUT (seconds, default
-120); binaries come from harness.toolchain (KTH_CACHE, KTH_<COMPONENT> overrides).
+`keep=True` (the runner's --keep-cluster) leaves the cluster running after the process
+exits; `python -m harness.providers.local down RUN_DIR` stops it later. `keep_run_dir=True`
+only keeps the run dir (logs, configs, certificates) after a normal stop.
+
+Environment: KTH_RUN_ROOT (where run dirs go; default the temp dir), KTH_KEEP_RUN=1 (same
+as keep_run_dir), KTH_START_TIMEOUT (seconds, default 120); binaries come from
+harness.toolchain (KTH_CACHE, KTH_<COMPONENT> overrides).
 """
 
 from __future__ import annotations
@@ -78,13 +82,15 @@ class LocalCluster:
         *,
         run_root: Path | None = None,
         keep: bool = False,
+        keep_run_dir: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
         kueue_overrides: Mapping[str, Any] | None = None,
         start_timeout: float = 120.0,
         pins: toolchain.Pins = toolchain.PINS,
     ) -> None:
         self.run_root = run_root
-        self.keep = keep or os.environ.get("KTH_KEEP_RUN") == "1"
+        self.keep = keep
+        self.keep_run_dir = keep or keep_run_dir or os.environ.get("KTH_KEEP_RUN") == "1"
         self.feature_gates = dict(feature_gates or {})
         self.kueue_overrides = dict(kueue_overrides or {})
         self.start_timeout = float(os.environ.get("KTH_START_TIMEOUT") or start_timeout)
@@ -166,7 +172,7 @@ class LocalCluster:
             self._kube.close()
         if self.layout is not None:
             shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
-            if not self.keep:
+            if not self.keep_run_dir:
                 shutil.rmtree(self.layout.run_dir, ignore_errors=True)
 
     # -- start-up ------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped {', '.join(stopped) or 'nothing (already down)'}")
         return 0
     cluster = LocalCluster(
-        keep=args.keep or args.detach, feature_gates=_parse_gates(args.feature_gates)
+        keep=args.detach, keep_run_dir=args.keep, feature_gates=_parse_gates(args.feature_gates)
     )
     try:
         return _up(cluster, args.detach)
