@@ -142,13 +142,17 @@ class ClusterBackend:
         _refuse_unsupported(scenario)
         kube = self._ensure_cluster(gates.needed(self.cli_gates, scenario.feature_gates))
         self.seq += 1
-        names = Names(self.run_id, namespace_for(self.seq, scenario.name))
+        names = Names(
+            self.run_id,
+            namespace_for(self.seq, scenario.name),
+            cluster_queue=f"kth-cq-{self.seq}",
+        )
         out_dir = self.artifacts / names.namespace
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
         phases = Phases()
         if self.dirty:
-            shaping.clear(kube, self.run_id, self.timeouts)
+            shaping.clear(kube, self.run_id, self.timeouts, shaping.reusable(scenario, names))
         self.dirty = True
         phases.mark("clear")
         session = Session(kube, scenario, names, self.timeouts)

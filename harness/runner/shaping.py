@@ -6,12 +6,22 @@ reused across scenarios (nodes, flavors, topologies), so clearing waits until th
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import tenacity
 
-from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, NotFound, has_condition, wait_for
+from harness.kube import (
+    KUEUE_API,
+    RUN_LABEL,
+    Conflict,
+    Kube,
+    KubeError,
+    NotFound,
+    has_condition,
+    wait_for,
+)
 from harness.kube import condition as get_condition
 from harness.kube.errors import WaitTimeout
 from harness.providers.kwok import wait_nodes_ready
@@ -26,12 +36,6 @@ NAMESPACED = (
     ("v1", "Pod"),
     (KUEUE_API, "LocalQueue"),
 )
-CLUSTER_SCOPED = (
-    (KUEUE_API, "ClusterQueue"),
-    (KUEUE_API, "ResourceFlavor"),
-    (KUEUE_API, "Topology"),
-    ("v1", "Node"),
-)
 
 
 _retry = tenacity.retry(
@@ -43,22 +47,28 @@ _retry = tenacity.retry(
 
 
 @_retry
-def clear(kube: Kube, run_id: str, t: Timeouts) -> None:
+def clear(kube: Kube, run_id: str, t: Timeouts, reuse: Sequence[Obj] = ()) -> None:
     """Delete everything labelled with the run id and wait until it is gone. Retried: a
-    fresh API server answers 429 while a CRD's storage initialises."""
+    fresh API server answers 429 while a CRD's storage initialises.
+
+    `reuse` lists the Topology and ResourceFlavor the next scenario needs: one that exists
+    with exactly that spec is kept, which saves waiting for Kueue's finalizer chain
+    (Workload -> ClusterQueue -> ResourceFlavor -> Topology). ClusterQueues get a new name
+    per scenario, so their deletion is not awaited."""
     sel = f"{RUN_LABEL}={run_id}"
     namespaces = [n["metadata"]["name"] for n in kube.list("v1", "Namespace", labels=sel)]
     for ns in namespaces:
         for api, kind in NAMESPACED:
             kube.delete_all(api, kind, ns, sel)
         _force_pods(kube, ns, sel)
-    for api, kind in CLUSTER_SCOPED:
-        kube.delete_all(api, kind, labels=sel)
+    kube.delete_all(KUEUE_API, "ClusterQueue", labels=sel)
+    kube.delete_all("v1", "Node", labels=sel)
+    awaited = _replace_kueue_objects(kube, sel, reuse)
     for ns in namespaces:
         kube.delete("v1", "Namespace", ns)  # not awaited: nothing reuses a namespace name
     deadline = time.monotonic() + t.cleanup
     while True:
-        left = _leftovers(kube, namespaces, sel)
+        left = _leftovers(kube, namespaces, sel, awaited)
         if not left:
             return
         if time.monotonic() >= deadline:
@@ -69,6 +79,27 @@ def clear(kube: Kube, run_id: str, t: Timeouts) -> None:
         for ns in namespaces:
             _force_pods(kube, ns, sel)
         time.sleep(0.2)
+
+
+def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:
+    """Delete the run's Topologies and ResourceFlavors except identical ones in `reuse`
+    (a flavor only together with its topology); returns the (kind, name) deleted."""
+    wanted = {(o["kind"], o["metadata"]["name"]): o.get("spec") for o in reuse}
+    deleted: list[tuple[str, str]] = []
+    kept: set[tuple[str, str]] = set()
+    for kind in ("Topology", "ResourceFlavor"):
+        for obj in kube.list(KUEUE_API, kind, labels=sel):
+            key = (kind, obj["metadata"]["name"])
+            same = key in wanted and obj.get("spec") == wanted[key]
+            if kind == "ResourceFlavor":
+                topology = (obj.get("spec") or {}).get("topologyName")
+                same = same and ("Topology", topology) in kept
+            if same and not obj["metadata"].get("deletionTimestamp"):
+                kept.add(key)
+                continue
+            kube.delete(KUEUE_API, kind, key[1])
+            deleted.append(key)
+    return deleted
 
 
 def _force_pods(kube: Kube, ns: str, sel: str) -> None:
@@ -88,7 +119,9 @@ def _force_pods(kube: Kube, ns: str, sel: str) -> None:
             continue
 
 
-def _leftovers(kube: Kube, namespaces: Iterable[str], sel: str) -> list[str]:
+def _leftovers(
+    kube: Kube, namespaces: Iterable[str], sel: str, awaited: Iterable[tuple[str, str]]
+) -> list[str]:
     left = []
     for ns in namespaces:
         for api, kind in NAMESPACED:
@@ -97,8 +130,10 @@ def _leftovers(kube: Kube, namespaces: Iterable[str], sel: str) -> list[str]:
             except NotFound:
                 continue
             left += [f"{kind} {ns}/{o['metadata']['name']}" for o in items]
-    for api, kind in CLUSTER_SCOPED:
-        left += [f"{kind} {o['metadata']['name']}" for o in kube.list(api, kind, labels=sel)]
+    left += [f"Node {o['metadata']['name']}" for o in kube.list("v1", "Node", labels=sel)]
+    for kind, name in awaited:
+        if kube.get_or_none(KUEUE_API, kind, name) is not None:
+            left.append(f"{kind} {name}")
     return left
 
 
@@ -147,6 +182,11 @@ def _running(obj: Obj | None) -> tuple[bool, str]:
     return phase == "Running", f"phase {phase}"
 
 
+def reusable(scenario: Scenario, names: Names) -> list[Obj]:
+    """The cluster-scoped objects a later scenario may share: Topology and ResourceFlavor."""
+    return [objects.topology(scenario, names), objects.resource_flavor(scenario, names)]
+
+
 def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     """Namespace, nodes, usage, then Topology, ResourceFlavor and queues, all Active."""
     kube.create(objects.namespace(names))
@@ -154,8 +194,9 @@ def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     ready = {n.name for n in scenario.nodes if n.ready}
     for index, usage in enumerate(scenario.usage):
         create_usage(kube, usage, index, names, ready, t)
-    kube.create(objects.topology(scenario, names))
-    kube.create(objects.resource_flavor(scenario, names))
+    for kept in reusable(scenario, names):  # left in place by clear() when identical
+        with contextlib.suppress(Conflict):
+            kube.create(kept)
     kube.create(objects.cluster_queue(scenario, names))
     kube.create(objects.local_queue(names))
     active = has_condition("Active")
