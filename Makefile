@@ -7,7 +7,7 @@ RUN_DIR ?= run
 TOOLS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all venv test unit e2e bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test unit e2e bench lint fmt typecheck tools clean
 
 all: test
 
@@ -19,9 +19,14 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+## binaries: build (or reuse) the pinned upstream binaries and the in-process Kueue, with progress
+binaries: venv
+	$(PY) -m harness.toolchain build
+	$(PY) -c "from harness.sim_backend import build_sim; print(build_sim())"
+
 ## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
 ## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals)
-test: venv
+test: binaries
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest tests suites --cluster=sim --cluster-tests \
 		--junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
@@ -31,7 +36,7 @@ unit: venv
 	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
 
 ## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim)
-e2e: venv
+e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml $(PYTEST_ARGS)
 
