@@ -224,3 +224,28 @@ def test_ctrl_c_mid_scenario_leaves_no_process_behind() -> None:
     survivors = {name: pid for name, pid in started.items() if _alive(pid)}
     assert not survivors, f"still running after Ctrl-C: {survivors}"
     assert not [p for p in _pids_mentioning(run_dir) if _alive(p)]
+
+
+def test_existing_cluster_runs_a_scenario_and_removes_what_it_made() -> None:
+    """`--cluster=existing`: a cluster the runner did not start (here one the local provider
+    runs) gets the scenario, and afterwards holds none of the runner's objects."""
+    from harness.kube import RUN_LABEL, Kube
+    from harness.providers import create_provider
+
+    cluster = create_provider("local")
+    handle = cluster.start()
+    try:
+        backend = ClusterBackend(name="existing", kubeconfig=handle.kubeconfig)
+        scenario = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
+        try:
+            observed = backend.run(scenario)
+        finally:
+            backend.close()
+        assert not against_expectations(scenario.expect or {}, observed.outcomes)
+        kube = Kube(handle.kubeconfig)
+        sel = f"{RUN_LABEL}={backend.run_id}"
+        assert kube.list("v1", "Node", labels=sel) == []
+        assert kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue", labels=sel) == []
+        kube.close()
+    finally:
+        cluster.stop()
