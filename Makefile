@@ -43,7 +43,7 @@ e2e: binaries
 ## bench: speed figures, printed as numbers
 bench: venv
 	$(PY) bench/oracle.py
-	@for b in bench/sim.py bench/fuzz.py bench/cluster.py; do [ ! -f $$b ] || $(PY) $$b; done
+	@for b in bench/fuzz.py bench/cluster.py; do [ ! -f $$b ] || $(PY) $$b; done
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests bench
