@@ -369,3 +369,21 @@ def test_all_workloads_includes_those_submitted_by_steps() -> None:
     names = [w.name for w in objects.all_workloads(scenario)]
     assert names == ["train", "late"]
     assert all(isinstance(w, Workload) for w in objects.all_workloads(scenario))
+
+
+def test_a_parked_twin_counts_as_pending_without_a_message() -> None:
+    """SchedulingEquivalenceHashing parks a workload identical to a pending one unevaluated:
+    no QuotaReserved condition ever appears. Only then does silence mean pending."""
+    silent = State("unsettled", "no QuotaReserved condition")
+    t = Timeouts(park_window=0.05, settle=2, interval=0.01)
+    assert settle(lambda: silent, what="w", t=t, may_park=True) == State("pending", "")
+    with pytest.raises(WaitTimeout):
+        settle(lambda: silent, what="w", t=Timeouts(settle=0.1, interval=0.01))
+
+
+def test_refusals_are_webhook_denials_or_invalid_objects() -> None:
+    from harness.runner.session import refused
+
+    assert refused(KubeError('POST /x: 403 admission webhook "vjob.kb.io" denied the request', 403))
+    assert refused(KubeError('POST /x: 422 Job.batch "a" is invalid', 422))
+    assert not refused(KubeError("POST /x: 500 etcd timeout", 500))

@@ -171,10 +171,14 @@ class ClusterBackend:
                 session.apply(step)
                 steps.append(session.read())
             phases.mark("steps")
+        except Unsupported:
+            raise
         except HarnessError as err:
             self._write_artifacts(kube, names, slicer, out_dir)
+            evidence_text = self._failure_evidence(kube, names, session)
             raise BackendError(
-                f"scenario {scenario.name}: {err}{self._crash_report()}\nartifacts: {out_dir}"
+                f"scenario {scenario.name}: {err}{self._crash_report()}\n{evidence_text}"
+                f"artifacts: {out_dir}"
             ) from None
         self.timings[scenario.name] = phases.total()
         _say(f"{scenario.name}: {phases}")
@@ -186,6 +190,32 @@ class ClusterBackend:
         self._write_artifacts(kube, names, slicer, out_dir)
         details = self._details(kube, names, scenario, session, outcomes, steps)
         return Observation(outcomes, steps, details=details, artifacts=out_dir)
+
+    def _failure_evidence(self, kube: Kube, names: Names, session: Session) -> str:
+        """Conditions of every submitted workload and Kueue's error lines about them."""
+        kueue_names = {n: e.kueue_name for n, e in session.entries.items() if e.kueue_name}
+        if not kueue_names:
+            return ""
+        try:
+            text = evidence.workload_details(kube, names, kueue_names)
+        except HarnessError as err:
+            text = f"(workload details unavailable: {err})"
+        if self.provider is not None:
+            try:
+                log = self.provider.log_tail("kueue", 2000)
+            except HarnessError:
+                log = ""
+            errors = [
+                line
+                for line in evidence.tail_lines(log, kueue_names.values()).splitlines()
+                if '"level":"error"' in line
+            ]
+            if errors:
+                text += f"\nkueue errors about these workloads ({len(errors)} in the last "
+                text += "2000 log lines; last 3):\n" + "\n".join(
+                    f"  {x[:600]}" for x in errors[-3:]
+                )
+        return text + "\n"
 
     def _crash_report(self) -> str:
         """If a component died, say so and drop the cluster: the next scenario starts anew."""

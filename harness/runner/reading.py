@@ -12,6 +12,7 @@ from harness.runner.decode import lowest_level_pods
 Obj = dict[str, Any]
 # Reasons Kueue uses while a workload is still waiting for its first evaluation.
 UNEVALUATED = ("PendingEvaluation",)
+NO_CONDITION = "no QuotaReserved condition"
 
 
 @dataclass(frozen=True)

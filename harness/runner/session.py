@@ -6,7 +6,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
-from harness.backends import BackendError
+from harness.backends import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, NotFound, absent, poll_until
 from harness.outcome import Outcome
 from harness.runner import objects, shaping
@@ -30,6 +30,7 @@ class Entry:
     as_job: bool
     rejected: Outcome | None = None
     kueue_name: str = ""
+    may_park: bool = False
 
 
 @dataclass
@@ -53,19 +54,52 @@ class Session:
         """Create the workload and wait until Kueue admits it or keeps it pending."""
         entry = Entry(w, as_job=len(w.pod_sets) == 1)
         self.entries[w.name] = entry
-        obj = objects.job(w, self.names) if entry.as_job else objects.workload(w, self.names)
+        if entry.as_job:
+            obj = objects.job(w, self.names)
+        else:
+            obj = objects.workload(w, self.names)
+            self._refuse_skipped_webhook(w, obj)
         try:
             self.kube.create(obj)
         except KubeError as err:
-            if "denied the request" not in str(err):
+            if not refused(err):
                 raise
             entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
             return
         entry.kueue_name = self._find_workload(w.name) if entry.as_job else w.name
+        entry.may_park = any(
+            e.workload.pod_sets == w.pod_sets
+            and e.kueue_name
+            and self.state_of(e).kind == "pending"
+            for e in self.entries.values()
+            if e is not entry
+        )
         self._settle(entry)
 
+    def _refuse_skipped_webhook(self, w: Workload, obj: Obj) -> None:
+        """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).
+        When the fit model's webhook rules refuse it and Kueue's own Workload webhook lets
+        it through (server-side dry run), the cluster cannot show that refusal."""
+        from harness.fit.webhook import webhook_rejection
+
+        why = webhook_rejection(w)
+        if why is None:
+            return
+        try:
+            self.kube.create(obj, dry_run=True)
+        except KubeError as err:
+            if refused(err):
+                return  # Kueue refuses it too: submit() reports the real refusal
+            raise
+        raise Unsupported(
+            f"workload {w.name}: a job-integration webhook would refuse it ({why}), but a "
+            "Workload built directly skips that webhook and Kueue's Workload webhook accepts it"
+        )
+
     def _settle(self, entry: Entry) -> State:
-        return settle(lambda: self.state_of(entry), what=self._ref(entry), t=self.t)
+        return settle(
+            lambda: self.state_of(entry), what=self._ref(entry), t=self.t, may_park=entry.may_park
+        )
 
     def _find_workload(self, job: str) -> str:
         """The Workload Kueue's job reconciler creates for the Job (owner reference)."""
@@ -260,6 +294,11 @@ class Session:
             timeout=self.t.pods,
             interval=self.t.interval,
         )
+
+
+def refused(err: KubeError) -> bool:
+    """An admission webhook denied the object, or API validation found it invalid (422)."""
+    return "denied the request" in str(err) or err.status == 422
 
 
 def api_message(err: KubeError) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.kube import WaitTimeout
-from harness.runner.reading import State
+from harness.runner.reading import NO_CONDITION, State
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Timeouts:
     cleanup: float = 90.0
     pending_window: float = 0.75
     step_window: float = 12.0
+    park_window: float = 3.0
     interval: float = 0.1
 
     @classmethod
@@ -36,9 +37,16 @@ class Timeouts:
         )
 
 
-def settle(read: Callable[[], State], *, what: str, t: Timeouts) -> State:
-    """Poll until admitted, or pending for `pending_window` without a change of mind."""
-    deadline = time.monotonic() + t.settle
+def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool = False) -> State:
+    """Poll until admitted, or pending for `pending_window` without a change of mind.
+
+    `may_park`: an identical workload is already pending, so Kueue's
+    SchedulingEquivalenceHashing (on by default in v0.19) may park this one unevaluated,
+    with no QuotaReserved condition at all (pkg/cache/queue/cluster_queue.go,
+    hashToBulkMoveReason). After `park_window` without any condition it counts as pending
+    with an empty message."""
+    started = time.monotonic()
+    deadline = started + t.settle
     pending_since: float | None = None
     while True:
         seen = read()
@@ -51,6 +59,8 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts) -> State:
                 return seen
         else:
             pending_since = None
+            if may_park and seen.message == NO_CONDITION and now - started >= t.park_window:
+                return State("pending", "")
         if now >= deadline:
             raise WaitTimeout(
                 f"waited {t.settle:.0f}s for {what} to be admitted (QuotaReserved and Admitted "
