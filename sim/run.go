@@ -42,6 +42,9 @@ type cluster struct {
 	hashes    map[string]workload.EquivalenceHash
 	epoch     time.Time // creation time of the first workload
 	submitted int       // workloads created so far
+	// stuck names a workload whose admission a real API server would refuse (see read);
+	// Kueue retries it at the head of the queue every cycle, so nothing behind it is popped.
+	stuck string
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -149,6 +152,11 @@ func (c *cluster) stop() {
 
 // submit creates the workload and waits until the scheduler has settled it.
 func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.Duration) (Result, error) {
+	if c.stuck != "" {
+		empty := ""
+		return Result{Message: &empty, note: "not evaluated: queued behind " + c.stuck +
+			", which Kueue retries forever"}, nil
+	}
 	// Creation timestamps one second apart: Kueue orders pending workloads by creation time
 	// (seconds in the API), and "submitted in this order" must not depend on UID tie-breaks.
 	wl.CreationTimestamp = metav1.NewTime(c.epoch.Add(time.Duration(c.submitted) * time.Second))
@@ -212,6 +220,15 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 		}
 	}
 	if wl.Status.Admission != nil {
+		if emptyTopologyAssignment(wl.Status.Admission) {
+			// The fake client stores what a real API server refuses: a topologyAssignment
+			// without slices (CRD validation: "slices: Required value"). On a cluster the
+			// write fails, no status is stored and Kueue retries the workload every cycle.
+			c.stuck = name
+			empty := ""
+			return Result{Message: &empty, note: "admission with an empty topology assignment: " +
+				"a real API server refuses it, so the workload never gets a status"}, nil
+		}
 		return Result{Admitted: true, Placement: placement(wl.Status.Admission)}, nil
 	}
 	if s.admitted {
@@ -226,6 +243,16 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 	}
 	res.Message = &msg
 	return res, nil
+}
+
+// emptyTopologyAssignment reports a TAS pod set assignment that holds no domain at all.
+func emptyTopologyAssignment(adm *kueue.Admission) bool {
+	for _, psa := range adm.PodSetAssignments {
+		if psa.TopologyAssignment != nil && len(psa.TopologyAssignment.Slices) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // placement decodes each pod set's topology assignment (v1beta2's compressed form) with

@@ -30,6 +30,9 @@ Trace = Callable[[str, Tree | None, str], None]
 SKIPPED = Outcome(
     admitted=False, message="Workload no longer fits after processing another workload"
 )
+# Kueue admits with a topology assignment that holds no domain; the API server refuses that
+# write (topologyAssignment.slices: Required value), so no status is ever stored.
+UNWRITABLE = Outcome(admitted=False, message="")
 
 
 @dataclass
@@ -90,9 +93,9 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
     rejection = webhook_rejection(workload)
     if rejection is not None:
         return Outcome(admitted=False, message=rejection, rejected=True)
-    if any(state.outcomes.get(w.name) == SKIPPED for w in state.pending):
-        # A skipped workload is requeued straight back to the head of the queue, ahead of
-        # every later one, so BestEffortFIFO never pops those: they get no status at all.
+    if any(_stuck_at_head(state.outcomes.get(w.name)) for w in state.pending):
+        # A skipped or unwritable workload goes straight back to the head of the queue, ahead
+        # of every later one, so BestEffortFIFO never pops those: they get no status at all.
         state.pending.append(workload)
         return Outcome(admitted=False, message="")
     shape = _scheduling_shape(workload)
@@ -106,9 +109,13 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
         state.admitted[workload.name] = admitted
     else:
         state.pending.append(workload)
-        if outcome is not SKIPPED:
+        if not _stuck_at_head(outcome):
             state.inadmissible_shapes.add(shape)
     return outcome
+
+
+def _stuck_at_head(outcome: Outcome | None) -> bool:
+    return outcome is SKIPPED or outcome is UNWRITABLE
 
 
 def _scheduling_shape(workload: Workload) -> Hashable:
@@ -194,6 +201,8 @@ def _schedule(
         # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
         # per-pod request fits a domain; an empty request counts 0, so it never fits.
         return SKIPPED, None
+    if any(not placement.get(p.name) for p in workload.pod_sets):
+        return UNWRITABLE, None
     if trace:
         trace(workload.name, None, f"admitted: {placement}")
     ordered = {p.name: placement[p.name] for p in workload.pod_sets if p.name in placement}
