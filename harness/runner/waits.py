@@ -26,6 +26,7 @@ class Timeouts:
     pending_window: float = 0.75
     step_window: float = 12.0
     park_window: float = 3.0
+    unwritten_window: float = 15.0
     interval: float = 0.1
 
     @classmethod
@@ -44,7 +45,9 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool 
     SchedulingEquivalenceHashing (on by default in v0.19) may park this one unevaluated,
     with no QuotaReserved condition at all (pkg/cache/queue/cluster_queue.go,
     hashToBulkMoveReason). After `park_window` without any condition it counts as pending
-    with an empty message."""
+    with an empty message. Any workload gets the same verdict after `unwritten_window`:
+    Kueue can keep one at the head forever without storing a status (an admission the API
+    server refuses, or one skipped by the final Fits check), and everything behind it too."""
     started = time.monotonic()
     deadline = started + t.settle
     pending_since: float | None = None
@@ -59,7 +62,8 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool 
                 return seen
         else:
             pending_since = None
-            if may_park and seen.message == NO_CONDITION and now - started >= t.park_window:
+            window = t.park_window if may_park else t.unwritten_window
+            if seen.message == NO_CONDITION and now - started >= window:
                 return State("pending", "")
         if now >= deadline:
             raise WaitTimeout(
