@@ -49,14 +49,15 @@ def wait_for(
     timeout: float = 60.0,
     interval: float = 0.25,
 ) -> Obj:
-    """Poll one object until `check` holds; returns the object that satisfied it."""
+    """Poll one object until `check` holds; returns the object that satisfied it (an empty
+    mapping when what was awaited is its absence)."""
     found: list[Obj] = []
 
     def probe() -> tuple[bool, str]:
         obj = kube.get_or_none(api_version, kind, name, namespace)
         done, seen = check(obj)
-        if done and obj is not None:
-            found.append(obj)
+        if done:
+            found.append(obj if obj is not None else {})
         return done, seen
 
     ref = f"{kind} {namespace + '/' if namespace else ''}{name}"
