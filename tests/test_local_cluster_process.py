@@ -59,7 +59,7 @@ def test_sigterm_ignored_leads_to_sigkill(tmp_path: Path) -> None:
     proc = _proc(tmp_path, "trap '' TERM; echo ready; while :; do sleep 0.1; done")
     proc.start()
     deadline = time.monotonic() + 5
-    while "ready" not in proc.log.read_text():
+    while "ready" not in proc.log.read_text().splitlines():  # line 1 echoes the command
         assert time.monotonic() < deadline
         time.sleep(0.05)
     started = time.monotonic()
