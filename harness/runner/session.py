@@ -31,6 +31,10 @@ class Entry:
     rejected: Outcome | None = None
     kueue_name: str = ""
     may_park: bool = False
+    # The pending message when the workload settled: the contract's observation point (each
+    # workload settles before the next). Kueue may re-evaluate it later on unrelated requeues
+    # (e.g. the previous scenario's pods going away) and restate it against later admissions.
+    settled_message: str | None = None
 
 
 @dataclass
@@ -74,7 +78,8 @@ class Session:
             for e in self.entries.values()
             if e is not entry
         )
-        self._settle(entry)
+        seen = self._settle(entry)
+        entry.settled_message = seen.message if seen.kind == "pending" else None
 
     def _refuse_skipped_webhook(self, w: Workload, obj: Obj) -> None:
         """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).
@@ -145,7 +150,10 @@ class Session:
             if seen.kind == "unsettled":
                 seen = self._settle(entry)
             if seen.kind == "pending":
-                out[name] = Outcome(admitted=False, message=seen.message)
+                message = entry.settled_message
+                out[name] = Outcome(
+                    admitted=False, message=seen.message if message is None else message
+                )
                 continue
             wl = self.workload_obj(entry)
             assert wl is not None
@@ -233,6 +241,8 @@ class Session:
         """Wait up to `step_window` for pending workloads to be admitted; those still pending
         then count as staying pending (the window covers Kueue's 10 s requeue batching)."""
         waiting = [e for e in self.entries.values() if e.rejected is None]
+        for entry in waiting:
+            entry.settled_message = None  # re-evaluated after the step: read it afresh
         deadline = time.monotonic() + self.t.step_window
         while time.monotonic() < deadline:
             if all(self.state_of(e).kind == "admitted" for e in waiting):
