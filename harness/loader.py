@@ -47,17 +47,24 @@ _LABEL_KEY = re.compile(
 
 
 class _At:
-    """A value from the file together with the key path that leads to it."""
+    """A value from a YAML file together with the key path that leads to it; shared by every
+    loader of user files (scenarios, cluster shapes) so all report `FILE: key.path: problem`."""
 
-    def __init__(self, file: str, path: str, value: Any) -> None:
-        self.file, self.path, self.value = file, path, value
+    def __init__(
+        self,
+        file: str,
+        path: str,
+        value: Any,
+        error: Callable[[str, str, str], Exception] = ScenarioError,
+    ) -> None:
+        self.file, self.path, self.value, self.error = file, path, value, error
 
     def fail(self, problem: str) -> NoReturn:
-        raise ScenarioError(self.file, self.path or "(top level)", problem)
+        raise self.error(self.file, self.path or "(top level)", problem)
 
     def child(self, key: str | int, value: Any) -> _At:
         sub = f"[{key}]" if isinstance(key, int) else (f".{key}" if self.path else key)
-        return _At(self.file, self.path + sub, value)
+        return _At(self.file, self.path + sub, value, self.error)
 
     def mapping(self, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, _At]:
         if not isinstance(self.value, dict):
@@ -87,6 +94,13 @@ class _At:
     def boolean(self) -> bool:
         if not isinstance(self.value, bool):
             self.fail(f"must be true or false, got {_kind(self.value)}")
+        return self.value
+
+    def integer(self, minimum: int) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            self.fail(f"must be a whole number, got {_kind(self.value)}")
+        if self.value < minimum:
+            self.fail(f"must be at least {minimum}, got {self.value}")
         return self.value
 
     def positive_int(self) -> int:
@@ -522,3 +536,7 @@ def _step_target(
             at.fail(f"workload {target.name!r} already exists")
         known[target.name] = target
     return target
+
+
+KeyPath = _At
+"""Public name of the key-path reader for other loaders of user files."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import yaml
 
 from harness.errors import HarnessError
+from harness.loader import KeyPath
 
 REPO_CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 DEFAULT_SHAPE = "gpu-2blocks-4racks"
@@ -84,41 +85,8 @@ class ClusterShape:
         return sum(w.pool.gpus for w in self.workers)
 
 
-class _At:
-    def __init__(self, file: str, path: str, value: Any) -> None:
-        self.file, self.path, self.value = file, path, value
-
-    def fail(self, problem: str) -> NoReturn:
-        raise ShapeError(self.file, self.path or "(top level)", problem)
-
-    def child(self, key: str | int, value: Any) -> _At:
-        sub = f"[{key}]" if isinstance(key, int) else (f".{key}" if self.path else key)
-        return _At(self.file, self.path + sub, value)
-
-    def mapping(self, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, _At]:
-        if not isinstance(self.value, dict):
-            self.fail("must be a mapping")
-        for key in self.value:
-            if key not in allowed:
-                self.fail(f"unknown key {key!r} (allowed: {', '.join(allowed)})")
-        for key in required:
-            if key not in self.value:
-                self.fail(f"missing required key {key!r}")
-        return {k: self.child(k, v) for k, v in self.value.items()}
-
-    def string(self, pattern: re.Pattern[str] | None = None) -> str:
-        if not isinstance(self.value, str) or not self.value:
-            self.fail("must be a non-empty string")
-        if pattern is not None and not pattern.match(self.value):
-            self.fail(f"{self.value!r} is not a valid name (lower-case letters, digits, '-')")
-        return self.value
-
-    def integer(self, minimum: int) -> int:
-        if isinstance(self.value, bool) or not isinstance(self.value, int):
-            self.fail("must be a whole number")
-        if self.value < minimum:
-            self.fail(f"must be at least {minimum}, got {self.value}")
-        return self.value
+def _at(file: str, data: Any) -> KeyPath:
+    return KeyPath(file, "", data, ShapeError)
 
 
 def _kubelet_may_set(key: str) -> bool:
@@ -131,7 +99,7 @@ def _kubelet_may_set(key: str) -> bool:
     return any(domain == ns or domain.endswith("." + ns) for ns in _KUBELET_NAMESPACES)
 
 
-def _labels(at: _At) -> dict[str, str]:
+def _labels(at: KeyPath) -> dict[str, str]:
     if not isinstance(at.value, dict):
         at.fail("must be a mapping of label key to string value")
     out = {}
@@ -150,7 +118,7 @@ def _labels(at: _At) -> dict[str, str]:
     return out
 
 
-def _pool(at: _At, name: str) -> Pool:
+def _pool(at: KeyPath, name: str) -> Pool:
     keys = at.mapping(("gpus", "product", "memoryMiB"), ("gpus",))
     return Pool(
         name=name,
@@ -162,10 +130,10 @@ def _pool(at: _At, name: str) -> Pool:
 
 def parse_shape(data: Any, file: str) -> ClusterShape:
     """Validate a loaded YAML document into a ClusterShape (ShapeError on any problem)."""
-    top = _At(file, "", data).mapping(
+    top = _at(file, data).mapping(
         ("name", "description", "gpu", "pools", "workers"), ("name", "pools", "workers")
     )
-    name = top["name"].string(_NAME)
+    name = top["name"].string(_NAME, "name (lower-case letters, digits, '-')")
     if Path(file).suffix in (".yaml", ".yml") and Path(file).stem != name:
         top["name"].fail(f"{name!r} must equal the file name {Path(file).stem!r}")
     resource = GPU_RESOURCE
@@ -177,7 +145,7 @@ def parse_shape(data: Any, file: str) -> ClusterShape:
     pools = {}
     for pname, pval in pools_at.value.items():
         pools[pname] = _pool(pools_at.child(str(pname), pval), str(pname))
-        pools_at.child(str(pname), pname).string(_NAME)
+        pools_at.child(str(pname), pname).string(_NAME, "name (lower-case letters, digits, '-')")
     workers_at = top["workers"]
     if not isinstance(workers_at.value, list) or not workers_at.value:
         workers_at.fail("must be a non-empty list of workers")
