@@ -103,7 +103,7 @@ def report(label: str, times: list[float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sample", type=int, default=30, help="suite scenarios to time")
+    parser.add_argument("--sample", type=int, default=30, help="suite scenarios to time (0: none)")
     parser.add_argument("--all", action="store_true", help="time every suite scenario")
     parser.add_argument("--big", action="store_true", help="also the 1,000-node scenario")
     args = parser.parse_args()
@@ -116,9 +116,10 @@ def main() -> None:
         report("guide scenarios", timed_runs(backend, guide))
         files = sorted(p for p in (ROOT / "suites").rglob("*.yaml") if "guide" not in p.parts)
         if not args.all:
-            step = max(1, len(files) // args.sample)
+            step = max(1, len(files) // max(1, args.sample))
             files = files[::step][: args.sample]
-        report("suite scenarios", timed_runs(backend, files))
+        if files:
+            report("suite scenarios", timed_runs(backend, files))
         print(f"suite wall time including cluster start: {time.perf_counter() - suite_start:.1f} s")
         if args.big:
             started = time.perf_counter()

@@ -143,7 +143,9 @@ def test_visibility_server_cannot_be_turned_on(tmp_path: Path) -> None:
 
 @needs_go
 def test_kwok_stages_keep_pods_running() -> None:
-    docs = list(yaml.safe_load_all(kwok.stages_yaml(toolchain.kwok_module_dir())))
+    config, *docs = yaml.safe_load_all(kwok.stages_yaml(toolchain.kwok_module_dir()))
+    assert config["kind"] == "KwokConfiguration"
+    assert config["options"]["nodePlayStageParallelism"] > 4  # KWOK's default
     assert all(d["kind"] == "Stage" for d in docs)
     names = {d["metadata"]["name"] for d in docs}
     assert {"node-initialize", "pod-ready", "pod-delete"} <= names

@@ -99,3 +99,20 @@ def test_kueue_disagreeing_with_expect_or_oracle_fails_readably(
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_cluster_runs_group_scenarios_by_feature_gates(pytester: pytest.Pytester) -> None:
+    """Each change of Kueue feature gates restarts the cluster, so on --cluster=local the
+    scenarios needing the same gates are collected next to each other (defaults first)."""
+    gates = {"a": {"TASBalancedPlacement": True}, "b": None, "c": {"TASBalancedPlacement": True}}
+    for name, wanted in gates.items():
+        path = _copy(pytester, "guide-required-host", name)
+        if wanted:
+            data = yaml.safe_load(path.read_text())
+            data["featureGates"] = wanted
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+    on_cluster = pytester.runpytest("--collect-only", "-q", "--cluster=local")
+    ids = [line.split("::")[-1] for line in on_cluster.outlines if "::" in line]
+    assert ids == ["b", "a", "c"]
+    without = pytester.runpytest("--collect-only", "-q")
+    assert [line.split("::")[-1] for line in without.outlines if "::" in line] == ["a", "b", "c"]

@@ -1,6 +1,6 @@
 """The one thin Kubernetes adapter: everything that talks to an API server goes through here."""
 
-from harness.kube.client import FIELD_MANAGER, Kube, Obj, selector
+from harness.kube.client import FIELD_MANAGER, Kube, Obj, in_parallel, selector
 from harness.kube.errors import Conflict, KubeError, NotFound, WaitTimeout
 from harness.kube.reads import KUEUE_API, events, workloads
 from harness.kube.wait import (
@@ -11,6 +11,7 @@ from harness.kube.wait import (
     node_ready,
     poll_until,
     wait_for,
+    wait_for_all,
 )
 
 RUN_LABEL = "kueue-tas-harness/run"
@@ -31,9 +32,11 @@ __all__ = [
     "condition",
     "events",
     "has_condition",
+    "in_parallel",
     "node_ready",
     "poll_until",
     "selector",
     "wait_for",
+    "wait_for_all",
     "workloads",
 ]

@@ -9,9 +9,10 @@ requests with urllib3, resolving kind -> resource path through API discovery.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import urllib3
@@ -21,7 +22,9 @@ from kubernetes import config as k8s_config
 from harness.kube.errors import Conflict, KubeError, NotFound
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 FIELD_MANAGER = "kueue-tas-harness"
+CREATE_WORKERS = 8  # parallel POSTs in create_all; also the connection pool size
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -42,6 +45,19 @@ def _ref(obj: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
     return obj["apiVersion"], obj["kind"], meta.get("name", ""), meta.get("namespace")
 
 
+def in_parallel(call: Callable[[T], object], items: Iterable[T]) -> None:
+    """Run `call` on every item over CREATE_WORKERS threads; the first error is raised once
+    all calls have ended (urllib3's pool is thread-safe)."""
+    items = list(items)
+    if len(items) <= 1:
+        for item in items:
+            call(item)
+        return
+    with ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="kth-kube") as pool:
+        for future in [pool.submit(call, item) for item in items]:
+            future.result()
+
+
 class Kube:
     """A connection to one cluster, loaded from a kubeconfig file (never ~/.kube)."""
 
@@ -57,7 +73,7 @@ class Kube:
         if token:
             self._headers["Authorization"] = str(token)
         self._http = urllib3.PoolManager(
-            maxsize=4,
+            maxsize=CREATE_WORKERS,
             cert_reqs="CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
             ca_certs=cfg.ssl_ca_cert,
             cert_file=cfg.cert_file,
@@ -183,6 +199,14 @@ class Kube:
         )
         return out
 
+    def create_all(self, objs: Iterable[Obj]) -> None:
+        """POST many objects over parallel connections (a large scenario creates thousands
+        of nodes and pods); the first error is raised once all requests have ended."""
+        objs = list(objs)
+        if objs:  # the first resolves the resource path once, before the threads start
+            self.create(objs[0])
+        in_parallel(self.create, objs[1:])
+
     def apply(self, obj: Obj, *, subresource: str = "") -> Obj:
         """Server-side apply (create or update the fields we own), forcing conflicts."""
         api_version, kind, name, namespace = _ref(obj)
@@ -240,13 +264,19 @@ class Kube:
         kind: str,
         namespace: str | None = None,
         labels: Mapping[str, str] | str | None = None,
+        *,
+        grace_seconds: int | None = None,
     ) -> None:
-        """Delete every object of a kind (in a namespace) matching the labels."""
+        """Delete every object of a kind (in a namespace) matching the labels, in one call."""
         sel = selector(labels)
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        options["propagationPolicy"] = "Background"
+        if grace_seconds is not None:
+            options["gracePeriodSeconds"] = grace_seconds
         self.request(
             "DELETE",
             self.path(api_version, kind, namespace=namespace),
-            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+            options,
             query={"labelSelector": sel} if sel else None,
         )
 

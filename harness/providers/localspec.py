@@ -112,6 +112,10 @@ def kubeconfig(server: str, layout: Layout) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+# Client-side rate limits for the controllers: one loopback API server, no other tenants.
+CLIENT_RATE = ("--kube-api-qps=500", "--kube-api-burst=1000")
+
+
 def etcd_args(ports: Ports, layout: Layout) -> list[str]:
     client, peer = f"http://127.0.0.1:{ports.etcd}", f"http://127.0.0.1:{ports.etcd_peer}"
     return [
@@ -146,8 +150,12 @@ def apiserver_args(ports: Ports, layout: Layout) -> list[str]:
         "--allow-privileged=true",
         # The `kubernetes` Service cannot get a loopback endpoint; nothing here needs it.
         "--endpoint-reconciler-type=none",
-        # As envtest: pods need no token volume, and no race on the default ServiceAccount.
-        "--disable-admission-plugins=ServiceAccount",
+        # ServiceAccount, as envtest: pods need no token volume, no race on the default
+        # ServiceAccount. TaintNodesByCondition would give every new Node the not-ready
+        # taint until kube-controller-manager lifts it (~50 nodes/s here); KWOK's nodes
+        # report Ready at once, and a scenario node that is not Ready is out of Kueue's
+        # topology with or without the taint.
+        "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
         f"--cert-dir={layout.run_dir / 'apiserver-certs'}",
     ]
 
@@ -163,6 +171,8 @@ def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
         f"--service-account-private-key-file={layout.pki / 'sa.key'}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--node-monitor-period=5s",
+        # The default 20 QPS makes the Job controller create a 256-pod Job over ~12 s.
+        *CLIENT_RATE,
     ]
 
 
@@ -173,6 +183,7 @@ def scheduler_args(ports: Ports, layout: Layout) -> list[str]:
         "--bind-address=127.0.0.1",
         f"--secure-port={ports.scheduler}",
         f"--cert-dir={layout.run_dir / 'scheduler-certs'}",
+        *CLIENT_RATE,  # default 50 QPS: binding hundreds of pods would wait on the limiter
     ]
 
 

@@ -101,6 +101,11 @@ def namespace(names: Names) -> Obj:
 def node(n: Node, names: Names) -> Obj:
     """A Node with exactly the scenario's allocatable (also as capacity).
 
+    The object name is the scenario's node name, the same as its hostname label, and so
+    reused across scenarios: Kueue's node-failure controller takes a TAS pod's hostname
+    nodeSelector for a Node name (pkg/controller/tas/node_controller.go) and evicts the
+    workload when no Node has that name (tried: "no replacement for unhealthy node(s)").
+
     Ready nodes are handed to KWOK, which adds Ready=True and a lease heartbeat. A node
     with `ready: false` is not given to KWOK and is created with Ready=False, so no
     heartbeat ever turns it Ready and Kueue's TAS cache leaves it out."""

@@ -20,11 +20,13 @@ from harness.kube import (
     KubeError,
     NotFound,
     has_condition,
+    in_parallel,
+    node_ready,
     wait_for,
+    wait_for_all,
 )
 from harness.kube import condition as get_condition
 from harness.kube.errors import WaitTimeout
-from harness.providers.kwok import wait_nodes_ready
 from harness.runner import objects
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
@@ -105,18 +107,18 @@ def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[t
 def _force_pods(kube: Kube, ns: str, sel: str) -> None:
     """Pods go at once (grace 0); a Job's tracking finalizer is dropped once they terminate,
     because a recreated node of the same name must not inherit their usage."""
-    for pod in kube.list("v1", "Pod", ns, sel):
-        meta = pod["metadata"]
-        try:
-            if meta.get("deletionTimestamp"):
-                if meta.get("finalizers"):
-                    kube.patch(
-                        "v1", "Pod", meta["name"], {"metadata": {"finalizers": None}}, namespace=ns
-                    )
-            else:
-                kube.delete("v1", "Pod", meta["name"], ns, grace_seconds=0)
-        except NotFound:
-            continue
+    kube.delete_all("v1", "Pod", ns, sel, grace_seconds=0)
+    stuck = [
+        p["metadata"]["name"]
+        for p in kube.list("v1", "Pod", ns, sel)
+        if p["metadata"].get("deletionTimestamp") and p["metadata"].get("finalizers")
+    ]
+
+    def unblock(name: str) -> None:
+        with contextlib.suppress(NotFound):
+            kube.patch("v1", "Pod", name, {"metadata": {"finalizers": None}}, namespace=ns)
+
+    in_parallel(unblock, stuck)
 
 
 def _leftovers(
@@ -140,9 +142,18 @@ def _leftovers(
 def create_nodes(kube: Kube, nodes: Iterable[Node], names: Names, t: Timeouts) -> None:
     """Create the nodes; ready ones must turn Ready under KWOK, the others must not."""
     nodes = list(nodes)
-    for n in nodes:
-        kube.create(objects.node(n, names))
-    wait_nodes_ready(kube, [n.name for n in nodes if n.ready], timeout=t.nodes)
+    kube.create_all(objects.node(n, names) for n in nodes)
+    wait_for_all(
+        kube,
+        "v1",
+        "Node",
+        [n.name for n in nodes if n.ready],
+        node_ready,
+        labels=f"{RUN_LABEL}={names.run_id}",
+        what="Ready without the not-ready taint",
+        timeout=t.nodes,
+        interval=t.interval,
+    )
     for n in nodes:
         if not n.ready:
             check_not_ready(kube, n.name)
@@ -160,21 +171,21 @@ def create_usage(
 ) -> None:
     """Create a usage entry's pods and wait until KWOK reports them Running (on ready nodes)."""
     pods = objects.usage_pods(usage, index, names)
-    for pod in pods:
-        kube.create(pod)
+    kube.create_all(pods)
     if usage.node not in ready:
         return
-    for pod in pods:
-        wait_for(
-            kube,
-            "v1",
-            "Pod",
-            pod["metadata"]["name"],
-            _running,
-            namespace=names.namespace,
-            what="Running",
-            timeout=t.pods,
-        )
+    wait_for_all(
+        kube,
+        "v1",
+        "Pod",
+        [pod["metadata"]["name"] for pod in pods],
+        _running,
+        labels=f"{objects.USAGE_LABEL}={objects.usage_key(usage, index)}",
+        namespace=names.namespace,
+        what="Running",
+        timeout=t.pods,
+        interval=t.interval,
+    )
 
 
 def _running(obj: Obj | None) -> tuple[bool, str]:
