@@ -7,7 +7,7 @@ RUN_DIR ?= run
 TOOLS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all venv binaries test unit e2e bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test unit e2e e2e-twice bench lint fmt typecheck tools clean
 
 all: test
 
@@ -39,6 +39,14 @@ unit: venv
 e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml $(PYTEST_ARGS)
+
+## e2e-twice: `make e2e` twice in a row, proving nothing is left behind before, between and after
+e2e-twice: binaries
+	$(PY) -m harness leftovers
+	$(MAKE) e2e RUN_DIR=$(RUN_DIR)/first
+	$(PY) -m harness leftovers
+	$(MAKE) e2e RUN_DIR=$(RUN_DIR)/second
+	$(PY) -m harness leftovers
 
 ## bench: speed figures, printed as numbers
 bench: venv

@@ -77,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], None]]:
-    """Commands that live in their own modules (run, fuzz), added when they are importable."""
+    """Commands from their own modules (run, fuzz, leftovers), added when importable."""
     registrars = []
-    for module_name in ("harness.runcli", "harness.fuzz.cli"):
+    for module_name in ("harness.runcli", "harness.fuzz.cli", "harness.leftovers"):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ImportError:

@@ -109,6 +109,15 @@ def test_crds_get_conversion_webhooks_where_kustomize_enables_them(kueue_dir: Pa
     assert "workloads" in enabled
 
 
+def test_jobset_crd_is_the_version_kueue_is_built_against(kueue_dir: Path) -> None:
+    """Kueue's JobSet integration is compiled against one JobSet API; the pin must match."""
+    go_mod = (kueue_dir / "go.mod").read_text()
+    assert f"sigs.k8s.io/jobset {toolchain.PINS.jobset}" in go_mod
+    (crd,) = manifests.jobset_crds(toolchain.jobset_module_dir())
+    assert crd["spec"]["names"]["kind"] == "JobSet"
+    assert any(v["name"] == "v1alpha2" and v["served"] for v in crd["spec"]["versions"])
+
+
 def test_kueue_config_defaults_and_overrides(tmp_path: Path) -> None:
     cfg = manifests.kueue_config(
         health_port=1,
@@ -125,7 +134,7 @@ def test_kueue_config_defaults_and_overrides(tmp_path: Path) -> None:
     assert cfg["internalCertManagement"] == {"enable": False}
     assert cfg["leaderElection"] == {"leaderElect": False}
     assert cfg["metrics"] == {"bindAddress": "0"}
-    assert cfg["integrations"]["frameworks"] == ["batch/job"]
+    assert cfg["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
     assert cfg["webhook"] == {"host": "127.0.0.1", "port": 2, "certDir": str(tmp_path)}
     assert cfg["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
     assert cfg["waitForPodsReady"] == {"enable": True}

@@ -227,6 +227,22 @@ def test_workload_with_several_pod_sets_keeps_order_and_requests() -> None:
         "podSetSliceSize": 1,
     }
 
+    js = objects.jobset(w, NAMES)
+    assert js["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+    assert js["spec"]["suspend"] is True
+    assert js["metadata"]["labels"][objects.QUEUE_LABEL] == NAMES.local_queue
+    jobs = js["spec"]["replicatedJobs"]
+    assert [j["name"] for j in jobs] == ["leader", "workers", "side"]  # Kueue's pod set names
+    assert [j["replicas"] for j in jobs] == [1, 1, 1]
+    specs = [j["template"]["spec"] for j in jobs]
+    assert [(s["parallelism"], s["completions"]) for s in specs] == [(1, 1), (4, 4), (2, 2)]
+    annotations = specs[1]["template"]["metadata"]["annotations"]
+    assert annotations == {objects.REQUIRED: "example.com/rack", objects.GROUP: "g"}
+    assert specs[2]["template"]["metadata"]["annotations"] == {
+        objects.SLICE_LEVEL: "kubernetes.io/hostname",
+        objects.SLICE_SIZE: "1",
+    }
+
 
 def test_cluster_queue_covers_every_requested_resource() -> None:
     step_workload = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.kube import Kube, Obj, has_condition, poll_until, wait_for
+from harness.kube import Kube, KubeError, Obj, has_condition, poll_until, wait_for
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PROBE_JOB = "kth-webhook-probe"
@@ -64,6 +64,39 @@ def probe_job(namespace: str) -> Obj:
     }
 
 
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+
+
+def probe_jobset(namespace: str) -> Obj:
+    """A JobSet that Kueue's JobSet webhook must return with spec.suspend=true."""
+    job = probe_job(namespace)
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": job["metadata"],
+        "spec": {
+            "suspend": False,
+            "replicatedJobs": [
+                {
+                    "name": "main",
+                    "replicas": 1,
+                    "template": {"spec": {"template": job["spec"]["template"]}},
+                }
+            ],
+        },
+    }
+
+
+def jobset_managed(kube: Kube, namespace: str = "default") -> bool:
+    """Whether JobSets are served and Kueue manages them: a dry-run queue-labelled JobSet
+    comes back suspended. Clusters without the JobSet CRD (kind, existing) answer False."""
+    try:
+        out = kube.create(probe_jobset(namespace), dry_run=True)
+    except KubeError:
+        return False
+    return (out.get("spec") or {}).get("suspend") is True
+
+
 def wait_webhook_mutates(kube: Kube, namespace: str = "default", timeout: float = 60.0) -> None:
     """Ready means the API server calls Kueue's Job webhook and it mutates: a server-side
     dry-run create of a queue-labelled Job comes back suspended (nothing is stored)."""
@@ -75,4 +108,14 @@ def wait_webhook_mutates(kube: Kube, namespace: str = "default", timeout: float 
 
     poll_until(
         probe, what="Kueue's Job webhook to suspend a dry-run Job", timeout=timeout, interval=0.5
+    )
+
+
+def wait_jobset_webhook_mutates(kube: Kube, timeout: float = 60.0) -> None:
+    """Like wait_webhook_mutates, for JobSets (a cluster that installed the JobSet CRD)."""
+    poll_until(
+        lambda: (jobset_managed(kube), "dry-run JobSet not suspended"),
+        what="Kueue's JobSet webhook to suspend a dry-run JobSet",
+        timeout=timeout,
+        interval=0.5,
     )

@@ -139,6 +139,20 @@ def _merge(base: Obj, extra: Mapping[str, Any]) -> Obj:
     return base
 
 
+# batch/job for one-pod-set workloads; JobSet for several pod sets (its CRD is installed,
+# its controller is not: Kueue's webhook, Workload and admission are all we need of it).
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+JOBSET_CRD = Path("config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
+
+
+def jobset_crds(jobset_dir: Path) -> list[Obj]:
+    """The JobSet CRD from JobSet's module, as published (no conversion webhook)."""
+    path = jobset_dir / JOBSET_CRD
+    if not path.is_file():
+        raise ManifestError(f"{path}: JobSet CRD not found in the JobSet module")
+    return [d for d in _load_all(path) if d and d.get("kind") == "CustomResourceDefinition"]
+
+
 def kueue_config(
     *,
     health_port: int,
@@ -166,7 +180,7 @@ def kueue_config(
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": ["batch/job"]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
         "featureGates": gates,
     }
     return _merge(cfg, overrides or {})

@@ -103,6 +103,7 @@ class LocalCluster:
         self._webhooks: list[dict[str, Any]] = []
         self._kube: Kube | None = None
         self._stopped = False
+        self._jobset_crds: list[dict[str, Any]] = []
         self._t0 = 0.0
 
     # -- public --------------------------------------------------------------------------
@@ -119,6 +120,7 @@ class LocalCluster:
             binaries = {name: toolchain.binary(name, self.pins) for name in names}
             kueue_dir = toolchain.kueue_module_dir(self.pins)
             kwok_dir = toolchain.kwok_module_dir(self.pins)
+            self._jobset_crds = manifests.jobset_crds(toolchain.jobset_module_dir(self.pins))
             # A port picked as free can be taken by another process before our component
             # binds it (parallel clusters); start over on fresh ports, a bounded number of times.
             for attempt in tenacity.Retrying(
@@ -199,7 +201,7 @@ class LocalCluster:
         kube = self._kube = Kube(layout.kubeconfig)
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
         webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
-        crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64)
+        crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64) + self._jobset_crds
         kueue_install.install_crds(kube, crds, timeout=self._left())
         self._mark("kueue CRDs")
         kueue = self._start_controllers(binaries, layout, ports)
@@ -207,6 +209,8 @@ class LocalCluster:
         kueue_install.install_webhooks(kube, self._webhooks)
         try:
             kueue_install.wait_webhook_mutates(kube, timeout=self._left())
+            if self._jobset_crds:
+                kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
         except KubeError as err:
             kueue.check()
             raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err

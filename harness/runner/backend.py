@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.backends import BackendError, Observation, Unsupported
 from harness.errors import HarnessError
+from harness.install import kueue as kueue_install
 from harness.kube import Kube
 from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider
@@ -65,6 +66,7 @@ class ClusterBackend:
         self.running_gates: dict[str, bool] | None = None
         self.kube: Kube | None = None
         self.seq = 0
+        self.jobsets = False
         self.dirty = True  # a new local cluster holds nothing of ours; an existing one might
         root = os.environ.get("KTH_ARTIFACTS")
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
@@ -94,6 +96,9 @@ class ClusterBackend:
             self.kube = Kube(provider.start().kubeconfig)
             self.dirty = self.name == "existing"
         self.running_gates = wanted
+        self.jobsets = kueue_install.jobset_managed(self.kube)
+        how = "JobSets" if self.jobsets else "Workloads built directly (Kueue manages no JobSets)"
+        _say(f"workloads with several pod sets go as {how}")
         self.timings["cluster start"] = round(time.monotonic() - started, 1)
         return self.kube
 
@@ -139,8 +144,9 @@ class ClusterBackend:
     # -- one scenario --------------------------------------------------------------------
 
     def run(self, scenario: Scenario) -> Observation:
-        _refuse_unsupported(scenario)
         kube = self._ensure_cluster(gates.needed(self.cli_gates, scenario.feature_gates))
+        if not self.jobsets:
+            _refuse_unsupported(scenario)
         self.seq += 1
         names = Names(
             self.run_id,
@@ -155,7 +161,7 @@ class ClusterBackend:
             shaping.clear(kube, self.run_id, self.timeouts, shaping.reusable(scenario, names))
         self.dirty = True
         phases.mark("clear")
-        session = Session(kube, scenario, names, self.timeouts)
+        session = Session(kube, scenario, names, self.timeouts, jobsets=self.jobsets)
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
             phases.mark("shape")

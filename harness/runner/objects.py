@@ -338,6 +338,51 @@ def job(w: Workload, names: Names) -> Obj:
     }
 
 
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+
+
+def jobset(w: Workload, names: Names) -> Obj:
+    """A suspended JobSet with one replicated Job (1 replica, Indexed, `count` pods) per pod
+    set, in order: Kueue's JobSet webhook validates it as it would in production and its
+    reconciler builds the Workload (pod set name = replicated Job name). Only the CRD is
+    installed, so once admitted nothing creates pods."""
+    labels = {**names.labels, WORKLOAD_LABEL: w.name}
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": {
+            "name": w.name,
+            "namespace": names.namespace,
+            "labels": {**labels, QUEUE_LABEL: names.local_queue},
+        },
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
+                {
+                    "name": ps.name,
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "parallelism": ps.count,
+                            "completions": ps.count,
+                            "completionMode": "Indexed",
+                            "backoffLimit": 0,
+                            "template": {
+                                "metadata": {
+                                    "labels": labels,
+                                    "annotations": topology_annotations(ps.topology),
+                                },
+                                "spec": _pod_spec(ps),
+                            },
+                        }
+                    },
+                }
+                for ps in w.pod_sets
+            ],
+        },
+    }
+
+
 def topology_request(tr: TopologyRequest | None) -> Obj:
     """spec.podSets[].topologyRequest as the Job webhook's builder would fill it
     (jobframework/tas.go: a lone slice key is dropped, a group needs required/preferred)."""

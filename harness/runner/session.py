@@ -24,10 +24,11 @@ class PlacementDisagreement(BackendError):
 
 @dataclass
 class Entry:
-    """A submitted workload: how it was created and, if refused, the refusal."""
+    """A submitted workload: how it was created (`kind`: Job, JobSet or a Workload built
+    directly) and, if refused, the refusal."""
 
     workload: Workload
-    as_job: bool
+    kind: str
     rejected: Outcome | None = None
     kueue_name: str = ""
     may_park: bool = False
@@ -35,6 +36,15 @@ class Entry:
     # workload settles before the next). Kueue may re-evaluate it later on unrelated requeues
     # (e.g. the previous scenario's pods going away) and restate it against later admissions.
     settled_message: str | None = None
+
+    @property
+    def as_job(self) -> bool:
+        return self.kind == "Job"
+
+    @property
+    def owned(self) -> bool:
+        """Kueue's job reconciler made the Workload for an object we created."""
+        return self.kind != "Workload"
 
 
 @dataclass
@@ -47,6 +57,9 @@ class Session:
     nodes: dict[str, Node] = field(default_factory=dict)
     usage_count: int = 0
     notes: list[str] = field(default_factory=list)
+    # Several pod sets go as a JobSet when Kueue manages JobSets here (the embedded cluster
+    # installs the CRD), else as a Workload built directly.
+    jobsets: bool = False
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -56,10 +69,13 @@ class Session:
 
     def submit(self, w: Workload) -> None:
         """Create the workload and wait until Kueue admits it or keeps it pending."""
-        entry = Entry(w, as_job=len(w.pod_sets) == 1)
+        kind = "Job" if len(w.pod_sets) == 1 else "JobSet" if self.jobsets else "Workload"
+        entry = Entry(w, kind)
         self.entries[w.name] = entry
-        if entry.as_job:
+        if kind == "Job":
             obj = objects.job(w, self.names)
+        elif kind == "JobSet":
+            obj = objects.jobset(w, self.names)
         else:
             obj = objects.workload(w, self.names)
             self._refuse_skipped_webhook(w, obj)
@@ -70,7 +86,7 @@ class Session:
                 raise
             entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
             return
-        entry.kueue_name = self._find_workload(w.name) if entry.as_job else w.name
+        entry.kueue_name = self._find_workload(kind, w.name) if entry.owned else w.name
         entry.may_park = any(
             e.workload.pod_sets == w.pod_sets
             and e.kueue_name
@@ -106,21 +122,21 @@ class Session:
             lambda: self.state_of(entry), what=self._ref(entry), t=self.t, may_park=entry.may_park
         )
 
-    def _find_workload(self, job: str) -> str:
-        """The Workload Kueue's job reconciler creates for the Job (owner reference)."""
+    def _find_workload(self, kind: str, job: str) -> str:
+        """The Workload Kueue's job reconciler creates for the Job or JobSet (owner reference)."""
         found: list[str] = []
 
         def probe() -> tuple[bool, str]:
             for wl in self.kube.list(KUEUE_API, "Workload", self.names.namespace):
                 owners = wl["metadata"].get("ownerReferences") or []
-                if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+                if any(o.get("kind") == kind and o.get("name") == job for o in owners):
                     found.append(wl["metadata"]["name"])
                     return True, wl["metadata"]["name"]
-            return False, "no Workload owned by the Job yet"
+            return False, f"no Workload owned by the {kind} yet"
 
         poll_until(
             probe,
-            what=f"Kueue to create a Workload for Job {self.names.namespace}/{job}",
+            what=f"Kueue to create a Workload for {kind} {self.names.namespace}/{job}",
             timeout=self.t.settle,
             interval=self.t.interval,
         )
@@ -255,6 +271,8 @@ class Session:
             return
         if entry.as_job:
             self.kube.delete("batch/v1", "Job", name, self.names.namespace)
+        elif entry.kind == "JobSet":
+            self.kube.delete(objects.JOBSET_API, "JobSet", name, self.names.namespace)
         else:
             self.kube.delete(KUEUE_API, "Workload", name, self.names.namespace)
         self._wait_gone(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)

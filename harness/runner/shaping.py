@@ -34,6 +34,7 @@ from harness.scenario import Node, Scenario, Usage
 
 NAMESPACED = (
     ("batch/v1", "Job"),
+    (objects.JOBSET_API, "JobSet"),  # not served on clusters without the JobSet CRD
     (KUEUE_API, "Workload"),
     ("v1", "Pod"),
     (KUEUE_API, "LocalQueue"),
@@ -61,7 +62,8 @@ def clear(kube: Kube, run_id: str, t: Timeouts, reuse: Sequence[Obj] = ()) -> No
     namespaces = [n["metadata"]["name"] for n in kube.list("v1", "Namespace", labels=sel)]
     for ns in namespaces:
         for api, kind in NAMESPACED:
-            kube.delete_all(api, kind, ns, sel)
+            with contextlib.suppress(NotFound):
+                kube.delete_all(api, kind, ns, sel)
         _force_pods(kube, ns, sel)
     kube.delete_all(KUEUE_API, "ClusterQueue", labels=sel)
     kube.delete_all("v1", "Node", labels=sel)

@@ -16,6 +16,8 @@ from harness.toolchain.gocmd import ToolchainError, go_binary, module_dir
 from harness.toolchain.pins import PINS, Pins
 from harness.toolchain.recipes import KUEUE_MODULE, KWOK_MODULE, Component, components
 
+JOBSET_MODULE = "sigs.k8s.io/jobset"
+
 __all__ = [
     "PINS",
     "Component",
@@ -24,6 +26,7 @@ __all__ = [
     "binary",
     "components",
     "ensure_all",
+    "jobset_module_dir",
     "kueue_module_dir",
     "kwok_module_dir",
 ]
@@ -83,3 +86,8 @@ def kueue_module_dir(pins: Pins = PINS) -> Path:
 def kwok_module_dir(pins: Pins = PINS) -> Path:
     """KWOK's module tree: kustomize/stage/... stage YAMLs."""
     return module_dir(KWOK_MODULE, pins.kwok)
+
+
+def jobset_module_dir(pins: Pins = PINS) -> Path:
+    """JobSet's module tree: config/components/crd/bases (the CRD only; no controller)."""
+    return module_dir(JOBSET_MODULE, pins.jobset)

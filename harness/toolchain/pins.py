@@ -17,6 +17,9 @@ class Pins:
     etcd: str = "v3.6.14"
     kwok: str = "v0.8.0"
     kueue: str = "v0.19.2"
+    # The JobSet API Kueue v0.19.2 is built against (its go.mod); only the CRD is installed,
+    # so multi-pod-set workloads pass Kueue's JobSet webhook and reconciler.
+    jobset: str = "v0.12.0"
 
     @property
     def staging(self) -> str:
