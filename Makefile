@@ -48,10 +48,12 @@ e2e-twice: binaries
 	$(MAKE) e2e RUN_DIR=$(RUN_DIR)/second
 	$(PY) -m harness leftovers
 
-## bench: speed figures, printed as numbers
-bench: venv
+## bench: speed figures, printed as numbers (BENCH_CLUSTER_ARGS="--sample 30" for a quick one)
+BENCH_CLUSTER_ARGS ?= --all --big
+bench: binaries
 	$(PY) bench/oracle.py
-	@for b in bench/fuzz.py bench/cluster.py; do [ ! -f $$b ] || $(PY) $$b; done
+	$(PY) bench/fuzz.py
+	$(PY) bench/cluster.py $(BENCH_CLUSTER_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests bench

@@ -65,6 +65,11 @@ def timed_runs(backend: ClusterBackend, files: list[Path]) -> list[float]:
     return out
 
 
+def _gate_key(path: Path) -> tuple[bool, list[tuple[str, bool]]]:
+    gates = load_scenario(path).feature_gates
+    return bool(gates), sorted(gates.items())
+
+
 def big_scenario(nodes: int = 1000) -> Scenario:
     levels = ("bench.io/block", "bench.io/rack", HOSTNAME)
     node_list = tuple(
@@ -118,6 +123,8 @@ def main() -> None:
         if not args.all:
             step = max(1, len(files) // max(1, args.sample))
             files = files[::step][: args.sample]
+        # As the pytest plugin does: scenarios needing the same Kueue gates run together.
+        files.sort(key=_gate_key)
         if files:
             report("suite scenarios", timed_runs(backend, files))
         print(f"suite wall time including cluster start: {time.perf_counter() - suite_start:.1f} s")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,7 +65,22 @@ def build_sim(src: Path = SIM_DIR) -> Path:
             )
 
         populate(final, fingerprint, fill)
+    prune_old_sims(keep=final)
     return final / BINARY
+
+
+def prune_old_sims(keep: Path, newest: int = 3) -> list[Path]:
+    """Remove sim builds of older sources (75 MB each), all but the `newest` by build time:
+    every edit of sim/ makes a new one, and a few stay for other checkouts."""
+    builds = sorted(
+        (d for d in cache_root().glob("sim-*") if d.is_dir() and d != keep),
+        key=lambda d: d.stat().st_mtime,
+        reverse=True,
+    )
+    removed = builds[max(newest - 1, 0) :]
+    for old in removed:
+        shutil.rmtree(old, ignore_errors=True)
+    return removed
 
 
 class SimProcess:

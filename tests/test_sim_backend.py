@@ -394,3 +394,24 @@ def test_a_retry_round_goes_through_every_pending_workload_in_order(sim_binary: 
     [after] = answer["steps"]
     admitted = {name: o["placement"]["main"] for name, o in after.items() if o["admitted"]}
     assert admitted == {"w1": {"n0": 1}, "w2": {"n0": 2}, "w3": {"n0": 3}}
+
+
+def test_old_sim_builds_are_pruned_to_the_newest_few(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from harness.sim_backend import prune_old_sims
+
+    monkeypatch.setenv("KTH_CACHE", str(tmp_path))
+    builds = []
+    for age, name in enumerate(["sim-a", "sim-b", "sim-c", "sim-d", "sim-e"]):
+        d = tmp_path / name
+        d.mkdir()
+        os.utime(d, (1000 + age, 1000 + age))  # sim-e newest
+        builds.append(d)
+    (tmp_path / "kueue-v0.19.2").mkdir()
+    removed = prune_old_sims(keep=builds[0], newest=3)  # keeps the current (oldest) one too
+    assert sorted(p.name for p in removed) == ["sim-b", "sim-c"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["kueue-v0.19.2", "sim-a", "sim-d", "sim-e"]
