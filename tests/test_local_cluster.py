@@ -184,6 +184,52 @@ def test_kueue_webhook_suspends_job_and_controller_creates_workload(kube: Kube) 
     poll_until(event_seen, what=f"Kueue's CreatedWorkload event on Job {ns}/j", timeout=30)
 
 
+def test_kueue_manages_jobsets_pod_set_per_replicated_job(kube: Kube) -> None:
+    """Only JobSet's CRD is installed: Kueue's JobSet webhook suspends a queued JobSet and
+    its reconciler builds a Workload with one pod set per replicated Job, in order."""
+    from harness.install.kueue import jobset_managed
+
+    assert jobset_managed(kube)
+    ns = _namespace(kube, "jobset-check")
+    template = {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        }
+    }
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": ns,
+            "labels": {"kueue.x-k8s.io/queue-name": "missing-queue"},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": name,
+                    "replicas": 1,
+                    "template": {
+                        "spec": {"parallelism": n, "completions": n, "template": template}
+                    },
+                }
+                for name, n in (("leader", 1), ("workers", 3))
+            ]
+        },
+    }
+    assert kube.create(jobset)["spec"]["suspend"] is True
+
+    def workload_seen() -> tuple[bool, str]:
+        items = workloads(kube, ns)
+        return bool(items), f"{len(items)} workloads"
+
+    poll_until(workload_seen, what=f"a Workload for JobSet {ns}/js", timeout=60)
+    (wl,) = workloads(kube, ns)
+    pod_sets = [(p["name"], p["count"]) for p in wl["spec"]["podSets"]]
+    assert pod_sets == [("leader", 1), ("workers", 3)]
+
+
 def test_job_outside_queue_is_left_alone(kube: Kube) -> None:
     ns = _namespace(kube, "unmanaged")
     job = {
@@ -329,7 +375,23 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
     ports = cluster.ports
     assert ports is not None and len(pids) == 6
     assert _processes_mentioning(str(handle.run_dir))
+    # Kueue's webhooks (failurePolicy Fail) must be gone before Kueue stops.
+    kube = Kube(handle.kubeconfig)
+    hooks = [(w["apiVersion"], w["kind"], w["metadata"]["name"]) for w in cluster._webhooks]
+    assert hooks and all(kube.get_or_none(*h) is not None for h in hooks)
+    (kueue,) = [p for p in cluster.procs if p.name == "kueue"]
+    left_at_kueue_stop: list[str] = []
+    stop_kueue = kueue.stop
+
+    def look_then_stop() -> None:
+        left_at_kueue_stop.extend(h[2] for h in hooks if kube.get_or_none(*h) is not None)
+        left_at_kueue_stop.append("(looked)")
+        stop_kueue()
+
+    kueue.stop = look_then_stop  # type: ignore[method-assign,assignment]
     cluster.stop()
+    kube.close()
+    assert left_at_kueue_stop == ["(looked)"]
     assert not [p for p in pids.values() if Path(f"/proc/{p}").exists()]
     assert not _processes_mentioning(str(handle.run_dir))
     assert not [n for n, p in ports.as_dict().items() if _port_open(p)]
