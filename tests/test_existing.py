@@ -180,6 +180,8 @@ def test_refuses_kueue_whose_webhook_does_not_answer(bare_apiserver: Path, tmp_p
         assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
         assert kube.get_or_none("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                 "topologies.kueue.x-k8s.io") is not None  # fmt: skip
+        assert kube.get_or_none("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                "jobsets.jobset.x-k8s.io") is not None  # fmt: skip
     finally:
         kube.close()
     provider = ExistingCluster(kubeconfig=bare_apiserver, run_root=tmp_path / "existing")

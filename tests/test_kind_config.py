@@ -174,7 +174,7 @@ def test_kueue_values_keep_the_chart_config_and_set_ours(kueue_chart: Path) -> N
     assert cm["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
     config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     chart_default = helm_values.chart_manager_config(kueue_chart)
-    assert config["integrations"]["frameworks"] == ["batch/job"]
+    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
     assert config["webhook"] == chart_default["webhook"]
     assert config["health"] == chart_default["health"]
 
@@ -238,7 +238,7 @@ def test_helm_renders_kueue_on_the_control_plane_with_tas(
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith(
         "manager-config")]  # fmt: skip
     config = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
-    assert config["integrations"]["frameworks"] == ["batch/job"]
+    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
     kinds = {d["kind"] for d in docs}
     assert {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= kinds
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError
+from harness.install.manifests import FRAMEWORKS
 from harness.providers.kindconfig import CONTROL_PLANE_LABEL
 from harness.providers.shape import POOL_LABEL, ClusterShape
 
@@ -60,7 +61,7 @@ def kueue_values(
     *,
     version: str,
     feature_gates: Mapping[str, bool] | None = None,
-    frameworks: tuple[str, ...] = ("batch/job",),
+    frameworks: tuple[str, ...] = FRAMEWORKS,
 ) -> Obj:
     """Values for `helm install kueue <chart_dir>`: the released image, TAS on, gates set."""
     gates = {"TopologyAwareScheduling": True, **(feature_gates or {})}

@@ -17,6 +17,7 @@ scenario's nodes on the real workers when they can show it (nodeplan.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -31,7 +32,8 @@ import yaml
 
 from harness import toolchain
 from harness.errors import HarnessError
-from harness.install.kueue import wait_webhook_mutates
+from harness.install import manifests
+from harness.install.kueue import install_crds, wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
 from harness.providers import helm_values, kindconfig, nodeplan, prereqs
 from harness.providers.base import ClusterError, ClusterHandle
@@ -342,6 +344,13 @@ class KindCluster:
         """`helm upgrade --install` Kueue's chart from its Go module with our values; with
         `wait`, until its Deployment is available."""
         chart = toolchain.kueue_module_dir() / "charts" / "kueue"
+        # As on the embedded cluster: JobSet's CRD (no controller) so that workloads with
+        # several pod sets go through Kueue's JobSet webhook and reconciler.
+        jobset = manifests.jobset_crds(toolchain.jobset_module_dir())
+        if self.kubeconfig is None:
+            raise ClusterError("kind cluster not created: no kubeconfig to install Kueue with")
+        with contextlib.closing(Kube(self.kubeconfig)) as kube:
+            install_crds(kube, jobset)
         values = helm_values.kueue_values(
             chart, version=toolchain.PINS.kueue, feature_gates=self.gates
         )
