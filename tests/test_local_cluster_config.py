@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness import toolchain
-from harness.install import manifests
+from harness.install import jobset, manifests
 from harness.providers import kwok, localspec
 
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go module cache")
@@ -113,9 +113,34 @@ def test_jobset_crd_is_the_version_kueue_is_built_against(kueue_dir: Path) -> No
     """Kueue's JobSet integration is compiled against one JobSet API; the pin must match."""
     go_mod = (kueue_dir / "go.mod").read_text()
     assert f"sigs.k8s.io/jobset {toolchain.PINS.jobset}" in go_mod
-    (crd,) = manifests.jobset_crds(toolchain.jobset_module_dir())
+    (crd,) = jobset.crds(toolchain.jobset_module_dir())
     assert crd["spec"]["names"]["kind"] == "JobSet"
     assert any(v["name"] == "v1alpha2" and v["served"] for v in crd["spec"]["versions"])
+
+
+def test_jobset_webhooks_point_at_the_local_controller_and_keep_kustomize_patches() -> None:
+    docs = jobset.webhook_configurations(toolchain.jobset_module_dir(), BASE, CA)
+    assert sorted(d["metadata"]["name"] for d in docs) == [
+        "jobset-mutating-webhook-configuration",
+        "jobset-validating-webhook-configuration",
+    ]
+    hooks = {wh["name"]: wh for d in docs for wh in d["webhooks"]}
+    assert set(hooks) == {"mjobset.kb.io", "mpod.kb.io", "vjobset.kb.io", "vpod.kb.io"}
+    for wh in hooks.values():
+        assert wh["clientConfig"]["url"].startswith(BASE + "/")
+        assert wh["clientConfig"]["caBundle"] == CA
+    # The kustomization's patches limit the pod webhooks to JobSet pods (failurePolicy Fail).
+    for name in ("mpod.kb.io", "vpod.kb.io"):
+        selector = hooks[name]["objectSelector"]["matchExpressions"]
+        assert selector == [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
+
+
+def test_jobset_config_serves_its_webhook_on_loopback(tmp_path: Path) -> None:
+    cfg = jobset.config(health_port=1, webhook_port=2, cert_dir=tmp_path)
+    assert cfg["webhook"] == {"host": "127.0.0.1", "port": 2, "certDir": str(tmp_path)}
+    assert cfg["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
+    assert cfg["internalCertManagement"] == {"enable": False}
+    assert cfg["leaderElection"] == {"leaderElect": False}
 
 
 def test_kueue_config_defaults_and_overrides(tmp_path: Path) -> None:
@@ -181,7 +206,7 @@ def test_fake_node_capacity_equals_allocatable() -> None:
 
 def test_ports_are_distinct_and_free() -> None:
     ports = localspec.Ports.allocate().as_dict()
-    assert len(set(ports.values())) == len(ports) == 8
+    assert len(set(ports.values())) == len(ports) == 10
     for port in ports.values():
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
@@ -197,10 +222,11 @@ def test_command_lines_use_only_loopback_and_run_files(tmp_path: Path) -> None:
         *localspec.scheduler_args(ports, layout),
         *localspec.kwok_args(ports, layout),
         *localspec.kueue_args(layout),
+        *localspec.jobset_args(layout),
     ]
     assert not [a for a in argv if "=0.0.0.0" in a or "/.kube" in a]
     assert f"--secure-port={ports.apiserver}" in argv
-    assert sum(a.startswith("--kubeconfig=") for a in argv) == 4
+    assert sum(a.startswith("--kubeconfig=") for a in argv) == 5
 
 
 def test_kubeconfig_references_run_pki(tmp_path: Path) -> None:

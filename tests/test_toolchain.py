@@ -143,6 +143,7 @@ def test_every_component_has_its_own_env_var() -> None:
         "kube-scheduler",
         "kwok",
         "kueue",
+        "jobset",
     }
     assert len({c.env_var for c in table.values()}) == len(table)
 

@@ -44,21 +44,21 @@ class ManifestError(HarnessError):
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _load_all(path: Path) -> list[Obj]:
+def load_all(path: Path) -> list[Obj]:
     try:
         return [d for d in yaml.load_all(path.read_text(), Loader=_LOADER) if d]
     except (OSError, yaml.YAMLError) as err:
         raise ManifestError(f"{path}: cannot read: {err}") from err
 
 
-def _url_config(base_url: str, path: str, ca_b64: str) -> Obj:
+def url_config(base_url: str, path: str, ca_b64: str) -> Obj:
     return {"url": base_url.rstrip("/") + path, "caBundle": ca_b64}
 
 
 def namespace_selectors(kustomization: Path) -> dict[str, Obj]:
     """Webhook name -> namespaceSelector, as the webhook kustomization's patches and
     replacements would set them."""
-    (kust,) = _load_all(kustomization)
+    (kust,) = load_all(kustomization)
     from_patches: dict[str, Obj] = {}
     for patch in kust.get("patches") or []:
         for doc in yaml.safe_load_all(patch.get("patch", "")):
@@ -86,7 +86,7 @@ def webhook_configurations(module_dir: Path, base_url: str, ca_b64: str) -> list
     """The Mutating and Validating webhook configurations, pointed at base_url."""
     directory = module_dir / WEBHOOK_DIR
     selectors = namespace_selectors(directory / "kustomization.yaml")
-    docs = _load_all(directory / "manifests.yaml")
+    docs = load_all(directory / "manifests.yaml")
     seen: set[str] = set()
     for doc in docs:
         doc["metadata"]["name"] = NAME_PREFIX + doc["metadata"]["name"]
@@ -94,7 +94,7 @@ def webhook_configurations(module_dir: Path, base_url: str, ca_b64: str) -> list
             service = wh["clientConfig"].get("service") or {}
             if "path" not in service:
                 raise ManifestError(f"{directory}: webhook {wh['name']} has no service path")
-            wh["clientConfig"] = _url_config(base_url, service["path"], ca_b64)
+            wh["clientConfig"] = url_config(base_url, service["path"], ca_b64)
             if wh["name"] in selectors:
                 wh["namespaceSelector"] = copy.deepcopy(selectors[wh["name"]])
                 seen.add(wh["name"])
@@ -108,21 +108,21 @@ def crds(module_dir: Path, base_url: str, ca_b64: str) -> list[Obj]:
     """Kueue's CRDs (the kustomization's resources) with conversion webhooks pointed at
     base_url/convert for the CRDs whose webhook patch is enabled."""
     directory = module_dir / CRD_DIR
-    (kust,) = _load_all(directory / "kustomization.yaml")
+    (kust,) = load_all(directory / "kustomization.yaml")
     conversions: dict[str, Obj] = {}
     for patch in kust.get("patches") or []:
-        for doc in _load_all(directory / patch["path"]):
+        for doc in load_all(directory / patch["path"]):
             conversion = (doc.get("spec") or {}).get("conversion")
             if conversion:
                 conversions[doc["metadata"]["name"]] = conversion
     out = []
     for resource in kust.get("resources") or []:
-        for crd in _load_all(directory / resource):
+        for crd in load_all(directory / resource):
             conv = conversions.pop(crd["metadata"]["name"], None)
             if conv is not None:
                 conv = copy.deepcopy(conv)
                 path = conv["webhook"]["clientConfig"].get("service", {}).get("path", "/convert")
-                conv["webhook"]["clientConfig"] = _url_config(base_url, path, ca_b64)
+                conv["webhook"]["clientConfig"] = url_config(base_url, path, ca_b64)
                 crd["spec"]["conversion"] = conv
             out.append(crd)
     if conversions:
@@ -142,15 +142,6 @@ def _merge(base: Obj, extra: Mapping[str, Any]) -> Obj:
 # batch/job for one-pod-set workloads; JobSet for several pod sets (its CRD is installed,
 # its controller is not: Kueue's webhook, Workload and admission are all we need of it).
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
-JOBSET_CRD = Path("config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
-
-
-def jobset_crds(jobset_dir: Path) -> list[Obj]:
-    """The JobSet CRD from JobSet's module, as published (no conversion webhook)."""
-    path = jobset_dir / JOBSET_CRD
-    if not path.is_file():
-        raise ManifestError(f"{path}: JobSet CRD not found in the JobSet module")
-    return [d for d in _load_all(path) if d and d.get("kind") == "CustomResourceDefinition"]
 
 
 def kueue_config(

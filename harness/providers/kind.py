@@ -32,7 +32,7 @@ import yaml
 
 from harness import toolchain
 from harness.errors import HarnessError
-from harness.install import manifests
+from harness.install import jobset as jobset_install
 from harness.install.kueue import install_crds, wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
 from harness.providers import helm_values, kindconfig, nodeplan, prereqs
@@ -346,7 +346,7 @@ class KindCluster:
         chart = toolchain.kueue_module_dir() / "charts" / "kueue"
         # As on the embedded cluster: JobSet's CRD (no controller) so that workloads with
         # several pod sets go through Kueue's JobSet webhook and reconciler.
-        jobset = manifests.jobset_crds(toolchain.jobset_module_dir())
+        jobset = jobset_install.crds(toolchain.jobset_module_dir())
         if self.kubeconfig is None:
             raise ClusterError("kind cluster not created: no kubeconfig to install Kueue with")
         with contextlib.closing(Kube(self.kubeconfig)) as kube:

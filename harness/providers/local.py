@@ -30,6 +30,7 @@ import tenacity
 import yaml
 
 from harness import pki, toolchain
+from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube, KubeError
@@ -103,7 +104,7 @@ class LocalCluster:
         self._webhooks: list[dict[str, Any]] = []
         self._kube: Kube | None = None
         self._stopped = False
-        self._jobset_crds: list[dict[str, Any]] = []
+        self._jobset_dir: Path | None = None
         self._t0 = 0.0
 
     # -- public --------------------------------------------------------------------------
@@ -120,7 +121,7 @@ class LocalCluster:
             binaries = {name: toolchain.binary(name, self.pins) for name in names}
             kueue_dir = toolchain.kueue_module_dir(self.pins)
             kwok_dir = toolchain.kwok_module_dir(self.pins)
-            self._jobset_crds = manifests.jobset_crds(toolchain.jobset_module_dir(self.pins))
+            self._jobset_dir = toolchain.jobset_module_dir(self.pins)
             # A port picked as free can be taken by another process before our component
             # binds it (parallel clusters); start over on fresh ports, a bounded number of times.
             for attempt in tenacity.Retrying(
@@ -201,16 +202,22 @@ class LocalCluster:
         kube = self._kube = Kube(layout.kubeconfig)
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
         webhook_base = f"https://127.0.0.1:{ports.kueue_webhook}"
-        crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64) + self._jobset_crds
+        assert self._jobset_dir is not None
+        crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64)
+        crds += jobset_install.crds(self._jobset_dir)
         kueue_install.install_crds(kube, crds, timeout=self._left())
         self._mark("kueue CRDs")
         kueue = self._start_controllers(binaries, layout, ports)
         self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca.bundle_b64)
+        self._webhooks += jobset_install.webhook_configurations(
+            self._jobset_dir, f"https://127.0.0.1:{ports.jobset_webhook}", ca.bundle_b64
+        )
         kueue_install.install_webhooks(kube, self._webhooks)
         try:
             kueue_install.wait_webhook_mutates(kube, timeout=self._left())
-            if self._jobset_crds:
-                kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
+            probe = kueue_install.probe_jobset("default")
+            jobset_install.wait_webhook_defaults(kube, probe, timeout=self._left())
+            kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
         except KubeError as err:
             kueue.check()
             raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
@@ -284,6 +291,10 @@ class LocalCluster:
                 f"http://127.0.0.1:{ports.kwok}/healthz",
             ),
             (
+                self._spawn("jobset", binaries, localspec.jobset_args(layout)),
+                f"http://127.0.0.1:{ports.jobset_health}/readyz",
+            ),
+            (
                 self._spawn("kueue", binaries, localspec.kueue_args(layout)),
                 f"http://127.0.0.1:{ports.kueue_health}/readyz",
             ),
@@ -328,9 +339,10 @@ class LocalCluster:
         sa = pki.signing_key()
         (d / "sa.pub").write_bytes(sa.cert_pem)
         (d / "sa.key").write_bytes(sa.key_pem)
-        ca.issue("kueue-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
-            layout.kueue_certs, "tls"
-        )
+        for name, certs in (("kueue", layout.kueue_certs), ("jobset", layout.jobset_certs)):
+            ca.issue(f"{name}-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
+                certs, "tls"
+            )
         return ca
 
     def _write_configs(self, layout: localspec.Layout, ports: localspec.Ports, kwok: Path) -> None:
@@ -345,6 +357,13 @@ class LocalCluster:
         layout.kueue_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
         layout.kwok_config.parent.mkdir(parents=True, exist_ok=True)
         layout.kwok_config.write_text(stages_yaml(kwok))
+        jobset_cfg = jobset_install.config(
+            health_port=ports.jobset_health,
+            webhook_port=ports.jobset_webhook,
+            cert_dir=layout.jobset_certs,
+        )
+        layout.jobset_config.parent.mkdir(parents=True, exist_ok=True)
+        layout.jobset_config.write_text(yaml.safe_dump(jobset_cfg, sort_keys=False))
 
     def _spawn(
         self,

@@ -35,6 +35,8 @@ class Ports:
     kwok: int
     kueue_health: int
     kueue_webhook: int
+    jobset_health: int
+    jobset_webhook: int
 
     @classmethod
     def allocate(cls) -> Ports:
@@ -80,6 +82,14 @@ class Layout:
     @property
     def kueue_config(self) -> Path:
         return self.run_dir / "kueue" / "config.yaml"
+
+    @property
+    def jobset_certs(self) -> Path:
+        return self.run_dir / "jobset" / "webhook-certs"
+
+    @property
+    def jobset_config(self) -> Path:
+        return self.run_dir / "jobset" / "config.yaml"
 
     @property
     def kwok_config(self) -> Path:
@@ -198,6 +208,14 @@ def kwok_args(ports: Ports, layout: Layout) -> list[str]:
         "--cidr=10.0.0.0/24",
         "--node-lease-duration-seconds=40",
         f"--server-address=127.0.0.1:{ports.kwok}",
+    ]
+
+
+def jobset_args(layout: Layout) -> list[str]:
+    return [
+        f"--config={layout.jobset_config}",
+        f"--kubeconfig={layout.kubeconfig}",
+        "--zap-log-level=2",
     ]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.backends import BackendError, Observation, Unsupported
 from harness.errors import HarnessError
+from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.kube import Kube
 from harness.outcome import Outcome
@@ -67,6 +68,7 @@ class ClusterBackend:
         self.kube: Kube | None = None
         self.seq = 0
         self.jobsets = False
+        self.jobset_pods = False
         self.dirty = True  # a new local cluster holds nothing of ours; an existing one might
         root = os.environ.get("KTH_ARTIFACTS")
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
@@ -97,7 +99,11 @@ class ClusterBackend:
             self.dirty = self.name == "existing"
         self.running_gates = wanted
         self.jobsets = kueue_install.jobset_managed(self.kube)
-        how = "JobSets" if self.jobsets else "Workloads built directly (Kueue manages no JobSets)"
+        probe = kueue_install.probe_jobset("default")
+        self.jobset_pods = self.jobsets and jobset_install.webhook_defaults(self.kube, probe)[0]
+        how = "Workloads built directly (Kueue manages no JobSets)"
+        if self.jobsets:
+            how = "JobSets" + ("" if self.jobset_pods else " (no JobSet controller: no pods)")
         _say(f"workloads with several pod sets go as {how}")
         self.timings["cluster start"] = round(time.monotonic() - started, 1)
         return self.kube
@@ -161,7 +167,9 @@ class ClusterBackend:
             shaping.clear(kube, self.run_id, self.timeouts, shaping.reusable(scenario, names))
         self.dirty = True
         phases.mark("clear")
-        session = Session(kube, scenario, names, self.timeouts, jobsets=self.jobsets)
+        session = Session(
+            kube, scenario, names, self.timeouts, jobsets=self.jobsets, jobset_pods=self.jobset_pods
+        )
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
             phases.mark("shape")

@@ -362,6 +362,7 @@ def jobset(w: Workload, names: Names) -> Obj:
                     "name": ps.name,
                     "replicas": 1,
                     "template": {
+                        "metadata": {"labels": labels},  # child Jobs: cleared with the run
                         "spec": {
                             "parallelism": ps.count,
                             "completions": ps.count,
@@ -374,7 +375,7 @@ def jobset(w: Workload, names: Names) -> Obj:
                                 },
                                 "spec": _pod_spec(ps),
                             },
-                        }
+                        },
                     },
                 }
                 for ps in w.pod_sets

@@ -16,6 +16,8 @@ from harness.runner.waits import Timeouts, settle
 from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 class PlacementDisagreement(BackendError):
@@ -60,6 +62,8 @@ class Session:
     # Several pod sets go as a JobSet when Kueue manages JobSets here (the embedded cluster
     # installs the CRD), else as a Workload built directly.
     jobsets: bool = False
+    # A JobSet controller runs (kind installs only the CRD): JobSet pods exist to check.
+    jobset_pods: bool = False
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -175,15 +179,35 @@ class Session:
             assert wl is not None
             rename = {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
             placement = admission_placement(wl, rename)
-            if entry.as_job:
-                self._check_pods(entry, placement)
+            if entry.as_job or (entry.kind == "JobSet" and self.jobset_pods):
+                self._check_pods(entry, placement)  # a bare Workload has no pods
             out[name] = Outcome(admitted=True, placement=placement)
         return out
 
     def _check_pods(self, entry: Entry, placement: dict[str, dict[str, int]]) -> None:
+        """Wait until every pod of the Job (or of each replicated Job of the JobSet) is bound,
+        then compare where kube-scheduler put them with Kueue's assignment, per pod set."""
         w = entry.workload
-        (ps,) = w.pod_sets
-        sel = f"{JOB_NAME_LABEL}={w.name}"
+        lowest = self.scenario.topology.levels[-1]
+        by_node = {
+            n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
+            for n in self.nodes.values()
+        }
+        for ps in w.pod_sets:
+            if entry.as_job:
+                sel = f"{JOB_NAME_LABEL}={w.name}"
+            else:
+                sel = f"{JOBSET_NAME_LABEL}={w.name},{REPLICATED_JOB_LABEL}={ps.name}"
+            pods = self._bound_pods(sel, ps.count, f"{entry.kind} {self.names.namespace}/{w.name}")
+            on_nodes = pods_placement(pods, by_node)
+            assigned = placement.get(ps.name, {})
+            if on_nodes != assigned:
+                raise PlacementDisagreement(
+                    f"{entry.kind} {self.names.namespace}/{w.name} pod set {ps.name}: Kueue "
+                    f"assigned {assigned} but kube-scheduler bound the pods to {on_nodes}"
+                )
+
+    def _bound_pods(self, sel: str, count: int, owner: str) -> list[Obj]:
         pods: list[Obj] = []
 
         def probe() -> tuple[bool, str]:
@@ -194,27 +218,15 @@ class Session:
             ]
             n = bound(pods)
             gated = sum(1 for p in pods if (p.get("spec") or {}).get("schedulingGates"))
-            return n >= ps.count, f"{len(pods)} pods, {n} bound, {gated} still gated"
+            return n >= count, f"{len(pods)} pods, {n} bound, {gated} still gated"
 
         poll_until(
             probe,
-            what=f"the {ps.count} pods of Job {self.names.namespace}/{w.name} to "
-            f"be bound by kube-scheduler",
+            what=f"the {count} pods ({sel}) of {owner} to be bound by kube-scheduler",
             timeout=self.t.pods,
             interval=self.t.interval,
         )
-        lowest = self.scenario.topology.levels[-1]
-        by_node = {
-            n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
-            for n in self.nodes.values()
-        }
-        on_nodes = pods_placement(pods, by_node)
-        assigned = placement.get(ps.name, {})
-        if on_nodes != assigned:
-            raise PlacementDisagreement(
-                f"Job {self.names.namespace}/{w.name}: Kueue assigned {assigned} but "
-                f"kube-scheduler bound the pods to {on_nodes}"
-            )
+        return pods
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -278,6 +290,8 @@ class Session:
         self._wait_gone(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)
         if entry.as_job:
             self._delete_pods(f"{JOB_NAME_LABEL}={name}")
+        elif entry.kind == "JobSet":
+            self._delete_pods(f"{JOBSET_NAME_LABEL}={name}")
 
     def _wait_gone(self, api: str, kind: str, name: str, namespace: str | None) -> None:
         """Poll until the object is gone (harness.kube.wait_for cannot wait for absence)."""

@@ -14,9 +14,13 @@ from pathlib import Path
 from harness.toolchain import cache
 from harness.toolchain.gocmd import ToolchainError, go_binary, module_dir
 from harness.toolchain.pins import PINS, Pins
-from harness.toolchain.recipes import KUEUE_MODULE, KWOK_MODULE, Component, components
-
-JOBSET_MODULE = "sigs.k8s.io/jobset"
+from harness.toolchain.recipes import (
+    JOBSET_MODULE,
+    KUEUE_MODULE,
+    KWOK_MODULE,
+    Component,
+    components,
+)
 
 __all__ = [
     "PINS",

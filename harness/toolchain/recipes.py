@@ -3,6 +3,8 @@
 - Kueue and KWOK: `go install module/cmd/x@version`; their go.mod files carry no replaces.
 - etcd: the server main lives in go.etcd.io/etcd/server/v3, whose go.mod has relative
   replaces, so `go install` refuses it; a generated wrapper module requires it instead.
+- JobSet: the same wrapper (`go install sigs.k8s.io/jobset@v0.12.0` asks the proxy for the
+  module's version list, which it refuses here).
 - kube-apiserver, -controller-manager, -scheduler: k8s.io/kubernetes requires every staging
   module at v0.0.0 with `=> ./staging/...` replaces. A generated module pins each staging
   module to the matching v0.X.Y; the list is derived from the real go.mod at build time.
@@ -25,6 +27,7 @@ K8S_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 KUEUE_MODULE = "sigs.k8s.io/kueue"
 KWOK_MODULE = "sigs.k8s.io/kwok"
+JOBSET_MODULE = "sigs.k8s.io/jobset"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 BuildFn = Callable[["Component", Path, Path], None]
@@ -153,24 +156,31 @@ def _build_k8s(pins: Pins) -> BuildFn:
     return build
 
 
-def _build_etcd(comp: Component, out: Path, log: Path) -> None:
-    gomod = Path(module_info(ETCD_MODULE, comp.version, "etcd")["GoMod"])
-    with tempfile.TemporaryDirectory(prefix="kth-etcd-src-") as tmp:
-        src = Path(tmp)
-        _new_module(src, "kth-etcd-tools", _go_directive(gomod))
-        run_go(
-            ["mod", "edit", f"-require={ETCD_MODULE}@{comp.version}", f"-tool={ETCD_MODULE}"],
-            label="generating etcd go.mod",
-            cwd=src,
-            log=log,
-        )
-        run_go(["mod", "tidy"], label="resolving etcd modules", cwd=src, log=log)
-        run_go(
-            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), ETCD_MODULE],
-            label="building etcd",
-            cwd=src,
-            log=log,
-        )
+def _wrapped(module: str, package: str, binary: str) -> BuildFn:
+    """Build `package` inside a generated main module that requires `module`: for modules
+    whose `go install module@version` the proxy here refuses (etcd's layout; JobSet's
+    deprecation lookup answers 403)."""
+
+    def build(comp: Component, out: Path, log: Path) -> None:
+        gomod = Path(module_info(module, comp.version, binary)["GoMod"])
+        with tempfile.TemporaryDirectory(prefix=f"kth-{binary}-src-") as tmp:
+            src = Path(tmp)
+            _new_module(src, f"kth-{binary}-tools", _go_directive(gomod))
+            run_go(
+                ["mod", "edit", f"-require={module}@{comp.version}", f"-tool={package}"],
+                label=f"generating {binary} go.mod",
+                cwd=src,
+                log=log,
+            )
+            run_go(["mod", "tidy"], label=f"resolving {binary} modules", cwd=src, log=log)
+            run_go(
+                ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / binary), package],
+                label=f"building {binary}",
+                cwd=src,
+                log=log,
+            )
+
+    return build
 
 
 def _go_install(module: str, cmd: str, ldflags: str) -> BuildFn:
@@ -194,7 +204,7 @@ def components(pins: Pins) -> dict[str, Component]:
             "etcd",
             pins.etcd,
             "KTH_ETCD",
-            _build_etcd,
+            _wrapped(ETCD_MODULE, ETCD_MODULE, "etcd"),
             {"module": ETCD_MODULE, "wrapper": "tool", "ldflags": "-s -w"},
         ),
         *(
@@ -220,6 +230,13 @@ def components(pins: Pins) -> dict[str, Component]:
             "KTH_KUEUE",
             _go_install(KUEUE_MODULE, "kueue", kueue_ld),
             {"module": KUEUE_MODULE, "ldflags": kueue_ld},
+        ),
+        Component(
+            "jobset",
+            pins.jobset,
+            "KTH_JOBSET",
+            _wrapped(JOBSET_MODULE, JOBSET_MODULE, "jobset"),
+            {"module": JOBSET_MODULE, "wrapper": "tool", "ldflags": "-s -w"},
         ),
     ]
     return {c.name: c for c in table}
