@@ -187,7 +187,13 @@ def test_kueue_values_let_a_gate_be_turned_off(kueue_chart: Path) -> None:
     assert gates == [{"name": "TopologyAwareScheduling", "enabled": False}]
 
 
-def _helm_template(chart: Path, values: dict[str, Any], tmp_path: Path) -> list[dict[str, Any]]:
+def _helm_template(
+    chart: Path,
+    values: dict[str, Any],
+    tmp_path: Path,
+    release: str = "kueue",
+    namespace: str = "kueue-system",
+) -> list[dict[str, Any]]:
     helm = tool_path("helm")
     if helm is None:
         pytest.skip("helm is not built: run `make tools` (or python -m harness.providers.tools)")
@@ -197,10 +203,10 @@ def _helm_template(chart: Path, values: dict[str, Any], tmp_path: Path) -> list[
         [
             str(helm),
             "template",
-            "kueue",
+            release,
             str(chart),
             "--namespace",
-            "kueue-system",
+            namespace,
             "-f",
             str(path),
         ],
@@ -280,3 +286,18 @@ def test_kind_rejects_a_misspelt_config(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump(cfg))
     output = _kind_create(config, tmp_path)
     assert "unable to decode config" in output and "labelz" in output
+
+
+def test_helm_renders_jobset_released_image_on_the_control_plane(tmp_path: Path) -> None:
+    """JobSet's chart defaults to a staging `main` image; kind gets the pinned release."""
+    chart = toolchain.jobset_module_dir() / "charts" / "jobset"
+    values = helm_values.jobset_values(version=toolchain.PINS.jobset)
+    docs = _helm_template(chart, values, tmp_path, "jobset", "jobset-system")
+    (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deploy["spec"]["template"]["spec"]
+    (manager,) = pod["containers"]
+    assert manager["image"] == "registry.k8s.io/jobset/jobset:v0.12.0"
+    assert pod["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert deploy["spec"]["replicas"] == 1
+    kinds = {d["kind"] for d in docs}
+    assert {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= kinds

@@ -22,6 +22,9 @@ Obj = dict[str, Any]
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"
 KUEUE_RELEASE = "kueue"
 KUEUE_NAMESPACE = "kueue-system"
+JOBSET_IMAGE = "registry.k8s.io/jobset/jobset"
+JOBSET_RELEASE = "jobset"
+JOBSET_NAMESPACE = "jobset-system"
 FAKE_GPU_CHART = "oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator"
 FAKE_GPU_VERSION = "0.2.0"
 FAKE_GPU_NAMESPACE = "gpu-operator"
@@ -78,6 +81,15 @@ def kueue_values(
             **CONTROL_PLANE_ONLY,
         },
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
+    }
+
+
+def jobset_values(*, version: str) -> Obj:
+    """Values for `helm install jobset <chart_dir>` (JobSet's chart from its Go module): the
+    released image instead of the chart's staging `main`, one replica on the control plane."""
+    return {
+        "image": {"repository": JOBSET_IMAGE, "tag": version, "pullPolicy": "IfNotPresent"},
+        "controller": {"replicas": 1, **CONTROL_PLANE_ONLY},
     }
 
 

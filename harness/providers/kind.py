@@ -17,7 +17,6 @@ scenario's nodes on the real workers when they can show it (nodeplan.py).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -32,8 +31,7 @@ import yaml
 
 from harness import toolchain
 from harness.errors import HarnessError
-from harness.install import jobset as jobset_install
-from harness.install.kueue import install_crds, wait_webhook_mutates
+from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
 from harness.providers import helm_values, kindconfig, nodeplan, prereqs
 from harness.providers.base import ClusterError, ClusterHandle
@@ -344,13 +342,7 @@ class KindCluster:
         """`helm upgrade --install` Kueue's chart from its Go module with our values; with
         `wait`, until its Deployment is available."""
         chart = toolchain.kueue_module_dir() / "charts" / "kueue"
-        # As on the embedded cluster: JobSet's CRD (no controller) so that workloads with
-        # several pod sets go through Kueue's JobSet webhook and reconciler.
-        jobset = jobset_install.crds(toolchain.jobset_module_dir())
-        if self.kubeconfig is None:
-            raise ClusterError("kind cluster not created: no kubeconfig to install Kueue with")
-        with contextlib.closing(Kube(self.kubeconfig)) as kube:
-            install_crds(kube, jobset)
+        self.install_jobset(wait=wait)
         values = helm_values.kueue_values(
             chart, version=toolchain.PINS.kueue, feature_gates=self.gates
         )
@@ -360,6 +352,18 @@ class KindCluster:
         if wait:
             argv += ["--wait", "--timeout", "10m"]
         self._helm(argv, "helm install kueue")
+
+    def install_jobset(self, *, wait: bool = True) -> None:
+        """JobSet v0.12.0 (the version Kueue v0.19.2 is built against) from its chart, as on
+        the embedded cluster: workloads with several pod sets are JobSets with real pods."""
+        chart = toolchain.jobset_module_dir() / "charts" / "jobset"
+        values = helm_values.jobset_values(version=toolchain.PINS.jobset)
+        path = self._write("jobset-values.yaml", values)
+        argv = ["upgrade", "--install", helm_values.JOBSET_RELEASE, str(chart), "--namespace",
+                helm_values.JOBSET_NAMESPACE, "--create-namespace", "-f", str(path)]  # fmt: skip
+        if wait:
+            argv += ["--wait", "--timeout", "10m"]
+        self._helm(argv, "helm install jobset")
 
     # -- helpers ---------------------------------------------------------------------------
 
