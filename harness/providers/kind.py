@@ -339,31 +339,34 @@ class KindCluster:
             poll_until(probe, what=f"node {name} to advertise {want} GPUs", timeout=300)
 
     def install_kueue(self, *, wait: bool = True) -> None:
-        """`helm upgrade --install` Kueue's chart from its Go module with our values; with
-        `wait`, until its Deployment is available."""
-        chart = toolchain.kueue_module_dir() / "charts" / "kueue"
+        """`helm upgrade --install` Kueue's chart from its Go module with our values (JobSet's
+        first); with `wait`, until its Deployment is available."""
         self.install_jobset(wait=wait)
+        chart = toolchain.kueue_module_dir() / "charts" / "kueue"
         values = helm_values.kueue_values(
             chart, version=toolchain.PINS.kueue, feature_gates=self.gates
         )
-        path = self._write("kueue-values.yaml", values)
-        argv = ["upgrade", "--install", helm_values.KUEUE_RELEASE, str(chart), "--namespace",
-                helm_values.KUEUE_NAMESPACE, "--create-namespace", "-f", str(path)]  # fmt: skip
-        if wait:
-            argv += ["--wait", "--timeout", "10m"]
-        self._helm(argv, "helm install kueue")
+        self._helm_install(
+            helm_values.KUEUE_RELEASE, chart, helm_values.KUEUE_NAMESPACE, values, wait
+        )
 
     def install_jobset(self, *, wait: bool = True) -> None:
         """JobSet v0.12.0 (the version Kueue v0.19.2 is built against) from its chart, as on
         the embedded cluster: workloads with several pod sets are JobSets with real pods."""
         chart = toolchain.jobset_module_dir() / "charts" / "jobset"
         values = helm_values.jobset_values(version=toolchain.PINS.jobset)
-        path = self._write("jobset-values.yaml", values)
-        argv = ["upgrade", "--install", helm_values.JOBSET_RELEASE, str(chart), "--namespace",
-                helm_values.JOBSET_NAMESPACE, "--create-namespace", "-f", str(path)]  # fmt: skip
+        release, namespace = helm_values.JOBSET_RELEASE, helm_values.JOBSET_NAMESPACE
+        self._helm_install(release, chart, namespace, values, wait)
+
+    def _helm_install(
+        self, release: str, chart: Path, namespace: str, values: Any, wait: bool
+    ) -> None:
+        path = self._write(f"{release}-values.yaml", values)
+        argv = ["upgrade", "--install", release, str(chart), "--namespace", namespace,
+                "--create-namespace", "-f", str(path)]  # fmt: skip
         if wait:
             argv += ["--wait", "--timeout", "10m"]
-        self._helm(argv, "helm install jobset")
+        self._helm(argv, f"helm install {release}")
 
     # -- helpers ---------------------------------------------------------------------------
 
