@@ -13,26 +13,16 @@ import json
 import statistics
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from big import big_scenario  # noqa: E402  (bench/ is on sys.path)
+
 from harness.loader import load_scenario  # noqa: E402
 from harness.providers.local import LocalCluster  # noqa: E402
 from harness.runner.backend import ClusterBackend  # noqa: E402
-from harness.scenario import (  # noqa: E402
-    HOSTNAME,
-    Flavor,
-    Node,
-    PodSet,
-    Queue,
-    Scenario,
-    Topology,
-    TopologyRequest,
-    Workload,
-)
 from harness.toolchain import cache  # noqa: E402
 
 
@@ -70,32 +60,6 @@ def _gate_key(path: Path) -> tuple[bool, list[tuple[str, bool]]]:
     return bool(gates), sorted(gates.items())
 
 
-def big_scenario(nodes: int = 1000) -> Scenario:
-    levels = ("bench.io/block", "bench.io/rack", HOSTNAME)
-    node_list = tuple(
-        Node(
-            name=f"big-{i:04d}",
-            labels={levels[0]: f"b{i // 100}", levels[1]: f"r{i // 10}", HOSTNAME: f"big-{i:04d}"},
-            allocatable={"nvidia.com/gpu": Fraction(8), "cpu": Fraction(64), "pods": Fraction(110)},
-        )
-        for i in range(nodes)
-    )
-    pod_set = PodSet(
-        name="main",
-        count=256,
-        requests={"nvidia.com/gpu": Fraction(1)},
-        topology=TopologyRequest(mode="required", level=levels[0]),
-    )
-    return Scenario(
-        name="bench-1000-nodes",
-        topology=Topology("bench", levels),
-        flavor=Flavor("bench"),
-        queue=Queue(),
-        nodes=node_list,
-        workloads=(Workload(name="train", pod_sets=(pod_set,)),),
-    )
-
-
 def report(label: str, times: list[float]) -> None:
     if not times:
         return
@@ -130,7 +94,7 @@ def main() -> None:
         print(f"suite wall time including cluster start: {time.perf_counter() - suite_start:.1f} s")
         if args.big:
             started = time.perf_counter()
-            backend.run(big_scenario())
+            backend.run(big_scenario(1000, busy=False))
             print(f"1,000-node GPU scenario settled in {time.perf_counter() - started:.1f} s")
         provider = backend.provider
         if isinstance(provider, LocalCluster):

@@ -8,59 +8,14 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from big import LEVELS, big_scenario
+
 from harness.fit import fit
 from harness.loader import load_scenario
-from harness.scenario import (
-    HOSTNAME,
-    Flavor,
-    Node,
-    PodSet,
-    Queue,
-    Scenario,
-    Topology,
-    TopologyRequest,
-    Usage,
-    Workload,
-)
-
-LEVELS = ("bench.io/zone", "bench.io/block", "bench.io/rack", HOSTNAME)
-
-
-def big_scenario(nodes: int, mode: str, level: str | None) -> Scenario:
-    """4 levels, 8 GPUs a node, every other node half busy."""
-    node_list, usage = [], []
-    for i in range(nodes):
-        name = f"node-{i:05d}"
-        labels = {
-            LEVELS[0]: f"z{i // 1000}",
-            LEVELS[1]: f"b{i // 100}",
-            LEVELS[2]: f"r{i // 10}",
-            HOSTNAME: name,
-        }
-        alloc = {"nvidia.com/gpu": Fraction(8), "cpu": Fraction(64), "pods": Fraction(110)}
-        node_list.append(Node(name=name, labels=labels, allocatable=alloc))
-        if i % 2:
-            usage.append(Usage(node=name, requests={"nvidia.com/gpu": Fraction(4)}))
-    pod_set = PodSet(
-        name="main",
-        count=256,
-        requests={"nvidia.com/gpu": Fraction(1)},
-        topology=TopologyRequest(mode=mode, level=level),
-    )
-    return Scenario(
-        name="bench",
-        topology=Topology("bench", LEVELS),
-        flavor=Flavor("bench"),
-        queue=Queue(),
-        nodes=tuple(node_list),
-        usage=tuple(usage),
-        workloads=(Workload(name="train", pod_sets=(pod_set,)),),
-    )
 
 
 def timed(func, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]

@@ -339,31 +339,31 @@ class LocalCluster:
         sa = pki.signing_key()
         (d / "sa.pub").write_bytes(sa.cert_pem)
         (d / "sa.key").write_bytes(sa.key_pem)
-        for name, certs in (("kueue", layout.kueue_certs), ("jobset", layout.jobset_certs)):
+        for name in ("kueue", "jobset"):
             ca.issue(f"{name}-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
-                certs, "tls"
+                layout.webhook_certs(name), "tls"
             )
         return ca
 
     def _write_configs(self, layout: localspec.Layout, ports: localspec.Ports, kwok: Path) -> None:
-        cfg = manifests.kueue_config(
+        kueue = manifests.kueue_config(
             health_port=ports.kueue_health,
             webhook_port=ports.kueue_webhook,
-            cert_dir=layout.kueue_certs,
+            cert_dir=layout.webhook_certs("kueue"),
             feature_gates=self.feature_gates,
             overrides=self.kueue_overrides,
         )
-        layout.kueue_config.parent.mkdir(parents=True, exist_ok=True)
-        layout.kueue_config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        layout.kwok_config.parent.mkdir(parents=True, exist_ok=True)
-        layout.kwok_config.write_text(stages_yaml(kwok))
-        jobset_cfg = jobset_install.config(
+        jobset = jobset_install.config(
             health_port=ports.jobset_health,
             webhook_port=ports.jobset_webhook,
-            cert_dir=layout.jobset_certs,
+            cert_dir=layout.webhook_certs("jobset"),
         )
-        layout.jobset_config.parent.mkdir(parents=True, exist_ok=True)
-        layout.jobset_config.write_text(yaml.safe_dump(jobset_cfg, sort_keys=False))
+        for name, cfg in (("kueue", kueue), ("jobset", jobset)):
+            path = layout.config_file(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        layout.kwok_config.parent.mkdir(parents=True, exist_ok=True)
+        layout.kwok_config.write_text(stages_yaml(kwok))
 
     def _spawn(
         self,

@@ -75,21 +75,13 @@ class Layout:
     def logs(self) -> Path:
         return self.run_dir / "logs"
 
-    @property
-    def kueue_certs(self) -> Path:
-        return self.run_dir / "kueue" / "webhook-certs"
+    def webhook_certs(self, controller: str) -> Path:
+        """Serving certificate directory of a webhook-serving controller (kueue, jobset)."""
+        return self.run_dir / controller / "webhook-certs"
 
-    @property
-    def kueue_config(self) -> Path:
-        return self.run_dir / "kueue" / "config.yaml"
-
-    @property
-    def jobset_certs(self) -> Path:
-        return self.run_dir / "jobset" / "webhook-certs"
-
-    @property
-    def jobset_config(self) -> Path:
-        return self.run_dir / "jobset" / "config.yaml"
+    def config_file(self, controller: str) -> Path:
+        """Configuration file of a controller that takes --config (kueue, jobset)."""
+        return self.run_dir / controller / "config.yaml"
 
     @property
     def kwok_config(self) -> Path:
@@ -213,7 +205,7 @@ def kwok_args(ports: Ports, layout: Layout) -> list[str]:
 
 def jobset_args(layout: Layout) -> list[str]:
     return [
-        f"--config={layout.jobset_config}",
+        f"--config={layout.config_file('jobset')}",
         f"--kubeconfig={layout.kubeconfig}",
         "--zap-log-level=2",
     ]
@@ -221,7 +213,7 @@ def jobset_args(layout: Layout) -> list[str]:
 
 def kueue_args(layout: Layout) -> list[str]:
     return [
-        f"--config={layout.kueue_config}",
+        f"--config={layout.config_file('kueue')}",
         f"--kubeconfig={layout.kubeconfig}",
         "--zap-log-level=2",
     ]

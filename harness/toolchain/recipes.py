@@ -196,17 +196,23 @@ def _go_install(module: str, cmd: str, ldflags: str) -> BuildFn:
     return build
 
 
+def _wrapped_component(name: str, version: str, module: str) -> Component:
+    """A binary built by `_wrapped` from the main package at `module`'s root; the
+    fingerprint names the wrapper so a change of recipe rebuilds the cache."""
+    return Component(
+        name,
+        version,
+        "KTH_" + name.upper(),
+        _wrapped(module, module, name),
+        {"module": module, "wrapper": "tool", "ldflags": "-s -w"},
+    )
+
+
 def components(pins: Pins) -> dict[str, Component]:
     """Every binary the embedded cluster runs, keyed by name."""
     kueue_ld = f"-s -w -X {KUEUE_MODULE}/pkg/version.GitVersion={pins.kueue}"
     table = [
-        Component(
-            "etcd",
-            pins.etcd,
-            "KTH_ETCD",
-            _wrapped(ETCD_MODULE, ETCD_MODULE, "etcd"),
-            {"module": ETCD_MODULE, "wrapper": "tool", "ldflags": "-s -w"},
-        ),
+        _wrapped_component("etcd", pins.etcd, ETCD_MODULE),
         *(
             Component(
                 c,
@@ -231,12 +237,6 @@ def components(pins: Pins) -> dict[str, Component]:
             _go_install(KUEUE_MODULE, "kueue", kueue_ld),
             {"module": KUEUE_MODULE, "ldflags": kueue_ld},
         ),
-        Component(
-            "jobset",
-            pins.jobset,
-            "KTH_JOBSET",
-            _wrapped(JOBSET_MODULE, JOBSET_MODULE, "jobset"),
-            {"module": JOBSET_MODULE, "wrapper": "tool", "ldflags": "-s -w"},
-        ),
+        _wrapped_component("jobset", pins.jobset, JOBSET_MODULE),
     ]
     return {c.name: c for c in table}
