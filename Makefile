@@ -22,7 +22,7 @@ venv: $(VENV)/.installed
 ## binaries: build (or reuse) the pinned upstream binaries and the in-process Kueue, with progress
 binaries: venv
 	$(PY) -m harness.toolchain build
-	$(PY) -c "from harness.sim_backend import build_sim; print(build_sim())"
+	$(PY) -m harness.sim.build
 
 ## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
 ## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals)
@@ -59,11 +59,11 @@ lint: venv
 	$(VENV)/bin/ruff check harness tests bench
 	$(VENV)/bin/ruff format --check harness tests bench
 	$(VENV)/bin/lint-imports
-	@if AL=$$($(PY) -m harness.providers.tools which actionlint); then $$AL; else echo "actionlint not built (make tools TOOLS=actionlint): skipped"; fi
+	@if AL=$$($(PY) -m harness.toolchain.tools which actionlint); then $$AL; else echo "actionlint not built (make tools TOOLS=actionlint): skipped"; fi
 
 ## tools: build kind, helm, kubectl and actionlint from their Go modules into ~/.cache/kueue-tas-harness
 tools: venv
-	$(PY) -m harness.providers.tools build $(TOOLS)
+	$(PY) -m harness.toolchain.tools build $(TOOLS)
 
 fmt: venv
 	$(VENV)/bin/ruff format harness tests bench

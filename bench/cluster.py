@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from big import big_scenario  # noqa: E402  (bench/ is on sys.path)
 
 from harness.loader import load_scenario  # noqa: E402
-from harness.providers.local import LocalCluster  # noqa: E402
+from harness.providers.local.cluster import LocalCluster  # noqa: E402
 from harness.runner.backend import ClusterBackend  # noqa: E402
 from harness.toolchain import cache  # noqa: E402
 

@@ -17,7 +17,9 @@ from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
 from harness.loader import scenario_from_data
-from harness.sim_backend import SimProcess, build_sim, scenario_to_dict
+from harness.sim.build import build_sim
+from harness.sim.contract import scenario_to_dict
+from harness.sim.process import SimProcess
 
 
 def rate(count: int, seconds: float) -> str:

@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--kueue-version {version}: the harness supports {', '.join(MODELLED_KUEUE_VERSIONS)}"
         )
     if config.getoption("--cluster") == "kind":
-        from harness.providers import prereqs
+        from harness.providers.kind import prereqs
 
         found = prereqs.check()
         if found.problems:

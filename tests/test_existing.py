@@ -17,14 +17,17 @@ import yaml
 from harness import pki, toolchain
 from harness.kube import RUN_LABEL, Kube, absent, poll_until
 from harness.loader import load_scenario
-from harness.providers import health, localspec, prereqs, tools
+from harness.providers import health
 from harness.providers.base import ClusterError
-from harness.providers.existing import ExistingCluster, KueueMissing, pinned_kubeconfig
-from harness.providers.kind import KindCluster
+from harness.providers.existing.cluster import ExistingCluster, KueueMissing, pinned_kubeconfig
+from harness.providers.kind import prereqs
+from harness.providers.kind.cluster import KindCluster
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.kwokrun import free_port
-from harness.providers.local import LocalCluster
+from harness.providers.local import spec as localspec
+from harness.providers.local.cluster import LocalCluster
 from harness.providers.process import Process
+from harness.toolchain import tools
 
 REPO = Path(__file__).resolve().parents[1]
 TAS_OFF = (

@@ -12,8 +12,8 @@ import pytest
 from harness.fit import fit
 from harness.kube import RUN_LABEL, Kube
 from harness.loader import load_scenario
-from harness.providers.existing import ExistingCluster
-from harness.providers.local import LocalCluster
+from harness.providers.existing.cluster import ExistingCluster
+from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
 from harness.verdict import against_expectations, against_prediction
 

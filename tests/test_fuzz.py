@@ -17,7 +17,7 @@ from harness.fuzz.campaign import dump_scenario, run_campaign
 from harness.fuzz.generator import generate
 from harness.fuzz.shrink import shrink
 from harness.loader import load_scenario, scenario_from_data
-from harness.sim_backend import scenario_to_dict
+from harness.sim.contract import scenario_to_dict
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,15 +15,16 @@ import pytest
 import yaml
 
 from harness import toolchain
-from harness.providers import helm_values, kindconfig, prereqs
-from harness.providers.shape import (
+from harness.providers.kind import config as kindconfig
+from harness.providers.kind import helm_values, prereqs
+from harness.providers.kind.shape import (
     POOL_LABEL,
     REPO_CLUSTERS,
     ShapeError,
     load_shape,
     parse_shape,
 )
-from harness.providers.tools import tool_path
+from harness.toolchain.tools import tool_path
 
 SHAPES = sorted(REPO_CLUSTERS.glob("*.yaml"))
 
@@ -196,7 +197,7 @@ def _helm_template(
 ) -> list[dict[str, Any]]:
     helm = tool_path("helm")
     if helm is None:
-        pytest.skip("helm is not built: run `make tools` (or python -m harness.providers.tools)")
+        pytest.skip("helm is not built: run `make tools` (or python -m harness.toolchain.tools)")
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(values))
     out = subprocess.run(

@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 
 from harness.loader import load_scenario
-from harness.providers import nodeplan
-from harness.providers.kindconfig import WORKER_LABEL
-from harness.providers.shape import POOL_LABEL
+from harness.providers.kind import nodeplan
+from harness.providers.kind.config import WORKER_LABEL
+from harness.providers.kind.shape import POOL_LABEL
 from harness.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,11 +17,12 @@ import yaml
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, wait_for
 from harness.loader import load_scenario
-from harness.providers import kindconfig, prereqs
-from harness.providers.kind import KindCluster, parse_gates
+from harness.providers.kind import config as kindconfig
+from harness.providers.kind import prereqs
+from harness.providers.kind.cluster import KindCluster, parse_gates
+from harness.providers.kind.shape import POOL_LABEL
 from harness.providers.kwok import fake_node, wait_nodes_ready
-from harness.providers.local import LocalCluster
-from harness.providers.shape import POOL_LABEL
+from harness.providers.local.cluster import LocalCluster
 from harness.scenario import Scenario
 
 SHAPE = "gpu-2blocks-4racks"

@@ -29,9 +29,10 @@ from harness.kube import (
     wait_for,
     workloads,
 )
-from harness.providers import ComponentCrashed, create_provider, localspec
+from harness.providers import ComponentCrashed, create_provider
 from harness.providers.kwok import fake_node, wait_nodes_ready
-from harness.providers.local import LocalCluster
+from harness.providers.local import spec as localspec
+from harness.providers.local.cluster import LocalCluster
 from harness.toolchain.cache import cache_root
 
 pytestmark = pytest.mark.cluster

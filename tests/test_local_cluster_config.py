@@ -13,7 +13,8 @@ import yaml
 
 from harness import toolchain
 from harness.install import jobset, manifests
-from harness.providers import kwok, localspec
+from harness.providers import kwok
+from harness.providers.local import spec as localspec
 
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go module cache")
 BASE = "https://127.0.0.1:40123"

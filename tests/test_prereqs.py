@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.providers import prereqs
-from harness.providers.kind import KindCluster
-from harness.providers.prereqs import PrerequisitesMissing, parse_version
+from harness.providers.kind import prereqs
+from harness.providers.kind.cluster import KindCluster
+from harness.providers.kind.prereqs import PrerequisitesMissing, parse_version
 
 
 @pytest.fixture

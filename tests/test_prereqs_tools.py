@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.providers import tools
-from harness.toolchain import ToolchainError
+from harness.toolchain import ToolchainError, tools
 
 
 @pytest.fixture

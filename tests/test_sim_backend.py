@@ -16,14 +16,10 @@ from typing import Any
 import pytest
 
 from harness.loader import scenario_from_data
-from harness.sim_backend import (
-    SimBackend,
-    SimProcess,
-    build_sim,
-    quantity,
-    run_sim,
-    scenario_to_dict,
-)
+from harness.sim.build import build_sim
+from harness.sim.contract import quantity, scenario_to_dict
+from harness.sim.process import SimProcess, run_sim
+from harness.sim_backend import SimBackend
 from harness.toolchain.gocmd import ToolchainError
 
 HOST = "kubernetes.io/hostname"
@@ -401,7 +397,7 @@ def test_old_sim_builds_are_pruned_to_the_newest_few(
 ) -> None:
     import os
 
-    from harness.sim_backend import prune_old_sims
+    from harness.sim.build import prune_old_sims
 
     monkeypatch.setenv("KTH_CACHE", str(tmp_path))
     builds = []

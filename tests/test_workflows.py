@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.providers import tools
-from harness.toolchain import ToolchainError
+from harness.toolchain import ToolchainError, tools
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))

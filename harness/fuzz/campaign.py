@@ -26,7 +26,7 @@ from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker, Verdict, make_observer
 from harness.fuzz.shrink import shrink
 from harness.loader import scenario_from_data
-from harness.sim_backend import build_sim
+from harness.sim.build import build_sim
 
 Data = dict[str, Any]
 T = TypeVar("T")

@@ -21,7 +21,8 @@ from harness.fit import fit
 from harness.loader import scenario_from_data
 from harness.outcome import Outcome, outcomes_to_json
 from harness.scenario import Scenario
-from harness.sim_backend import SimProcess, scenario_to_dict
+from harness.sim.contract import scenario_to_dict
+from harness.sim.process import SimProcess
 from harness.verdict import against_prediction
 
 Data = dict[str, Any]

@@ -57,9 +57,9 @@ class Provider(Protocol):
 
 
 PROVIDERS: dict[str, str] = {
-    "local": "harness.providers.local:LocalCluster",
-    "kind": "harness.providers.kind:KindCluster",
-    "existing": "harness.providers.existing:ExistingCluster",
+    "local": "harness.providers.local.cluster:LocalCluster",
+    "kind": "harness.providers.kind.cluster:KindCluster",
+    "existing": "harness.providers.existing.cluster:ExistingCluster",
 }
 """Provider name -> "module:Class"; imported on lookup so unused providers cost nothing."""
 

@@ -15,8 +15,8 @@ import yaml
 
 from harness.errors import HarnessError
 from harness.install.manifests import FRAMEWORKS
-from harness.providers.kindconfig import CONTROL_PLANE_LABEL
-from harness.providers.shape import POOL_LABEL, ClusterShape
+from harness.providers.kind.config import CONTROL_PLANE_LABEL
+from harness.providers.kind.shape import POOL_LABEL, ClusterShape
 
 Obj = dict[str, Any]
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"

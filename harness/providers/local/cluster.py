@@ -34,9 +34,11 @@ from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube, KubeError
-from harness.providers import detached, health, lifecycle, localspec
+from harness.providers import health
 from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
 from harness.providers.kwok import stages_yaml
+from harness.providers.local import detached, lifecycle
+from harness.providers.local import spec as localspec
 from harness.providers.process import Process, tail
 
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in Kueue's main.go
@@ -406,9 +408,3 @@ class LocalCluster:
             kueue_install.remove_webhooks(self._kube, self._webhooks)
         except Exception as err:  # best effort: the processes are stopped regardless
             _say(f"could not delete webhook configurations: {err}")
-
-
-if __name__ == "__main__":
-    from harness.providers.local_cli import main
-
-    sys.exit(main())

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.providers.kindconfig import gpu_status_patch, label_patch
+from harness.providers.kind.config import gpu_status_patch, label_patch
 from harness.scenario import HOSTNAME, Node, Scenario
 
 Obj = dict[str, Any]

@@ -33,11 +33,12 @@ from harness import toolchain
 from harness.errors import HarnessError
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
-from harness.providers import helm_values, kindconfig, nodeplan, prereqs
 from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.kind import config as kindconfig
+from harness.providers.kind import helm_values, nodeplan, prereqs
+from harness.providers.kind.shape import DEFAULT_SHAPE, POOL_LABEL, ClusterShape, load_shape
 from harness.providers.kwokrun import KwokController
 from harness.providers.process import tail
-from harness.providers.shape import DEFAULT_SHAPE, POOL_LABEL, ClusterShape, load_shape
 from harness.scenario import Scenario
 
 DEFAULT_NAME = "kth"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.providers.shape import POOL_LABEL, ClusterShape, Worker
+from harness.providers.kind.shape import POOL_LABEL, ClusterShape, Worker
 
 KIND_API = "kind.x-k8s.io/v1alpha4"
 NODE_IMAGE = (

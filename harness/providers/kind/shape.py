@@ -1,7 +1,7 @@
 """Cluster shapes (clusters/*.yaml): which workers a kind cluster has, their labels and GPUs.
 
 A shape is data a user edits without reading Python; kind-specific rendering lives in
-kindconfig.py and helm_values.py. GPU counts belong to pools (as in fake-gpu-operator's
+config.py and helm_values.py. GPU counts belong to pools (as in fake-gpu-operator's
 `topology.nodePools`), so the status-patch and the operator paths give the same numbers.
 """
 
@@ -17,7 +17,7 @@ import yaml
 from harness.errors import HarnessError
 from harness.loader import KeyPath
 
-REPO_CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
+REPO_CLUSTERS = Path(__file__).resolve().parents[3] / "clusters"
 DEFAULT_SHAPE = "gpu-2blocks-4racks"
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's topology.nodePoolLabelKey

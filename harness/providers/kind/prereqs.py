@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.providers.base import ClusterError
-from harness.providers.tools import TOOLS, candidates
+from harness.toolchain.tools import TOOLS, candidates
 
 Version = tuple[int, int, int]
 MIN_VERSIONS: dict[str, Version] = {

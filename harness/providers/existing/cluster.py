@@ -31,8 +31,8 @@ from harness.kube import (
     wait_for,
 )
 from harness.kube.errors import KubeError
-from harness.providers import kueuecheck
 from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.existing import kueuecheck
 from harness.providers.kwok import fake_node
 from harness.providers.kwokrun import KwokController
 from harness.providers.process import tail

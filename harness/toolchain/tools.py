@@ -1,6 +1,6 @@
 """CLI tools the kind path needs (kind, helm, kubectl) and actionlint, built from Go modules.
 
-`python -m harness.providers.tools build` (what `make tools` runs) puts them into the same
+`python -m harness.toolchain.tools build` (what `make tools` runs) puts them into the same
 cache as the embedded cluster's binaries (~/.cache/kueue-tas-harness/<tool>-<version>/),
 built the same way: into a temporary directory renamed into place when complete. A tool
 already on PATH is never replaced; `tool_path` prefers PATH, then the cache.
@@ -143,8 +143,8 @@ def ensure_built(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.providers.tools [build|paths|which] [TOOL...]`."""
-    parser = argparse.ArgumentParser(prog="python -m harness.providers.tools")
+    """`python -m harness.toolchain.tools [build|paths|which] [TOOL...]`."""
+    parser = argparse.ArgumentParser(prog="python -m harness.toolchain.tools")
     parser.add_argument("action", choices=["build", "paths", "which"], nargs="?", default="build")
     parser.add_argument("names", nargs="*", help=f"tools (default: {' '.join(TOOLS)})")
     args = parser.parse_args(argv)

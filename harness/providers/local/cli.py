@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from harness import toolchain
-from harness.providers import detached
 from harness.providers.base import ClusterError
-from harness.providers.local import LocalCluster
+from harness.providers.local import detached
+from harness.providers.local.cluster import LocalCluster
 
 
 def _parse_gates(text: str) -> dict[str, bool]:

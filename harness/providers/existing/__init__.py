@@ -1,0 +1,1 @@
+"""Provider "existing": scenarios on a cluster someone else runs, reached by kubeconfig."""
