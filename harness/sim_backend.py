@@ -13,22 +13,12 @@ from typing import Any
 
 from harness.backends import BackendError, Observation
 from harness.errors import HarnessError
+from harness.kueue_gates import parse_gates
 from harness.outcome import Outcome
 from harness.scenario import Scenario
 from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
-
-
-def parse_gates(text: str) -> dict[str, bool]:
-    """`A=true,B=false` (the --feature-gates option) -> {"A": True, "B": False}."""
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise HarnessError(f"--feature-gates: {item!r} is not NAME=true or NAME=false")
-        gates[name] = value.lower() == "true"
-    return gates
 
 
 def _outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
@@ -40,7 +30,7 @@ class SimBackend:
 
     def __init__(self, name: str = "sim", feature_gates: str = "", **_ignored: Any) -> None:
         self.name = name
-        self.gates = parse_gates(feature_gates or "")
+        self.gates = parse_gates(feature_gates)
         self._sim: SimProcess | None = None
 
     def run(self, scenario: Scenario) -> Observation:

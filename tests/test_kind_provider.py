@@ -19,7 +19,7 @@ from harness.kube import Kube, node_ready, wait_for
 from harness.loader import load_scenario
 from harness.providers.kind import config as kindconfig
 from harness.providers.kind import prereqs
-from harness.providers.kind.cluster import KindCluster, parse_gates
+from harness.providers.kind.cluster import KindCluster
 from harness.providers.kind.shape import POOL_LABEL
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local.cluster import LocalCluster
@@ -29,13 +29,6 @@ SHAPE = "gpu-2blocks-4racks"
 GPU = "nvidia.com/gpu"
 CONTROL_PLANE = "kth-control-plane"  # kind's name for the default cluster's control plane
 BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
-
-
-def test_parse_gates() -> None:
-    assert parse_gates("A=true, B=false,") == {"A": True, "B": False}
-    assert parse_gates({"A": True}) == {"A": True}
-    with pytest.raises(Exception, match="must look like Name=true"):
-        parse_gates("A")
 
 
 def _gpus(node: dict[str, object]) -> str | None:

@@ -9,7 +9,7 @@ import pytest
 
 from harness.kube import RUN_LABEL, KubeError, WaitTimeout
 from harness.loader import scenario_from_data
-from harness.runner import gates, objects
+from harness.runner import objects
 from harness.runner.backend import namespace_for
 from harness.runner.objects import Names
 from harness.runner.reading import State, admission_placement, pods_placement, state
@@ -342,19 +342,6 @@ def test_admission_placement_renames_a_jobs_main_pod_set() -> None:
 def test_pods_placement_maps_nodes_to_their_lowest_level_value() -> None:
     pods = [{"spec": {"nodeName": n}} for n in ("a", "b", "b", "")]
     assert pods_placement(pods, {"a": "r1", "b": "r1"}) == {"r1": 3}
-
-
-def test_gate_parsing() -> None:
-    assert gates.parse("TASBalancedPlacement=true, TASProfileMixed=false") == {
-        "TASBalancedPlacement": True,
-        "TASProfileMixed": False,
-    }
-    assert gates.parse("") == {}
-    with pytest.raises(gates.GateError, match="expected NAME=true"):
-        gates.parse("TASBalancedPlacement")
-    with pytest.raises(gates.GateError, match=r"not a Kueue v0\.19 feature gate"):
-        gates.parse("NoSuchGate=true")
-    assert gates.needed({"A": True, "B": True}, {"B": False}) == {"A": True, "B": False}
 
 
 def test_api_message_drops_our_request_prefix() -> None:

@@ -24,9 +24,10 @@ from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.kube import Kube
+from harness.kueue_gates import merged, parse_gates
 from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider
-from harness.runner import evidence, gates, shaping
+from harness.runner import evidence, shaping
 from harness.runner.objects import Names
 from harness.runner.session import Session
 from harness.runner.waits import Timeouts
@@ -57,7 +58,7 @@ class ClusterBackend:
     ) -> None:
         self.name = name
         self.keep = keep
-        self.cli_gates = gates.parse(feature_gates)
+        self.cli_gates = parse_gates(feature_gates)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         if name == "existing" and self.kubeconfig is None:
             raise BackendError("--cluster=existing needs --kubeconfig PATH")
@@ -150,7 +151,7 @@ class ClusterBackend:
     # -- one scenario --------------------------------------------------------------------
 
     def run(self, scenario: Scenario) -> Observation:
-        kube = self._ensure_cluster(gates.needed(self.cli_gates, scenario.feature_gates))
+        kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
         if not self.jobsets:
             _refuse_unsupported(scenario)
         self.seq += 1

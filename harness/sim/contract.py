@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.kueue_gates import merged
 from harness.scenario import Node, PodSet, Scenario, Step, Toleration, Usage, Workload
 
 
@@ -93,7 +94,7 @@ def scenario_to_dict(sc: Scenario, extra_gates: Mapping[str, bool] | None = None
     """The contract form kueue-sim reads; `extra_gates` apply under the scenario's own."""
     return {
         "name": sc.name,
-        "featureGates": {**(extra_gates or {}), **sc.feature_gates},
+        "featureGates": merged(extra_gates or {}, sc.feature_gates),
         "topology": {"name": sc.topology.name, "levels": list(sc.topology.levels)},
         "flavor": {
             "name": sc.flavor.name,

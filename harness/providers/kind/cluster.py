@@ -33,6 +33,7 @@ from harness import toolchain
 from harness.errors import HarnessError
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, node_ready, poll_until, wait_for
+from harness.kueue_gates import parse_gates
 from harness.providers.base import ClusterError, ClusterHandle
 from harness.providers.kind import config as kindconfig
 from harness.providers.kind import helm_values, nodeplan, prereqs
@@ -47,19 +48,6 @@ GPU_MODES = ("patch", "operator")
 
 def _say(msg: str) -> None:
     print(f"[kth kind] {msg}", file=sys.stderr, flush=True)
-
-
-def parse_gates(gates: str | Mapping[str, bool] | None) -> dict[str, bool]:
-    """`A=true,B=false` (the --feature-gates option) or a mapping -> {name: enabled}."""
-    if gates is None or isinstance(gates, Mapping):
-        return dict(gates or {})
-    out = {}
-    for item in filter(None, (g.strip() for g in gates.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.strip().lower() not in ("true", "false"):
-            raise ClusterError(f"--feature-gates: {item!r} must look like Name=true or Name=false")
-        out[name.strip()] = value.strip().lower() == "true"
-    return out
 
 
 class KindCluster:

@@ -8,16 +8,10 @@ import time
 from pathlib import Path
 
 from harness import toolchain
+from harness.kueue_gates import GateError, parse_gates
 from harness.providers.base import ClusterError
 from harness.providers.local import detached
 from harness.providers.local.cluster import LocalCluster
-
-
-def _parse_gates(text: str) -> dict[str, bool]:
-    return {
-        k.strip(): v.strip().lower() == "true"
-        for k, _, v in (g.partition("=") for g in text.split(",") if g)
-    }
 
 
 def _up(cluster: LocalCluster, detach: bool) -> int:
@@ -60,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"stopped {', '.join(stopped) or 'nothing (already down)'}")
         return 0
-    cluster = LocalCluster(
-        keep=args.detach, keep_run_dir=args.keep, feature_gates=_parse_gates(args.feature_gates)
-    )
+    try:
+        gates = parse_gates(args.feature_gates)
+    except GateError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    cluster = LocalCluster(keep=args.detach, keep_run_dir=args.keep, feature_gates=gates)
     try:
         return _up(cluster, args.detach)
     except KeyboardInterrupt:

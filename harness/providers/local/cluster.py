@@ -34,6 +34,7 @@ from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube, KubeError
+from harness.kueue_gates import parse_gates
 from harness.providers import health
 from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
 from harness.providers.kwok import stages_yaml
@@ -86,7 +87,7 @@ class LocalCluster:
         run_root: Path | None = None,
         keep: bool = False,
         keep_run_dir: bool = False,
-        feature_gates: Mapping[str, bool] | None = None,
+        feature_gates: str | Mapping[str, bool] | None = None,
         kueue_overrides: Mapping[str, Any] | None = None,
         start_timeout: float = 120.0,
         pins: toolchain.Pins = toolchain.PINS,
@@ -94,7 +95,7 @@ class LocalCluster:
         self.run_root = run_root
         self.keep = keep
         self.keep_run_dir = keep or keep_run_dir or os.environ.get("KTH_KEEP_RUN") == "1"
-        self.feature_gates = dict(feature_gates or {})
+        self.feature_gates = parse_gates(feature_gates)
         self.kueue_overrides = dict(kueue_overrides or {})
         self.start_timeout = float(os.environ.get("KTH_START_TIMEOUT") or start_timeout)
         self.pins = pins
