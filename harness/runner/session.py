@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 
 from harness.backends import BackendError, Unsupported
-from harness.kube import KUEUE_API, Kube, KubeError, NotFound, absent, poll_until
+from harness.kube import KUEUE_API, Kube, KubeError
 from harness.outcome import Outcome
 from harness.runner import objects, shaping
 from harness.runner.objects import Names, Obj
-from harness.runner.reading import State, admission_placement, bound, pods_placement, state
-from harness.runner.waits import Timeouts, settle
+from harness.runner.reading import State, admission_placement, pods_placement, state
+from harness.runner.waits import (
+    Timeouts,
+    delete_pods,
+    find_workload,
+    settle,
+    wait_bound_pods,
+    wait_gone,
+)
 from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -90,7 +96,11 @@ class Session:
                 raise
             entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
             return
-        entry.kueue_name = self._find_workload(kind, w.name) if entry.owned else w.name
+        entry.kueue_name = (
+            find_workload(self.kube, self.names.namespace, kind, w.name, self.t)
+            if entry.owned
+            else w.name
+        )
         entry.may_park = any(
             e.workload.pod_sets == w.pod_sets
             and e.kueue_name
@@ -125,26 +135,6 @@ class Session:
         return settle(
             lambda: self.state_of(entry), what=self._ref(entry), t=self.t, may_park=entry.may_park
         )
-
-    def _find_workload(self, kind: str, job: str) -> str:
-        """The Workload Kueue's job reconciler creates for the Job or JobSet (owner reference)."""
-        found: list[str] = []
-
-        def probe() -> tuple[bool, str]:
-            for wl in self.kube.list(KUEUE_API, "Workload", self.names.namespace):
-                owners = wl["metadata"].get("ownerReferences") or []
-                if any(o.get("kind") == kind and o.get("name") == job for o in owners):
-                    found.append(wl["metadata"]["name"])
-                    return True, wl["metadata"]["name"]
-            return False, f"no Workload owned by the {kind} yet"
-
-        poll_until(
-            probe,
-            what=f"Kueue to create a Workload for {kind} {self.names.namespace}/{job}",
-            timeout=self.t.settle,
-            interval=self.t.interval,
-        )
-        return found[0]
 
     def _ref(self, entry: Entry) -> str:
         return f"Workload {self.names.namespace}/{entry.kueue_name}"
@@ -198,7 +188,8 @@ class Session:
                 sel = f"{JOB_NAME_LABEL}={w.name}"
             else:
                 sel = f"{JOBSET_NAME_LABEL}={w.name},{REPLICATED_JOB_LABEL}={ps.name}"
-            pods = self._bound_pods(sel, ps.count, f"{entry.kind} {self.names.namespace}/{w.name}")
+            owner = f"{entry.kind} {self.names.namespace}/{w.name}"
+            pods = wait_bound_pods(self.kube, self.names.namespace, sel, ps.count, owner, self.t)
             on_nodes = pods_placement(pods, by_node)
             assigned = placement.get(ps.name, {})
             if on_nodes != assigned:
@@ -206,27 +197,6 @@ class Session:
                     f"{entry.kind} {self.names.namespace}/{w.name} pod set {ps.name}: Kueue "
                     f"assigned {assigned} but kube-scheduler bound the pods to {on_nodes}"
                 )
-
-    def _bound_pods(self, sel: str, count: int, owner: str) -> list[Obj]:
-        pods: list[Obj] = []
-
-        def probe() -> tuple[bool, str]:
-            pods[:] = [
-                p
-                for p in self.kube.list("v1", "Pod", self.names.namespace, sel)
-                if not p["metadata"].get("deletionTimestamp")
-            ]
-            n = bound(pods)
-            gated = sum(1 for p in pods if (p.get("spec") or {}).get("schedulingGates"))
-            return n >= count, f"{len(pods)} pods, {n} bound, {gated} still gated"
-
-        poll_until(
-            probe,
-            what=f"the {count} pods ({sel}) of {owner} to be bound by kube-scheduler",
-            timeout=self.t.pods,
-            interval=self.t.interval,
-        )
-        return pods
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -241,7 +211,7 @@ class Session:
             self._delete_workload(target)
         elif action == "delete-usage":
             assert isinstance(target, str)
-            self._delete_pods(f"{objects.USAGE_LABEL}={target}")
+            delete_pods(self.kube, self.names.namespace, f"{objects.USAGE_LABEL}={target}", self.t)
         elif action in ("cordon", "uncordon"):
             assert isinstance(target, str)
             flag = True if action == "cordon" else None
@@ -253,7 +223,7 @@ class Session:
         elif action == "delete-node":
             assert isinstance(target, str)
             self.kube.delete("v1", "Node", target)
-            self._wait_gone("v1", "Node", target, None)
+            wait_gone(self.kube, "v1", "Node", target, None, self.t)
             self._delete_usage_on(target)
             self.nodes.pop(target, None)
         elif action == "add-usage":
@@ -287,22 +257,11 @@ class Session:
             self.kube.delete(objects.JOBSET_API, "JobSet", name, self.names.namespace)
         else:
             self.kube.delete(KUEUE_API, "Workload", name, self.names.namespace)
-        self._wait_gone(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)
+        wait_gone(self.kube, KUEUE_API, "Workload", entry.kueue_name, self.names.namespace, self.t)
         if entry.as_job:
-            self._delete_pods(f"{JOB_NAME_LABEL}={name}")
+            delete_pods(self.kube, self.names.namespace, f"{JOB_NAME_LABEL}={name}", self.t)
         elif entry.kind == "JobSet":
-            self._delete_pods(f"{JOBSET_NAME_LABEL}={name}")
-
-    def _wait_gone(self, api: str, kind: str, name: str, namespace: str | None) -> None:
-        """Poll until the object is gone (harness.kube.wait_for cannot wait for absence)."""
-
-        def probe() -> tuple[bool, str]:
-            return absent(self.kube.get_or_none(api, kind, name, namespace))
-
-        ref = f"{kind} {namespace + '/' if namespace else ''}{name}"
-        poll_until(
-            probe, what=f"{ref} to be deleted", timeout=self.t.settle, interval=self.t.interval
-        )
+            delete_pods(self.kube, self.names.namespace, f"{JOBSET_NAME_LABEL}={name}", self.t)
 
     def _delete_usage_on(self, node: str) -> None:
         for pod in self.kube.list("v1", "Pod", self.names.namespace, objects.USAGE_LABEL):
@@ -310,32 +269,6 @@ class Session:
                 self.kube.delete(
                     "v1", "Pod", pod["metadata"]["name"], self.names.namespace, grace_seconds=0
                 )
-
-    def _delete_pods(self, sel: str) -> None:
-        ns = self.names.namespace
-        self.kube.delete_all("v1", "Pod", ns, sel)
-
-        def probe() -> tuple[bool, str]:
-            left = self.kube.list("v1", "Pod", ns, sel)
-            for pod in left:
-                meta = pod["metadata"]
-                if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                    with contextlib.suppress(NotFound):
-                        self.kube.patch(
-                            "v1",
-                            "Pod",
-                            meta["name"],
-                            {"metadata": {"finalizers": None}},
-                            namespace=ns,
-                        )
-            return not left, f"{len(left)} pods left"
-
-        poll_until(
-            probe,
-            what=f"pods {sel} in {ns} to be deleted",
-            timeout=self.t.pods,
-            interval=self.t.interval,
-        )
 
 
 def refused(err: KubeError) -> bool:

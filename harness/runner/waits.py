@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.kube import WaitTimeout
-from harness.runner.reading import NO_CONDITION, State
+from harness.kube import KUEUE_API, Kube, NotFound, Obj, WaitTimeout, absent, poll_until
+from harness.runner.reading import NO_CONDITION, State, bound
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,86 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool 
                 f"{seen.kind}: {seen.message}"
             )
         time.sleep(t.interval)
+
+
+def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) -> str:
+    """The Workload Kueue's job reconciler creates for the Job or JobSet (owner reference)."""
+    found: list[str] = []
+
+    def probe() -> tuple[bool, str]:
+        for wl in kube.list(KUEUE_API, "Workload", namespace):
+            owners = wl["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") == kind and o.get("name") == job for o in owners):
+                found.append(wl["metadata"]["name"])
+                return True, wl["metadata"]["name"]
+        return False, f"no Workload owned by the {kind} yet"
+
+    poll_until(
+        probe,
+        what=f"Kueue to create a Workload for {kind} {namespace}/{job}",
+        timeout=t.settle,
+        interval=t.interval,
+    )
+    return found[0]
+
+
+def wait_bound_pods(
+    kube: Kube, namespace: str, sel: str, count: int, owner: str, t: Timeouts
+) -> list[Obj]:
+    """The `count` live pods matching `sel`, once kube-scheduler has bound them all."""
+    pods: list[Obj] = []
+
+    def probe() -> tuple[bool, str]:
+        pods[:] = [
+            p
+            for p in kube.list("v1", "Pod", namespace, sel)
+            if not p["metadata"].get("deletionTimestamp")
+        ]
+        n = bound(pods)
+        gated = sum(1 for p in pods if (p.get("spec") or {}).get("schedulingGates"))
+        return n >= count, f"{len(pods)} pods, {n} bound, {gated} still gated"
+
+    poll_until(
+        probe,
+        what=f"the {count} pods ({sel}) of {owner} to be bound by kube-scheduler",
+        timeout=t.pods,
+        interval=t.interval,
+    )
+    return pods
+
+
+def wait_gone(
+    kube: Kube, api: str, kind: str, name: str, namespace: str | None, t: Timeouts
+) -> None:
+    """Poll until the object is gone (harness.kube.wait_for cannot wait for absence)."""
+
+    def probe() -> tuple[bool, str]:
+        return absent(kube.get_or_none(api, kind, name, namespace))
+
+    ref = f"{kind} {namespace + '/' if namespace else ''}{name}"
+    poll_until(probe, what=f"{ref} to be deleted", timeout=t.settle, interval=t.interval)
+
+
+def delete_pods(kube: Kube, namespace: str, sel: str, t: Timeouts) -> None:
+    """Delete the pods matching `sel` and wait until they are gone; a Job's tracking
+    finalizer on a terminating pod is dropped so it cannot hold the pod."""
+    kube.delete_all("v1", "Pod", namespace, sel)
+
+    def probe() -> tuple[bool, str]:
+        left = kube.list("v1", "Pod", namespace, sel)
+        for pod in left:
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                with contextlib.suppress(NotFound):
+                    kube.patch(
+                        "v1",
+                        "Pod",
+                        meta["name"],
+                        {"metadata": {"finalizers": None}},
+                        namespace=namespace,
+                    )
+        return not left, f"{len(left)} pods left"
+
+    poll_until(
+        probe, what=f"pods {sel} in {namespace} to be deleted", timeout=t.pods, interval=t.interval
+    )
