@@ -1,4 +1,4 @@
-"""Scenario files under suites/ become pytest items, one per file, whose id is the scenario name.
+"""Scenario files become pytest items, one per file, whose id is the scenario name.
 
 Without a backend an item checks the fit model against the file's `expect`; with
 `--cluster=NAME` it runs the scenario on that backend and checks the outcome against both
@@ -29,17 +29,41 @@ class ScenarioMismatch(Exception):
 
 
 class ScenarioFile(pytest.File):
+    """One scenario file: one item, whose id is the scenario's `name` (the file's stem when
+    the file does not load; the item then fails with the loader's one-line error)."""
+
     def collect(self) -> Iterator[ScenarioItem]:
-        yield ScenarioItem.from_parent(self, name=self.path.stem)
+        try:
+            scenario = load_scenario(self.path)
+        except HarnessError as err:
+            yield ScenarioItem.from_parent(self, name=self.path.stem, problem=str(err))
+            return
+        yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+
+
+class NotAScenario(pytest.File):
+    """A YAML file named on the command line that is no scenario: a one-line collection error."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def collect(self) -> Iterator[pytest.Item]:
+        raise self.CollectError(f"{self.path}: {self.reason}")
 
 
 class ScenarioItem(pytest.Item):
+    def __init__(
+        self, *, scenario: Scenario | None = None, problem: str = "", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.problem = problem
+
     def runtest(self) -> None:
-        scenario = _load(self.path)
-        if scenario.name != self.path.stem:
-            raise ScenarioMismatch(
-                f"{self.path}: name: {scenario.name!r} must equal the file name {self.path.stem!r}"
-            )
+        if self.problem or self.scenario is None:
+            raise ScenarioMismatch(self.problem)
+        scenario = self.scenario
         predicted = _predict(scenario)
         backend: Backend | None = self.config.stash.get(BACKEND_KEY, None)
         if backend is None:
@@ -72,11 +96,20 @@ class ScenarioItem(pytest.Item):
         return self.path, 0, f"scenario {self.name}"
 
 
-def _load(path: Path) -> Scenario:
-    try:
-        return load_scenario(path)
-    except HarnessError as err:
-        raise ScenarioMismatch(str(err)) from None
+def refuse_duplicate_names(items: list[pytest.Item]) -> None:
+    """Scenario names are unique among the collected ones: the name is the test id that
+    reports and `-k` use. Every later file with a taken name fails, naming the first."""
+    first: dict[str, Path] = {}
+    for item in items:
+        if not isinstance(item, ScenarioItem) or item.scenario is None:
+            continue
+        name = item.scenario.name
+        if name in first and first[name] != item.path:
+            item.problem = (
+                f"{item.path}: name: {name!r} is also the name of {first[name]} "
+                "(scenario names are unique among the collected scenarios)"
+            )
+        first.setdefault(name, item.path)
 
 
 def _predict(scenario: Scenario) -> FitResult:

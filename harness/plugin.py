@@ -12,15 +12,27 @@ from typing import Any
 import pytest
 
 from harness.backends import create_backend
-from harness.collect import BACKEND_KEY, ScenarioFile, ScenarioItem
-from harness.errors import HarnessError
+from harness.collect import (
+    BACKEND_KEY,
+    NotAScenario,
+    ScenarioFile,
+    ScenarioItem,
+    refuse_duplicate_names,
+)
+from harness.discover import SUFFIXES, why_not_a_scenario
 from harness.fit import MODELLED_KUEUE_VERSIONS
-from harness.loader import load_scenario
 
 CLUSTERS = ("local", "kind", "existing", "sim")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "kth_suites",
+        type="paths",
+        default=[],
+        help="folders (relative to the ini file) whose every .yaml/.yml file is a scenario, "
+        "as in any folder named suites (default: none)",
+    )
     group = parser.getgroup("kueue-tas-harness")
     group.addoption(
         "--cluster",
@@ -69,16 +81,32 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(found.message())
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-    if file_path.suffix == ".yaml" and "suites" in file_path.parts:
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    """Scenario files: every YAML file in a suite folder; elsewhere, YAML files that look like
+    scenarios (harness/discover.py). A YAML file named on the command line that is no
+    scenario is a one-line collection error rather than pytest's "found no collectors"."""
+    if file_path.suffix not in SUFFIXES:
+        return None
+    if _in_suite_folder(file_path, parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
+    reason = why_not_a_scenario(file_path)
+    if reason is None:
+        return ScenarioFile.from_parent(parent, path=file_path)
+    if parent.session.isinitpath(file_path):
+        return NotAScenario.from_parent(parent, path=file_path, reason=reason)
     return None
 
 
+def _in_suite_folder(path: Path, config: pytest.Config) -> bool:
+    roots: list[Path] = config.getini("kth_suites")
+    return "suites" in path.parts or any(path.is_relative_to(root) for root in roots)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a cluster, run scenarios that need the same Kueue feature gates together: each
-    change of gate set restarts Kueue's cluster (~10 s). The sort is stable, so file order
-    holds within a gate set; scenarios with default gates come first."""
+    """Refuse duplicate scenario names. On a cluster, run scenarios that need the same Kueue
+    feature gates together: each change of gate set restarts Kueue's cluster (~10 s). The sort
+    is stable, so file order holds within a gate set; scenarios with default gates come first."""
+    refuse_duplicate_names(items)
     if config.getoption("--cluster") not in ("local", "kind"):
         return
     keys = {id(item): _gate_key(item) for item in items}
@@ -86,12 +114,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _gate_key(item: pytest.Item) -> tuple[int, tuple[tuple[str, bool], ...]]:
-    if not isinstance(item, ScenarioItem):
-        return (0, ())
-    try:
-        gates = load_scenario(item.path).feature_gates
-    except HarnessError:
-        return (0, ())  # the item itself reports the bad file
+    if not isinstance(item, ScenarioItem) or item.scenario is None:
+        return (0, ())  # a bad file reports itself when it runs
+    gates = item.scenario.feature_gates
     return (1 if gates else 0, tuple(sorted(gates.items())))
 
 
