@@ -50,6 +50,18 @@ def parse_quantity(value: object) -> Fraction:
     return number * Fraction(10) ** int(suffix[1:])
 
 
+def format_quantity(value: Fraction) -> str:
+    """Exact Kubernetes quantity text for a parsed quantity: a plain integer, or n, u or m
+    units when fractional (1/2 -> "500m"), so parse_quantity(format_quantity(q)) == q."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    for suffix in ("m", "u", "n"):
+        scaled = value * Fraction(10) ** -_DECIMAL[suffix]
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    raise QuantityError(f"{value} is finer than a nano unit, which Kubernetes cannot hold")
+
+
 def kueue_units(resource: str, quantity: Fraction) -> int:
     """The int64 Kueue uses: millicores for cpu, whole units (rounded up) otherwise."""
     if quantity.denominator == 1:  # the common case, without Fraction arithmetic

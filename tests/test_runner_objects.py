@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -60,13 +59,6 @@ def _scenario(**extra: Any) -> Scenario:
         **extra,
     }
     return scenario_from_data(data, "demo.yaml")
-
-
-def test_quantities_are_written_exactly() -> None:
-    assert objects.quantity(Fraction(1, 2)) == "500m"
-    assert objects.quantity(Fraction(4)) == "4"
-    assert objects.quantity(Fraction(256 * 2**30)) == str(256 * 2**30)
-    assert objects.quantity(Fraction(1, 10**9)) == "1n"
 
 
 def test_ready_node_is_handed_to_kwok_with_exact_allocatable() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import shutil
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from harness.loader import scenario_from_data
 from harness.sim.build import build_sim
-from harness.sim.contract import quantity, scenario_to_dict
+from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
 from harness.sim_backend import SimBackend
 from harness.toolchain.gocmd import ToolchainError
@@ -309,20 +308,6 @@ def test_building_without_go_says_what_is_missing(
     monkeypatch.setenv("PATH", str(tmp_path))  # and no go on PATH
     with pytest.raises(ToolchainError, match="Go toolchain not found"):
         build_sim()
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (Fraction(4), "4"),
-        (Fraction(1, 2), "500m"),
-        (Fraction(256 * 2**30), "274877906944"),
-        (Fraction(1, 1000), "1m"),
-        (Fraction(3, 10**6), "3u"),
-    ],
-)
-def test_quantities_are_written_exactly(value: Fraction, text: str) -> None:
-    assert quantity(value) == text
 
 
 def test_a_crashed_process_fails_its_scenario_and_is_restarted(tmp_path: Path) -> None:

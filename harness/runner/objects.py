@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.kube import KUEUE_API, RUN_LABEL
+from harness.quantity import format_quantity
 from harness.scenario import (
     Node,
     PodSet,
@@ -60,17 +61,8 @@ class Names:
         return {RUN_LABEL: self.run_id}
 
 
-def quantity(value: Fraction) -> str:
-    """An exact Kubernetes quantity text for a parsed quantity (e.g. 1/2 -> "500m")."""
-    for scale, suffix in ((1, ""), (1000, "m"), (10**9, "n")):
-        scaled = value * scale
-        if scaled.denominator == 1:
-            return f"{scaled.numerator}{suffix}"
-    raise ValueError(f"{value} cannot be written as a Kubernetes quantity")
-
-
 def resource_list(resources: Mapping[str, Fraction]) -> dict[str, str]:
-    return {name: quantity(value) for name, value in resources.items()}
+    return {name: format_quantity(value) for name, value in resources.items()}
 
 
 def taint(t: Taint) -> Obj:
@@ -241,7 +233,10 @@ def cluster_queue(scenario: Scenario, names: Names) -> Obj:
     covered = covered_resources(scenario)
     quota = scenario.queue.nominal_quota
     resources = [
-        {"name": r, "nominalQuota": quantity(quota[r] if r in quota else _ample(scenario, r))}
+        {
+            "name": r,
+            "nominalQuota": format_quantity(quota[r] if r in quota else _ample(scenario, r)),
+        }
         for r in covered
     ]
     return {

@@ -6,22 +6,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.kueue_gates import merged
+from harness.quantity import format_quantity
 from harness.scenario import Node, PodSet, Scenario, Step, Toleration, Usage, Workload
 
 
-def quantity(value: Fraction) -> str:
-    """Exact Kubernetes quantity text for a parsed quantity (plain, m, u or n units)."""
-    for scale, suffix in ((1, ""), (1000, "m"), (10**6, "u"), (10**9, "n")):
-        scaled = value * scale
-        if scaled.denominator == 1:
-            return f"{scaled.numerator}{suffix}"
-    raise HarnessError(f"quantity {value} is finer than a nano unit")
-
-
 def _resources(res: Mapping[str, Fraction]) -> dict[str, str]:
-    return {name: quantity(q) for name, q in res.items()}
+    return {name: format_quantity(q) for name, q in res.items()}
 
 
 def _toleration(t: Toleration) -> dict[str, Any]:
