@@ -2,7 +2,8 @@
 
 A file whose top level is a mapping with at least two of `topology`, `nodes` and `workloads`
 looks like a scenario (two, so that a typo in one key still leaves it recognisable, while a
-kind cluster config with its `nodes` list is not taken for one). Only the top-level keys are
+kind cluster config with its `nodes` list is not taken for one), unless it is a cluster shape:
+scenario keys only, and no `workloads`. Only the top-level keys are
 read: whether the scenario is valid is the loader's business, reported when it runs.
 """
 
@@ -16,6 +17,22 @@ import yaml
 
 SUFFIXES = (".yaml", ".yml")
 MARK_KEYS = ("topology", "nodes", "workloads")
+# A file with only these keys is a cluster shape for the tas_shape fixture
+# (docs/python-tests.md); a misspelt `workloads` key still leaves a scenario to report.
+SHAPE_KEYS = frozenset(
+    [
+        "name",
+        "description",
+        "source",
+        "kueue",
+        "featureGates",
+        "topology",
+        "flavor",
+        "queue",
+        "nodes",
+        "usage",
+    ]
+)
 _KINDS = {"sequence": "a list", "scalar": "a single value"}
 _TOP_KEY = re.compile(r"^(topology|nodes|workloads)\s*:", re.MULTILINE)
 
@@ -39,6 +56,8 @@ def why_not_a_scenario(path: Path) -> str | None:
         return f"not a scenario: the top level is {what}"
     keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
     found_keys = [k for k in MARK_KEYS if k in keys]
+    if {"topology", "nodes"} <= keys <= SHAPE_KEYS:
+        return "not a scenario: a cluster shape without workloads (for the tas_shape fixture)"
     if len(found_keys) >= 2:
         return None
     need = f"a scenario needs at least two of {', '.join(MARK_KEYS)}"

@@ -1,0 +1,32 @@
+"""A cluster shape for the tas_shape fixture (scenario keys, no workloads) is not collected as
+a scenario; a scenario whose `workloads` key is misspelt still is, so the loader reports it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.discover import why_not_a_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"
+
+
+def test_the_example_shape_is_no_scenario() -> None:
+    reason = why_not_a_scenario(SHAPE)
+    assert reason is not None and "cluster shape" in reason
+
+
+def test_a_misspelt_workloads_key_still_makes_a_scenario(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(SHAPE.read_text() + "workload: []\n")
+    assert why_not_a_scenario(typo) is None
+
+
+def test_walking_a_folder_skips_shapes(pytester: pytest.Pytester) -> None:
+    (pytester.path / "shapes").mkdir()
+    (pytester.path / "shapes" / "racks.yaml").write_text(SHAPE.read_text())
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "shapes")
+    assert "racks" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
