@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness import progress
 from harness.backends import BackendError, Observation
 from harness.errors import HarnessError
 from harness.kueue_gates import parse_gates
@@ -62,6 +63,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m harness.sim_backend FILE.yaml...", file=sys.stderr)
         return 2
+    progress.show_on_stderr()
     try:
         scenarios = list(_files(argv))
         binary = build_sim()

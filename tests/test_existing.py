@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from harness import pki, toolchain
+from harness.backends import Unsupported
 from harness.kube import RUN_LABEL, Kube, absent, poll_until
 from harness.loader import load_scenario
 from harness.providers import health
@@ -27,6 +28,7 @@ from harness.providers.kwokrun import free_port
 from harness.providers.local import spec as localspec
 from harness.providers.local.cluster import LocalCluster
 from harness.providers.process import Process
+from harness.runner.backend import ClusterBackend
 from harness.toolchain import tools
 
 REPO = Path(__file__).resolve().parents[1]
@@ -268,6 +270,29 @@ def test_names_foreign_nodes_that_would_join_a_scenario(
             kube.delete("v1", "Node", name)
         kube.close()
         provider.stop()
+
+
+@pytest.mark.cluster
+def test_runner_refuses_a_scenario_that_foreign_nodes_would_join(embedded: LocalCluster) -> None:
+    """The guard runs in real runs: `--cluster=existing` skips the scenario, saying why,
+    instead of reporting an outcome that the cluster's own nodes changed."""
+    assert embedded.handle is not None
+    guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
+    (level, _) = guide.topology.levels
+    kube = Kube(embedded.handle.kubeconfig)
+    backend = ClusterBackend(name="existing", kubeconfig=embedded.handle.kubeconfig)
+    try:
+        kube.create(fake_node("kth-foreign-2", allocatable={"nvidia.com/gpu": "8"},
+                              labels={level: "rack-9"}))  # fmt: skip
+        wait_nodes_ready(kube, ["kth-foreign-2"])
+        with pytest.raises(Unsupported, match=r"^1 node\(s\) of the existing cluster would "
+                           r"join topology 'guide-topology' \(kth-foreign-2\)"):  # fmt: skip
+            backend.run(guide)
+        assert kube.list("v1", "Namespace", labels={RUN_LABEL: backend.run_id}) == []
+    finally:
+        kube.delete("v1", "Node", "kth-foreign-2")
+        backend.close()
+        kube.close()
 
 
 @pytest.mark.cluster

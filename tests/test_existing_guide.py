@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.fit import fit
-from harness.kube import RUN_LABEL, Kube
+from harness.kube import RUN_LABEL, Kube, NotFound
 from harness.loader import load_scenario
+from harness.providers.cleanup import CLUSTER_SCOPED, NAMESPACED
 from harness.providers.existing.cluster import ExistingCluster
 from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
@@ -57,15 +58,34 @@ def test_guide_scenario_on_an_existing_cluster(backend: ClusterBackend, path: Pa
 
 
 @pytest.mark.cluster
-def test_sweep_leaves_nothing_of_the_run(existing: tuple[ExistingCluster, Path]) -> None:
+def test_sweep_leaves_nothing_of_the_run(
+    existing: tuple[ExistingCluster, Path], backend: ClusterBackend
+) -> None:
+    """Runs a scenario first, so there is something of the run to sweep even when this test
+    runs alone; then every kind the run creates must be gone, namespaces included."""
     provider, kubeconfig = existing
-    assert GUIDE
-    provider.sweep()
+    backend.run(load_scenario(GUIDE[0]))
     kube = Kube(kubeconfig)
     try:
-        sel = f"{RUN_LABEL}={provider.run_id}"
-        assert kube.list("v1", "Node", labels=sel) == []
-        assert kube.list("kueue.x-k8s.io/v1beta2", "ClusterQueue", labels=sel) == []
-        assert kube.list("v1", "Namespace", labels=sel) == []
+        made = {kind for kind, _ in _run_objects(kube, provider.run_id)}
+        assert {"Namespace", "Node", "ClusterQueue", "ResourceFlavor", "Topology",
+                "LocalQueue"} <= made and made & {"Job", "Workload"}  # fmt: skip
+        provider.sweep()
+        assert _run_objects(kube, provider.run_id) == []
     finally:
         kube.close()
+
+
+def _run_objects(kube: Kube, run_id: str) -> list[tuple[str, str]]:
+    """(kind, name) of every object labelled with the run id, of every kind the run makes."""
+    sel = f"{RUN_LABEL}={run_id}"
+    found = [("Namespace", o["metadata"]["name"]) for o in kube.list("v1", "Namespace", labels=sel)]
+    for api, kind in CLUSTER_SCOPED:
+        found += [(kind, o["metadata"]["name"]) for o in kube.list(api, kind, labels=sel)]
+    for api, kind in NAMESPACED:
+        try:
+            items = kube.list(api, kind, labels=sel)  # every namespace
+        except NotFound:  # JobSet's kind where no JobSet CRD is installed
+            continue
+        found += [(kind, f"{o['metadata']['namespace']}/{o['metadata']['name']}") for o in items]
+    return found

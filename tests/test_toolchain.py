@@ -153,15 +153,17 @@ def test_unknown_component_lists_known_ones() -> None:
         toolchain.binary("kubelet")
 
 
-def test_progress_is_printed_while_go_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_progress_is_logged_while_go_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Progress is a log record under "kth" (pytest --log-cli-level=INFO shows it live)."""
     fake_bin = tmp_path / "bin"
     _executable(fake_bin / "go", "#!/bin/sh\nsleep 0.5\necho compiled\n")
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "build.log"
     gocmd.run_go(["build"], label="building thing", cwd=tmp_path, log=log, every_s=0.1)
-    assert "building thing... " in capsys.readouterr().err
+    ticks = [r for r in caplog.records if r.getMessage().startswith("building thing... ")]
+    assert ticks and {r.name for r in ticks} == {"kth.toolchain"}
     assert "compiled" in log.read_text()
 
 

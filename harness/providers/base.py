@@ -9,9 +9,13 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import HarnessError
+from harness.logtail import tail
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 
 class ClusterError(HarnessError):
@@ -33,7 +37,20 @@ class ClusterHandle:
 
 
 class Provider(Protocol):
-    """A way to get a cluster with Kueue v0.19.2 installed."""
+    """A way to get a cluster with Kueue v0.19.2 installed.
+
+    What differs between providers and matters to a caller is a flag here, never a
+    comparison of `name` in the caller.
+    """
+
+    name: str
+    can_set_feature_gates: bool
+    """Kueue's feature gates are the harness's to choose (it installs Kueue)."""
+    shared: bool
+    """Someone else's cluster: it outlives the run and may hold objects and nodes that are
+    not the run's, so the runner clears before the first scenario and vets each one."""
+    needs_kubeconfig: bool
+    """The cluster is reached through a kubeconfig the user names (--kubeconfig)."""
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up; on failure everything started is stopped again."""
@@ -51,9 +68,36 @@ class Provider(Protocol):
         """Raise ComponentCrashed if a component has died since start."""
         ...
 
+    def scenario_problem(self, scenario: Scenario) -> str | None:
+        """Why this cluster could not show the scenario's outcome as its own, or None."""
+        ...
+
     def stop(self) -> None:
         """Stop everything (idempotent); webhooks are removed before Kueue stops."""
         ...
+
+
+class ProviderBase:
+    """What providers share: the flags of a cluster the harness starts itself, and log_tail
+    over logs(). A provider overrides a flag only where it differs."""
+
+    name = ""
+    can_set_feature_gates = True
+    shared = False
+    needs_kubeconfig = False
+
+    def logs(self) -> dict[str, Path]:
+        raise NotImplementedError
+
+    def log_tail(self, component: str, n: int = 50) -> str:
+        logs = self.logs()
+        if component not in logs:
+            raise ClusterError(f"no component {component!r}; known: {', '.join(logs) or 'none'}")
+        return tail(logs[component], n)
+
+    def scenario_problem(self, scenario: Scenario) -> str | None:
+        """None: every node of a cluster the harness started is the run's or cordoned."""
+        return None
 
 
 PROVIDERS: dict[str, str] = {

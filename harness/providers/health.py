@@ -10,8 +10,9 @@ from pathlib import Path
 
 from harness.kube import poll_until
 from harness.kube.errors import WaitTimeout
+from harness.logtail import quoted_tail
 from harness.providers.base import ClusterError
-from harness.providers.process import Process, tail
+from harness.providers.process import Process
 
 Probe = Callable[[], tuple[bool, str]]
 
@@ -62,4 +63,4 @@ def wait_healthy(proc: Process, probe: Probe, *, what: str, timeout: float) -> N
     try:
         poll_until(checked, what=f"{proc.name} {what}", timeout=timeout, interval=0.2)
     except WaitTimeout as err:
-        raise ClusterError(f"{err}\nlast lines of {proc.log}:\n{tail(proc.log, 30)}") from err
+        raise ClusterError(f"{err}\n{quoted_tail(proc.log)}") from err

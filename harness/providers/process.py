@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.logtail import quoted_tail
 from harness.providers.base import ComponentCrashed
 
 _PR_SET_PDEATHSIG = 1
@@ -26,15 +27,6 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
-
-
-def tail(path: Path, n: int = 50) -> str:
-    """Last n lines of a text file ("" if missing)."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n:])
 
 
 class Process:
@@ -87,8 +79,7 @@ class Process:
         if self.popen is None or self.popen.poll() is None:
             return
         raise ComponentCrashed(
-            f"{self.name} exited with code {self.popen.returncode}; last lines of {self.log}:\n"
-            + tail(self.log, 30)
+            f"{self.name} exited with code {self.popen.returncode}; {quoted_tail(self.log)}"
         )
 
     def sample_rss(self) -> None:

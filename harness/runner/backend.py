@@ -12,21 +12,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from harness import progress
 from harness.backends import BackendError, Observation, Unsupported
 from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.kube import Kube
 from harness.kueue_gates import merged, parse_gates
+from harness.logtail import lines_about
 from harness.outcome import Outcome
-from harness.providers.base import ClusterError, Provider, create_provider
+from harness.providers.base import ClusterError, Provider, create_provider, provider_class
+from harness.providers.cleanup import clear_run
 from harness.runner import evidence, shaping
 from harness.runner.objects import Names
 from harness.runner.session import Session
@@ -34,9 +36,7 @@ from harness.runner.waits import Timeouts
 from harness.scenario import Scenario
 from harness.verdict import against_expectations, against_prediction
 
-
-def _say(msg: str) -> None:
-    print(f"[kth runner] {msg}", file=sys.stderr, flush=True)
+logger = progress.logger("runner")
 
 
 def namespace_for(seq: int, scenario_name: str) -> str:
@@ -46,7 +46,7 @@ def namespace_for(seq: int, scenario_name: str) -> str:
 
 
 class ClusterBackend:
-    """See the module docstring; `name` picks the provider (local, kind) or `existing`."""
+    """See the module docstring; `name` picks the provider (local, kind, existing)."""
 
     def __init__(
         self,
@@ -60,8 +60,12 @@ class ClusterBackend:
         self.keep = keep
         self.cli_gates = parse_gates(feature_gates)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
-        if name == "existing" and self.kubeconfig is None:
-            raise BackendError("--cluster=existing needs --kubeconfig PATH")
+        try:
+            self.provider_type: type[Provider] = provider_class(name)
+        except ClusterError as err:
+            raise BackendError(str(err)) from None
+        if self.provider_type.needs_kubeconfig and self.kubeconfig is None:
+            raise BackendError(f"--cluster={name} needs --kubeconfig PATH")
         self.run_id = uuid.uuid4().hex[:10]
         self.timeouts = Timeouts.from_env()
         self.provider: Provider | None = None
@@ -70,7 +74,7 @@ class ClusterBackend:
         self.seq = 0
         self.jobsets = False
         self.jobset_pods = False
-        self.dirty = True  # a new local cluster holds nothing of ours; an existing one might
+        self.dirty = True  # until a cluster the harness started says it holds nothing
         root = os.environ.get("KTH_ARTIFACTS")
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
         self.artifacts = self.artifacts / f"run-{self.run_id}"
@@ -81,23 +85,19 @@ class ClusterBackend:
     def _ensure_cluster(self, wanted: dict[str, bool]) -> Kube:
         if self.kube is not None and self.running_gates == wanted:
             return self.kube
-        if self.name == "existing" and wanted:
+        if wanted and not self.provider_type.can_set_feature_gates:
+            shown = ", ".join(f"{k}={str(v).lower()}" for k, v in wanted.items())
             raise Unsupported(
-                f"feature gates {wanted} cannot be set on an existing cluster; run it with "
+                f"feature gates {shown} cannot be set on the {self.name} cluster; run it with "
                 "--cluster=local, or leave featureGates out"
             )
         if self.provider is not None:
-            _say(f"restarting the cluster for feature gates {wanted or '(defaults)'}")
+            logger.info(f"restarting the cluster for feature gates {wanted or '(defaults)'}")
             self._stop_provider()
         started = time.monotonic()
-        provider = self._provider(wanted)
-        if provider is None:  # existing cluster, no provider registered: use it as it is
-            assert self.kubeconfig is not None
-            self.kube = Kube(self.kubeconfig)
-        else:
-            self.provider = provider
-            self.kube = Kube(provider.start().kubeconfig)
-            self.dirty = self.name == "existing"
+        self.provider = provider = self._provider(wanted)
+        self.kube = Kube(provider.start().kubeconfig)
+        self.dirty = provider.shared
         self.running_gates = wanted
         self.jobsets = kueue_install.jobset_managed(self.kube)
         probe = kueue_install.probe_jobset("default")
@@ -105,22 +105,22 @@ class ClusterBackend:
         how = "Workloads built directly (Kueue manages no JobSets)"
         if self.jobsets:
             how = "JobSets" + ("" if self.jobset_pods else " (no JobSet controller: no pods)")
-        _say(f"workloads with several pod sets go as {how}")
+        logger.info(f"workloads with several pod sets go as {how}")
         self.timings["cluster start"] = round(time.monotonic() - started, 1)
         return self.kube
 
-    def _provider(self, wanted: dict[str, bool]) -> Provider | None:
-        """The provider for this backend's name, with the options that provider takes."""
-        options: dict[str, Any] = {"keep": self.keep}
-        if self.name == "existing":
-            options.update(kubeconfig=self.kubeconfig, run_id=self.run_id)
-        else:
-            options["feature_gates"] = wanted
+    def _provider(self, wanted: dict[str, bool]) -> Provider:
+        """The provider for this backend's name; each takes the options it uses. It shares
+        the run id, so what it deletes when it stops is what this run created."""
         try:
-            return create_provider(self.name, **options)
+            return create_provider(
+                self.name,
+                keep=self.keep,
+                feature_gates=wanted,
+                kubeconfig=self.kubeconfig,
+                run_id=self.run_id,
+            )
         except ClusterError as err:
-            if self.name == "existing":
-                return None
             raise BackendError(f"--cluster={self.name}: {err}") from None
 
     def _stop_provider(self) -> None:
@@ -133,15 +133,10 @@ class ClusterBackend:
         self.running_gates = None
 
     def close(self) -> None:
-        """Stop the cluster (or, on an existing one, delete what the run created)."""
-        if self.name == "existing" and self.kube is not None and not self.keep:
-            try:
-                shaping.clear(self.kube, self.run_id, self.timeouts)
-            except HarnessError as err:
-                _say(f"could not clean up run {self.run_id}: {err}")
+        """Stop the cluster; a shared cluster's provider deletes what the run created."""
         if self.keep and self.provider is not None:
             handle = getattr(self.provider, "handle", None)
-            _say(
+            logger.info(
                 f"--keep-cluster: the cluster is left running; kubeconfig "
                 f"{getattr(handle, 'kubeconfig', '?')}"
             )
@@ -152,6 +147,10 @@ class ClusterBackend:
 
     def run(self, scenario: Scenario) -> Observation:
         kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
+        assert self.provider is not None
+        problem = self.provider.scenario_problem(scenario)
+        if problem is not None:
+            raise Unsupported(problem)
         if not self.jobsets:
             _refuse_unsupported(scenario)
         self.seq += 1
@@ -165,7 +164,7 @@ class ClusterBackend:
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
         phases = Phases()
         if self.dirty:
-            shaping.clear(kube, self.run_id, self.timeouts, shaping.reusable(scenario, names))
+            clear_run(kube, self.run_id, self.timeouts.cleanup, shaping.reusable(scenario, names))
         self.dirty = True
         phases.mark("clear")
         session = Session(
@@ -174,7 +173,7 @@ class ClusterBackend:
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
             phases.mark("shape")
-            _say(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
+            logger.info(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
             for workload in scenario.workloads:
                 session.submit(workload)
             phases.mark("submit")
@@ -182,7 +181,7 @@ class ClusterBackend:
             phases.mark("read")
             steps = []
             for index, step in enumerate(scenario.steps, 1):
-                _say(f"{scenario.name}: step {index} ({step.action})")
+                logger.info(f"{scenario.name}: step {index} ({step.action})")
                 session.apply(step)
                 steps.append(session.read())
             phases.mark("steps")
@@ -196,7 +195,7 @@ class ClusterBackend:
                 f"artifacts: {out_dir}"
             ) from None
         self.timings[scenario.name] = phases.total()
-        _say(f"{scenario.name}: {phases}")
+        logger.info(f"{scenario.name}: {phases}")
         with (self.artifacts / "timings.jsonl").open("a") as log:
             log.write(
                 json.dumps({"scenario": scenario.name, "total": phases.total(), **phases.spent})
@@ -222,7 +221,7 @@ class ClusterBackend:
                 log = ""
             errors = [
                 line
-                for line in evidence.tail_lines(log, kueue_names.values()).splitlines()
+                for line in lines_about(log, kueue_names.values()).splitlines()
                 if '"level":"error"' in line
             ]
             if errors:
@@ -277,7 +276,7 @@ class ClusterBackend:
                 log = self.provider.log_tail("kueue", 400)
             except HarnessError:
                 log = ""
-            wanted = evidence.tail_lines(log, kueue_names.values()).splitlines()[-25:]
+            wanted = lines_about(log, kueue_names.values()).splitlines()[-25:]
             text += "\nkueue log (lines about these workloads):\n" + "\n".join(
                 f"  {line}" for line in wanted
             )

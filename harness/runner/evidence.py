@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -101,10 +101,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def tail_lines(text: str, names: Iterable[str]) -> str:
-    """Log lines mentioning one of the names (the scenario's Workloads), else the text."""
-    wanted = [n for n in names if n]
-    hits = [line for line in text.splitlines() if any(n in line for n in wanted)]
-    return "\n".join(hits) if hits else text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from harness.install.kueue import JOBSET_API as JOBSET_API  # re-exported: callers build JobSets
 from harness.kube import KUEUE_API, RUN_LABEL
 from harness.quantity import format_quantity
 from harness.scenario import (
@@ -331,9 +332,6 @@ def job(w: Workload, names: Names) -> Obj:
             },
         },
     }
-
-
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
 def jobset(w: Workload, names: Names) -> Obj:

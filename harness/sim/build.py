@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 from pathlib import Path
 
+from harness import progress
 from harness.errors import HarnessError
 from harness.toolchain.cache import cache_root, is_current, locked, populate
 from harness.toolchain.gocmd import run_go
@@ -18,6 +18,7 @@ from harness.toolchain.gocmd import run_go
 SIM_DIR = Path(__file__).resolve().parents[2] / "sim"
 BINARY = "kueue-sim"
 SOURCE_SUFFIXES = (".go", ".mod", ".sum")
+logger = progress.logger("sim")
 
 
 def source_hash(src: Path = SIM_DIR) -> str:
@@ -40,7 +41,7 @@ def build_sim(src: Path = SIM_DIR) -> Path:
     with locked(f"sim-{digest}"):
         if is_current(final, fingerprint, [BINARY]):
             return final / BINARY
-        print(f"building kueue-sim ({digest}) from {src}", file=sys.stderr, flush=True)
+        logger.info(f"building kueue-sim ({digest}) from {src}")
 
         def fill(tmp: Path) -> None:
             run_go(
@@ -70,4 +71,5 @@ def prune_old_sims(keep: Path, newest: int = 3) -> list[Path]:
 
 
 if __name__ == "__main__":
+    progress.show_on_stderr()
     print(build_sim())

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from harness.logtail import last_lines
 from harness.sim.build import build_sim
 
 
@@ -96,7 +97,7 @@ class SimProcess:
         tail = ""
         if err is not None:
             err.seek(0)
-            tail = " | ".join(err.read().strip().splitlines()[-5:])
+            tail = last_lines(err.read().strip(), 5).replace("\n", " | ")
         self.close()
         return f"kueue-sim exited with code {code}: {tail or 'no output on stderr'}"
 

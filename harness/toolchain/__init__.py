@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
+from harness import progress
 from harness.toolchain import cache
 from harness.toolchain.gocmd import ToolchainError, go_binary, module_dir
 from harness.toolchain.pins import PINS, Pins
@@ -34,6 +34,7 @@ __all__ = [
     "kueue_module_dir",
     "kwok_module_dir",
 ]
+logger = progress.logger("toolchain")
 
 
 def _override(comp: Component) -> Path | None:
@@ -66,14 +67,11 @@ def binary(name: str, pins: Pins = PINS) -> Path:
         log = cache.cache_root() / "logs" / f"{comp.dirname}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("")
-        print(f"building {comp.name} {comp.version} (log: {log})", file=sys.stderr, flush=True)
+        logger.info(f"building {comp.name} {comp.version} (log: {log})")
         started = time.monotonic()
         cache.populate(final, comp.fingerprint(), lambda out: comp.build(comp, out, log))
-        print(
-            f"built {comp.name} {comp.version} in {time.monotonic() - started:.0f}s -> {target}",
-            file=sys.stderr,
-            flush=True,
-        )
+        took = time.monotonic() - started
+        logger.info(f"built {comp.name} {comp.version} in {took:.0f}s -> {target}")
     return target
 
 

@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 
+from harness import progress
 from harness.toolchain import PINS, ToolchainError, binary, components
 from harness.toolchain.cache import build_seconds
 
@@ -15,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["build", "paths"], nargs="?", default="build")
     parser.add_argument("names", nargs="*", help="components (default: all)")
     args = parser.parse_args(argv)
+    progress.show_on_stderr()
     # SIGTERM unwinds like Ctrl-C: the running go command is killed and the half-built
     # temporary directory removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

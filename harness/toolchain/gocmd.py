@@ -6,15 +6,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness import progress
 from harness.errors import HarnessError
+from harness.logtail import quoted_tail
 
 PROGRESS_EVERY_S = 15.0
+logger = progress.logger("toolchain")
 
 
 class ToolchainError(HarnessError):
@@ -76,7 +78,7 @@ def run_go(
     env: Mapping[str, str] | None = None,
     every_s: float = PROGRESS_EVERY_S,
 ) -> None:
-    """Run a go command with output to `log`, printing "label... 2m15s" to stderr while it runs.
+    """Run a go command with output to `log`, logging "label... 2m15s" while it runs.
 
     Raises ToolchainError with the log tail when the command fails.
     """
@@ -86,7 +88,7 @@ def run_go(
 
     def tick() -> None:
         while not done.wait(every_s):
-            print(f"{label}... {_fmt(time.monotonic() - start)}", file=sys.stderr, flush=True)
+            logger.info(f"{label}... {_fmt(time.monotonic() - start)}")
 
     ticker = threading.Thread(target=tick, name=f"progress {label}", daemon=True)
     with log.open("ab") as out:
@@ -107,8 +109,7 @@ def run_go(
             done.set()
             ticker.join()
     if rc != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-        raise ToolchainError(f"{label} failed (go {args[0]} exit {rc}); log {log}:\n{tail}")
+        raise ToolchainError(f"{label} failed (go {args[0]} exit {rc}); {quoted_tail(log)}")
 
 
 def _fmt(seconds: float) -> str:

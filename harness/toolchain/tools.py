@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import progress
 from harness.toolchain import PINS, cache
 from harness.toolchain.gocmd import ToolchainError, go_binary, module_info, run_go
 from harness.toolchain.recipes import K8S_MODULE, k8s_ldflags, staging_modules
@@ -25,6 +26,7 @@ from harness.toolchain.recipes import K8S_MODULE, k8s_ldflags, staging_modules
 KIND_VERSION = "v0.32.0"  # Kueue v0.19.2's hack/tools pin; KWOK v0.8.0's KindVersion
 HELM_VERSION = "v4.3.2"  # Kueue v0.19.2 builds its chart with helm.sh/helm/v4
 ACTIONLINT_VERSION = "v1.7.12"
+logger = progress.logger("toolchain")
 
 
 @dataclass(frozen=True)
@@ -134,11 +136,11 @@ def ensure_built(name: str) -> Path:
             log = cache.cache_root() / "logs" / f"{tool.dirname}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text("")
-            print(f"building {name} {tool.version} (log: {log})", file=sys.stderr, flush=True)
+            logger.info(f"building {name} {tool.version} (log: {log})")
             started = time.monotonic()
             cache.populate(final, fingerprint, lambda out: tool.build(out, log))
             took = time.monotonic() - started
-            print(f"built {name} {tool.version} in {took:.0f}s", file=sys.stderr, flush=True)
+            logger.info(f"built {name} {tool.version} in {took:.0f}s")
     return final / name
 
 
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["build", "paths", "which"], nargs="?", default="build")
     parser.add_argument("names", nargs="*", help=f"tools (default: {' '.join(TOOLS)})")
     args = parser.parse_args(argv)
+    progress.show_on_stderr()
     if args.action == "which":  # for the Makefile: the path to run, exit 1 when there is none
         found = [tool_path(n) for n in args.names]
         for path in found:

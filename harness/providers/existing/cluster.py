@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import Mapping
@@ -19,42 +18,31 @@ from typing import Any
 
 import yaml
 
+from harness import progress
 from harness.kube import (
-    KUEUE_API,
     RUN_LABEL,
     Kube,
-    NotFound,
-    Obj,
     WaitTimeout,
     node_ready,
-    poll_until,
     wait_for,
 )
 from harness.kube.errors import KubeError
-from harness.providers.base import ClusterError, ClusterHandle
+from harness.providers.base import ClusterError, ClusterHandle, ProviderBase
+from harness.providers.cleanup import clear_run
 from harness.providers.existing import kueuecheck
 from harness.providers.kwok import fake_node
 from harness.providers.kwokrun import KwokController
-from harness.providers.process import tail
 from harness.scenario import Scenario
 
 KWOK_PROBE_WAIT_S = 8.0
 SWEEP_TIMEOUT_S = 120.0
-SWEEP_KINDS = (
-    (KUEUE_API, "ClusterQueue"),
-    (KUEUE_API, "ResourceFlavor"),
-    (KUEUE_API, "Topology"),
-    ("v1", "Node"),
-)
-"""Cluster-scoped kinds the run may have created; namespaces (which hold the rest) go first."""
 
 
 class KueueMissing(ClusterError):
     """The cluster cannot run TAS scenarios: no Kueue, no webhook, or TAS off."""
 
 
-def _say(msg: str) -> None:
-    print(f"[kth existing] {msg}", file=sys.stderr, flush=True)
+logger = progress.logger("existing")
 
 
 def pinned_kubeconfig(source: Path, context: str | None, dest: Path) -> Path:
@@ -82,10 +70,13 @@ def pinned_kubeconfig(source: Path, context: str | None, dest: Path) -> Path:
     return dest
 
 
-class ExistingCluster:
+class ExistingCluster(ProviderBase):
     """Provider "existing": see the module docstring."""
 
     name = "existing"
+    can_set_feature_gates = False  # its Kueue runs with the gates its owner chose
+    shared = True
+    needs_kubeconfig = True
 
     def __init__(
         self,
@@ -139,7 +130,7 @@ class ExistingCluster:
         except BaseException:
             self.stop()
             raise
-        _say(f"using {kube.host} (run id {self.run_id}, run dir {self.run_dir})")
+        logger.info(f"using {kube.host} (run id {self.run_id}, run dir {self.run_dir})")
         self.handle = ClusterHandle("existing", kubeconfig, self.run_dir, kube.host)
         return self.handle
 
@@ -159,10 +150,10 @@ class ExistingCluster:
                 wait_for(
                     kube, "v1", "Node", name, node_ready, what="Ready", timeout=KWOK_PROBE_WAIT_S
                 )
-                _say("a KWOK controller already manages fake nodes on this cluster")
+                logger.info("a KWOK controller already manages fake nodes on this cluster")
                 return
             except WaitTimeout:
-                _say("no KWOK controller answers; starting one")
+                logger.info("no KWOK controller answers; starting one")
             self.kwok = KwokController(kubeconfig, self.run_dir)
             self.kwok.start()
             wait_for(kube, "v1", "Node", name, node_ready, what="Ready (our KWOK)", timeout=60)
@@ -207,57 +198,25 @@ class ExistingCluster:
     def logs(self) -> dict[str, Path]:
         return {"kwok": self.kwok.log} if self.kwok is not None else {}
 
-    def log_tail(self, component: str, n: int = 50) -> str:
-        logs = self.logs()
-        if component not in logs:
-            raise ClusterError(f"no component {component!r}; known: {', '.join(logs) or 'none'}")
-        return tail(logs[component], n)
-
     def check(self) -> None:
         if self.kwok is not None:
             self.kwok.check()
 
-    def sweep(self, timeout: float = SWEEP_TIMEOUT_S) -> list[str]:
-        """Delete every object labelled with this run's id and wait until it is gone.
-
-        Namespaces go first: Kueue keeps a ClusterQueue or ResourceFlavor that is still in
-        use (finalizer) until the Workloads in them are deleted. Returns what was deleted.
-        """
-        if self.kube is None:
-            return []
-        kube, selector = self.kube, f"{RUN_LABEL}={self.run_id}"
-        gone = []
-        for api_version, kind in (("v1", "Namespace"), *SWEEP_KINDS):
-            for obj in self._labelled(api_version, kind, selector):
-                kube.delete(api_version, kind, obj["metadata"]["name"])
-                gone.append(f"{kind}/{obj['metadata']['name']}")
-
-        def left() -> tuple[bool, str]:
-            rest = [f"{kind}/{o['metadata']['name']}"
-                    for api_version, kind in (("v1", "Namespace"), *SWEEP_KINDS)
-                    for o in self._labelled(api_version, kind, selector)]  # fmt: skip
-            return not rest, f"still there: {', '.join(rest[:10])}"
-
-        poll_until(left, what=f"run {self.run_id}'s objects to be deleted", timeout=timeout)
-        return gone
-
-    def _labelled(self, api_version: str, kind: str, selector: str) -> list[Obj]:
-        assert self.kube is not None
-        try:
-            return self.kube.list(api_version, kind, labels=selector)
-        except NotFound:
-            return []  # e.g. Kueue's kinds on a refused cluster without its CRDs
+    def sweep(self, timeout: float = SWEEP_TIMEOUT_S) -> None:
+        """Delete every object labelled with this run's id and wait until all of it is gone,
+        namespaces included (the cluster outlives the run)."""
+        if self.kube is not None:
+            clear_run(self.kube, self.run_id, timeout, everything=True)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
         try:
-            gone = self.sweep()
-            if gone:
-                _say(f"deleted {len(gone)} object(s) of run {self.run_id}")
+            self.sweep()
+            logger.info(f"deleted the objects of run {self.run_id}")
         except KubeError as err:
-            _say(f"cleanup of run {self.run_id} incomplete: {err}")
+            logger.warning(f"cleanup of run {self.run_id} incomplete: {err}")
         if self.kwok is not None:
             self.kwok.stop()
         if self.kube is not None:

@@ -11,8 +11,7 @@ workers (node-status patch, as Kueue's TAS e2e does, or fake-gpu-operator's char
 v0.19.2 with its chart from the Kueue module (TAS on, gates settable, pinned to the control
 plane) -> wait until a dry-run Job is suspended by Kueue's webhook -> a local KWOK controller
 -> park: every real node cordoned, so a runner that creates each scenario's nodes as KWOK
-nodes sees exactly what it sees on the embedded cluster. `reshape(scenario)` instead puts a
-scenario's nodes on the real workers when they can show it (nodeplan.py).
+nodes sees exactly what it sees on the embedded cluster.
 """
 
 from __future__ import annotations
@@ -20,37 +19,34 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness import toolchain
+from harness import progress, toolchain
 from harness.errors import HarnessError
 from harness.install.kueue import wait_webhook_mutates
-from harness.kube import Kube, node_ready, poll_until, wait_for
+from harness.kube import Kube, Obj, node_ready, poll_until, wait_for
 from harness.kueue_gates import parse_gates
-from harness.providers.base import ClusterError, ClusterHandle
+from harness.logtail import quoted_tail
+from harness.providers.base import ClusterError, ClusterHandle, ProviderBase
 from harness.providers.kind import config as kindconfig
-from harness.providers.kind import helm_values, nodeplan, prereqs
+from harness.providers.kind import helm_values, prereqs
 from harness.providers.kind.shape import DEFAULT_SHAPE, POOL_LABEL, ClusterShape, load_shape
 from harness.providers.kwokrun import KwokController
-from harness.providers.process import tail
-from harness.scenario import Scenario
 
 DEFAULT_NAME = "kth"
 GPU_MODES = ("patch", "operator")
 
 
-def _say(msg: str) -> None:
-    print(f"[kth kind] {msg}", file=sys.stderr, flush=True)
+logger = progress.logger("kind")
 
 
-class KindCluster:
+class KindCluster(ProviderBase):
     """Provider "kind": see the module docstring."""
 
     name = "kind"
@@ -109,25 +105,6 @@ class KindCluster:
         """Node names of the shape's workers, in shape order."""
         return [w.node_name(self.cluster) for w in self.shape.workers]
 
-    def reshape(self, scenario: Scenario, use_workers: bool = True) -> nodeplan.NodePlan:
-        """Give the real workers this scenario's labels, taints and GPUs (or take them out of
-        its topology when it runs on KWOK nodes); returns the plan with the name mapping.
-        Unused workers and the control plane are cordoned (Kueue's pod tolerates that)."""
-        kube = self._connected()
-        plan = nodeplan.plan_nodes(scenario, self.workers(), use_workers)
-        current = {
-            w: kube.get("v1", "Node", w)["metadata"].get("labels") or {} for w in self.workers()
-        }
-        owned = nodeplan.owned_label_keys(scenario, self.shape.label_keys())
-        resources = {self.shape.gpu_resource}
-        control_plane: str | None = f"{self.cluster}-control-plane"
-        if kube.get_or_none("v1", "Node", str(control_plane)) is None:
-            control_plane = None
-        actions = nodeplan.worker_actions(plan, scenario, current, owned, resources, control_plane)
-        for action in actions:
-            self._apply(kube, action)
-        return plan
-
     def reset(self) -> None:
         """Back to the shape: its labels and GPU counts on every worker."""
         kube = self._connected()
@@ -139,31 +116,19 @@ class KindCluster:
             )
             patch["spec"] = {"taints": [], "unschedulable": False}
             status = kindconfig.gpu_status_patch(self.shape.gpu_resource, worker.pool.gpus)
-            self._apply(kube, nodeplan.NodeAction(name, patch, status))
+            self._patch_node(kube, name, patch, status)
         control_plane = f"{self.cluster}-control-plane"
         if kube.get_or_none("v1", "Node", control_plane) is not None:
-            self._apply(
-                kube, nodeplan.NodeAction(control_plane, {"spec": {"unschedulable": False}})
-            )
-
-    def set_feature_gates(self, gates: str | Mapping[str, bool] | None) -> None:
-        """Other Kueue gates without a new cluster: `helm upgrade` rolls Kueue's Deployment
-        (the chart hashes its config into the pod template), then the webhook is awaited."""
-        wanted = parse_gates(gates)
-        if wanted == self.gates:
-            return
-        self.gates = wanted
-        self.install_kueue()
-        wait_webhook_mutates(self._connected(), timeout=180)
+            self._patch_node(kube, control_plane, {"spec": {"unschedulable": False}})
 
     def park(self) -> None:
         """Cordon every real node (workers and control plane) so scenarios see only the KWOK
         nodes a runner creates, exactly as on the embedded cluster: Kueue's TAS node cache
-        drops unschedulable nodes. reshape() and reset() undo it where wanted."""
+        drops unschedulable nodes. reset() undoes it."""
         kube = self._connected()
         for name in [*self.workers(), f"{self.cluster}-control-plane"]:
             if kube.get_or_none("v1", "Node", name) is not None:
-                self._apply(kube, nodeplan.NodeAction(name, {"spec": {"unschedulable": True}}))
+                self._patch_node(kube, name, {"spec": {"unschedulable": True}})
 
     def logs(self) -> dict[str, Path]:
         """kwok's log and Kueue's pod logs (fetched now from the cluster)."""
@@ -171,12 +136,6 @@ class KindCluster:
         if self.kube is not None and self.run_dir is not None:
             out.update(self._kueue_logs(self.run_dir / "logs"))
         return out
-
-    def log_tail(self, component: str, n: int = 50) -> str:
-        logs = self.logs()
-        if component not in logs:
-            raise ClusterError(f"no component {component!r}; known: {', '.join(logs) or 'none'}")
-        return tail(logs[component], n)
 
     def check(self) -> None:
         if self.kwok is not None:
@@ -200,16 +159,16 @@ class KindCluster:
             try:  # leave the shape as the user wrote it, not the last scenario's
                 self.reset()
             except HarnessError as err:
-                _say(f"could not restore the shape on the kept cluster: {err}")
+                logger.warning(f"could not restore the shape on the kept cluster: {err}")
         if self.kube is not None:
             self.kube.close()
         if os.environ.get("KTH_KIND_EXPORT_LOGS") == "1" and (self.created or self.keep):
             try:  # CI: node journals and container logs end up in the uploaded run dir
                 self.export_logs()
             except ClusterError as err:
-                _say(str(err))
+                logger.warning(str(err))
         if self.keep and self.kubeconfig is not None and self.kubeconfig.exists():
-            _say(
+            logger.info(
                 f"kept kind cluster {self.cluster!r}: export KUBECONFIG={self.kubeconfig} "
                 f"(or `kind get kubeconfig --name {self.cluster}`); "
                 f"remove it with `kind delete cluster --name {self.cluster}`"
@@ -219,7 +178,7 @@ class KindCluster:
             try:
                 self._kind([*argv, "--kubeconfig", str(self.kubeconfig)], "kind delete", 300)
             except ClusterError as err:
-                _say(str(err))
+                logger.warning(str(err))
         if not self.keep and self.run_dir is not None and os.environ.get("KTH_KEEP_RUN") != "1":
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -230,7 +189,7 @@ class KindCluster:
         config = self.run_dir / "kind-config.yaml"
         config.write_text(yaml.safe_dump(kindconfig.named_config(self.shape, self.cluster)))
         if self.cluster in self._kind(["get", "clusters"], "kind get clusters", 60).split():
-            _say(f"reusing kind cluster {self.cluster!r} (delete it to start from scratch)")
+            logger.info(f"reusing kind cluster {self.cluster!r} (delete it to start from scratch)")
             self._kind(
                 [
                     "export",
@@ -244,7 +203,7 @@ class KindCluster:
                 60,
             )
         else:
-            _say(f"creating kind cluster {self.cluster!r} from {self.shape.path}")
+            logger.info(f"creating kind cluster {self.cluster!r} from {self.shape.path}")
             self.created = True
             self._kind(
                 [
@@ -364,12 +323,11 @@ class KindCluster:
             raise ClusterError("kind cluster not started")
         return self.kube
 
-    def _apply(self, kube: Kube, action: nodeplan.NodeAction) -> None:
-        kube.patch("v1", "Node", action.node, action.patch)
-        if action.status:
-            kube.patch(
-                "v1", "Node", action.node, action.status, subresource="status", patch_type="json"
-            )
+    def _patch_node(self, kube: Kube, name: str, patch: Obj, status: Sequence[Obj] = ()) -> None:
+        """A merge patch of a real node's metadata/spec, and a JSON patch of its status."""
+        kube.patch("v1", "Node", name, patch)
+        if status:
+            kube.patch("v1", "Node", name, list(status), subresource="status", patch_type="json")
 
     def _write(self, name: str, data: Any) -> Path:
         assert self.run_dir is not None
@@ -413,9 +371,7 @@ class KindCluster:
             ) from None
         log.write_text(f"$ {' '.join(argv)}\n{proc.stdout}\n{proc.stderr}")
         if proc.returncode != 0:
-            raise ClusterError(
-                f"{what} failed (exit {proc.returncode}); log {log}:\n{tail(log, 20)}"
-            )
+            raise ClusterError(f"{what} failed (exit {proc.returncode}); {quoted_tail(log, 20)}")
         return proc.stdout
 
     def _kueue_logs(self, dest: Path) -> dict[str, Path]:
@@ -438,7 +394,7 @@ class KindCluster:
                 60,
             )
         except ClusterError as err:
-            _say(f"could not fetch Kueue's log: {err}")
+            logger.warning(f"could not fetch Kueue's log: {err}")
             return {}
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "kueue.log").write_text(text)
@@ -446,4 +402,4 @@ class KindCluster:
 
     def _mark(self, phase: str, t0: float) -> None:
         self.timings[phase] = round(time.monotonic() - t0, 1)
-        _say(f"{phase} ready after {self.timings[phase]:.0f}s")
+        logger.info(f"{phase} ready after {self.timings[phase]:.0f}s")

@@ -37,7 +37,7 @@ CONTROL_PLANE_ONLY: Obj = {
 }
 """Kueue's pod runs on the control plane: never on a fake (KWOK) node, and never taking
 CPU or memory from a worker whose capacity a scenario counts. It tolerates the cordon that
-keeps the control plane out of scenarios' topologies (nodeplan.py)."""
+keeps the control plane out of scenarios' topologies (KindCluster.park)."""
 
 
 class ValuesError(HarnessError):

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import toolchain
+from harness import progress, toolchain
 from harness.kueue_gates import GateError, parse_gates
 from harness.providers.base import ClusterError
 from harness.providers.local import detached
@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detach", action="store_true", help="return once ready, leave it up")
     parser.add_argument("--feature-gates", default="", help="Kueue gates, e.g. A=true,B=false")
     args = parser.parse_args(argv)
+    progress.show_on_stderr()
     if args.action == "down":
         if args.run_dir is None:
             parser.error("down needs the run dir printed by `up --detach`")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -29,18 +28,19 @@ from typing import Any
 import tenacity
 import yaml
 
-from harness import pki, toolchain
+from harness import pki, progress, toolchain
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
 from harness.kube import Kube, KubeError
 from harness.kueue_gates import parse_gates
+from harness.logtail import quoted_tail
 from harness.providers import health
-from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
+from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed, ProviderBase
 from harness.providers.kwok import stages_yaml
 from harness.providers.local import detached, lifecycle
 from harness.providers.local import spec as localspec
-from harness.providers.process import Process, tail
+from harness.providers.process import Process
 
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in Kueue's main.go
 PORT_ATTEMPTS = 3
@@ -50,8 +50,7 @@ class PortClash(ComponentCrashed):
     """A component could not bind the port chosen for it; start-up is retried."""
 
 
-def _say(msg: str) -> None:
-    print(f"[kth local] {msg}", file=sys.stderr, flush=True)
+logger = progress.logger("local")
 
 
 def _ensure_metrics_certs(ca: pki.Authority) -> None:
@@ -76,7 +75,7 @@ def _shm_dir(run_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"kth-etcd-{run_id}"
 
 
-class LocalCluster:
+class LocalCluster(ProviderBase):
     """Provider "local": see the module docstring."""
 
     name = "local"
@@ -91,6 +90,7 @@ class LocalCluster:
         kueue_overrides: Mapping[str, Any] | None = None,
         start_timeout: float = 120.0,
         pins: toolchain.Pins = toolchain.PINS,
+        **_ignored: Any,
     ) -> None:
         self.run_root = run_root
         self.keep = keep
@@ -142,12 +142,6 @@ class LocalCluster:
     def logs(self) -> dict[str, Path]:
         return {p.name: p.log for p in self.procs}
 
-    def log_tail(self, component: str, n: int = 50) -> str:
-        logs = self.logs()
-        if component not in logs:
-            raise ClusterError(f"no component {component!r}; known: {', '.join(logs)}")
-        return tail(logs[component], n)
-
     def check(self) -> None:
         for proc in self.procs:
             proc.check()
@@ -191,7 +185,7 @@ class LocalCluster:
         except ComponentCrashed as err:
             if "address already in use" not in str(err):
                 raise
-            _say(f"port taken by another process, starting over on new ports: {err}")
+            logger.info(f"port taken by another process, starting over on new ports: {err}")
             with lifecycle.no_interrupts():
                 self._teardown()
             self.procs, self._webhooks, self._kube, self.layout = [], [], None, None
@@ -223,7 +217,7 @@ class LocalCluster:
             kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
         except KubeError as err:
             kueue.check()
-            raise ClusterError(f"{err}\nlast lines of kueue log:\n{tail(kueue.log, 30)}") from err
+            raise ClusterError(f"{err}\n{quoted_tail(kueue.log)}") from err
         self._mark("kueue webhook")
         self.timings["ready"] = round(time.monotonic() - self._t0, 2)
         self.handle = ClusterHandle("local", layout.kubeconfig, layout.run_dir, server)
@@ -243,7 +237,7 @@ class LocalCluster:
         root.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
         layout = self.layout = localspec.Layout(run_dir, _shm_dir(run_dir.name))
-        _say(f"run dir {run_dir}")
+        logger.info(f"run dir {run_dir}")
         ports = self.ports = localspec.Ports.allocate()
         ca = self._write_pki(layout)
         server = f"https://127.0.0.1:{ports.apiserver}"
@@ -326,7 +320,7 @@ class LocalCluster:
 
     def _mark(self, phase: str) -> None:
         self.timings[phase] = round(time.monotonic() - self._t0, 2)
-        _say(f"{phase} ready after {self.timings[phase]:.1f}s")
+        logger.info(f"{phase} ready after {self.timings[phase]:.1f}s")
 
     def _write_pki(self, layout: localspec.Layout) -> pki.Authority:
         ca = pki.Authority.create()
@@ -395,7 +389,7 @@ class LocalCluster:
         )
         self.procs.append(proc)
         proc.start()
-        _say(f"started {name} (pid {proc.pid})")
+        logger.info(f"started {name} (pid {proc.pid})")
         return proc
 
     def _remove_webhooks(self) -> None:
@@ -408,4 +402,4 @@ class LocalCluster:
         try:
             kueue_install.remove_webhooks(self._kube, self._webhooks)
         except Exception as err:  # best effort: the processes are stopped regardless
-            _say(f"could not delete webhook configurations: {err}")
+            logger.warning(f"could not delete webhook configurations: {err}")

@@ -1,0 +1,155 @@
+"""Delete everything a run created on a cluster: one list of kinds, one function.
+
+Every object the harness creates carries the run label, so clearing is one label query per
+kind. The runner clears before each scenario (names are reused across scenarios, so it waits
+until they are gone); a provider on someone else's cluster clears the same way when it stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Sequence
+
+import tenacity
+
+from harness.install.kueue import JOBSET_API
+from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, NotFound, Obj, in_parallel
+from harness.kube.errors import WaitTimeout
+
+NAMESPACED = (
+    ("batch/v1", "Job"),
+    (JOBSET_API, "JobSet"),  # not served on clusters without the JobSet CRD
+    (KUEUE_API, "Workload"),
+    ("v1", "Pod"),
+    (KUEUE_API, "LocalQueue"),
+)
+"""Kinds a run creates inside its namespaces (deleted before the namespace itself)."""
+CLUSTER_SCOPED = (
+    (KUEUE_API, "ClusterQueue"),
+    ("v1", "Node"),
+    (KUEUE_API, "ResourceFlavor"),
+    (KUEUE_API, "Topology"),
+)
+"""Cluster-scoped kinds a run creates, in deletion order (Kueue's finalizers hold a
+ResourceFlavor while a ClusterQueue uses it, and a Topology while a flavor names it)."""
+
+_retry = tenacity.retry(
+    retry=tenacity.retry_if_exception_type(KubeError),
+    stop=tenacity.stop_after_delay(20),
+    wait=tenacity.wait_exponential(multiplier=0.2, max=2),
+    reraise=True,
+)
+
+
+@_retry
+def clear_run(
+    kube: Kube, run_id: str, timeout: float, reuse: Sequence[Obj] = (), everything: bool = False
+) -> None:
+    """Delete everything labelled with the run id and wait until it is gone. Retried: a
+    fresh API server answers 429 while a CRD's storage initialises.
+
+    `reuse` lists the Topology and ResourceFlavor the next scenario needs: one that exists
+    with exactly that spec is kept, which saves waiting for Kueue's finalizer chain
+    (Workload -> ClusterQueue -> ResourceFlavor -> Topology). Between scenarios namespaces and
+    ClusterQueues get new names, so their deletion is awaited only with `everything`."""
+    sel = f"{RUN_LABEL}={run_id}"
+    namespaces = [n["metadata"]["name"] for n in kube.list("v1", "Namespace", labels=sel)]
+    for ns in namespaces:
+        for api, kind in NAMESPACED:
+            with contextlib.suppress(NotFound):
+                kube.delete_all(api, kind, ns, sel)
+        _force_pods(kube, ns, sel)
+    for api, kind in CLUSTER_SCOPED[:2]:  # flavors and topologies: _replace_kueue_objects
+        with contextlib.suppress(NotFound):
+            kube.delete_all(api, kind, labels=sel)
+    awaited = _replace_kueue_objects(kube, sel, reuse)
+    for ns in namespaces:
+        kube.delete("v1", "Namespace", ns)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = _leftovers(kube, namespaces, sel, awaited, everything)
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(
+                f"waited {timeout:.0f}s for run {run_id}'s objects to be deleted; "
+                f"still there: {', '.join(left[:12])}"
+            )
+        for ns in namespaces:
+            _force_pods(kube, ns, sel)
+        time.sleep(0.2)
+
+
+def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:
+    """Delete the run's Topologies and ResourceFlavors except identical ones in `reuse`
+    (a flavor only together with its topology); returns the (kind, name) deleted."""
+    wanted = {(o["kind"], o["metadata"]["name"]): o.get("spec") for o in reuse}
+    deleted: list[tuple[str, str]] = []
+    kept: set[tuple[str, str]] = set()
+    for kind in ("Topology", "ResourceFlavor"):
+        for obj in _labelled(kube, KUEUE_API, kind, sel):
+            key = (kind, obj["metadata"]["name"])
+            same = key in wanted and obj.get("spec") == wanted[key]
+            if kind == "ResourceFlavor":
+                topology = (obj.get("spec") or {}).get("topologyName")
+                same = same and ("Topology", topology) in kept
+            if same and not obj["metadata"].get("deletionTimestamp"):
+                kept.add(key)
+                continue
+            kube.delete(KUEUE_API, kind, key[1])
+            deleted.append(key)
+    return deleted
+
+
+def _force_pods(kube: Kube, ns: str, sel: str) -> None:
+    """Pods go at once (grace 0); a Job's tracking finalizer is dropped once they terminate,
+    because a recreated node of the same name must not inherit their usage."""
+    kube.delete_all("v1", "Pod", ns, sel, grace_seconds=0)
+    stuck = [
+        p["metadata"]["name"]
+        for p in kube.list("v1", "Pod", ns, sel)
+        if p["metadata"].get("deletionTimestamp") and p["metadata"].get("finalizers")
+    ]
+
+    def unblock(name: str) -> None:
+        with contextlib.suppress(NotFound):
+            kube.patch("v1", "Pod", name, {"metadata": {"finalizers": None}}, namespace=ns)
+
+    in_parallel(unblock, stuck)
+
+
+def _labelled(kube: Kube, api: str, kind: str, sel: str, ns: str | None = None) -> list[Obj]:
+    """The run's objects of a kind; none when the cluster does not serve it (a refused
+    cluster without Kueue's CRDs, or one without JobSet's)."""
+    try:
+        return kube.list(api, kind, ns, sel)
+    except NotFound:
+        return []
+
+
+def _leftovers(
+    kube: Kube,
+    namespaces: Iterable[str],
+    sel: str,
+    awaited: Iterable[tuple[str, str]],
+    everything: bool,
+) -> list[str]:
+    left = []
+    for ns in namespaces:
+        for api, kind in NAMESPACED:
+            left += [
+                f"{kind} {ns}/{o['metadata']['name']}" for o in _labelled(kube, api, kind, sel, ns)
+            ]
+    if everything:
+        left += [
+            f"Namespace {o['metadata']['name']}" for o in kube.list("v1", "Namespace", labels=sel)
+        ]
+        for api, kind in CLUSTER_SCOPED:
+            left += [f"{kind} {o['metadata']['name']}" for o in _labelled(kube, api, kind, sel)]
+        return left
+    left += [f"Node {o['metadata']['name']}" for o in kube.list("v1", "Node", labels=sel)]
+    for kind, name in awaited:
+        if kube.get_or_none(KUEUE_API, kind, name) is not None:
+            left.append(f"{kind} {name}")
+    return left
