@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from harness.quantity import parse_quantity
 from harness.scenario import HOSTNAME
 
 GPU = "nvidia.com/gpu"
@@ -164,19 +165,33 @@ class _Case:
         rng = self.rng
         if self.chance(0.5):
             return []
+        # Usage fits its node: the loader refuses more than allocatable, as the kubelet does.
+        free = {
+            n["name"]: {r: parse_quantity(q) for r, q in n["allocatable"].items()}
+            for n in self.nodes
+        }
         usage = []
         for _ in range(rng.randint(1, min(6, len(self.nodes)))):
             node = rng.choice(self.nodes)
+            left = free[node["name"]]
             requests: Data = {}
-            gpus = node["allocatable"].get(GPU, 0)
+            gpus = int(left.get(GPU, 0))
             if gpus and self.chance(0.85):
                 requests[GPU] = rng.randint(1, gpus)
             if self.chance(0.4) or not requests:
                 requests["cpu"] = rng.choice(("500m", "1", "2", "16"))
             if self.chance(0.1):
                 requests["memory"] = rng.choice(("8Gi", "128Gi"))
-            entry: Data = {"node": node["name"], "requests": requests}
-            if self.chance(0.2):
+            count = 2 if self.chance(0.2) else 1
+            fits = {
+                r: q for r, q in requests.items() if parse_quantity(q) * count <= left.get(r, 0)
+            }
+            if not fits or left.get("pods", 0) < count:
+                continue
+            for resource, q in (*fits.items(), ("pods", 1)):
+                left[resource] -= parse_quantity(q) * count
+            entry: Data = {"node": node["name"], "requests": fits}
+            if count == 2:
                 entry["count"] = 2
             usage.append(entry)
         return usage

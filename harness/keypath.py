@@ -1,0 +1,129 @@
+"""A value read from a user's YAML file together with the key path that leads to it.
+
+Shared by every loader of user files (scenarios, cluster shapes), so all of them report
+`FILE: key.path: problem` and quote values as YAML writes them (`true`, `null`, `'text'`),
+not as Python does (`True`, `None`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, NoReturn
+
+from harness.errors import ScenarioError
+
+INT32_MAX = 2**31 - 1
+"""Kubernetes and Kueue keep counts (pod set count, slice size) in int32."""
+
+
+def yaml_text(value: object) -> str:
+    """A scalar as YAML writes it: strings in single quotes, `true`, `null`, `.inf`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, int | Fraction):
+        return str(value)
+    if isinstance(value, str):
+        if value.isprintable():
+            return "'" + value.replace("'", "''") + "'"
+        escaped = value.encode("unicode_escape").decode("ascii").replace('"', '\\"')
+        return f'"{escaped}"'
+    return kind(value)
+
+
+def kind(value: object) -> str:
+    """What a value is, for `got ...`: collections by kind, scalars as YAML writes them."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, datetime.date):
+        return f"a date ({value.isoformat()}; quote it to make it text)"
+    if isinstance(value, bytes):
+        return "binary data"
+    if value is None or isinstance(value, bool | int | float | str):
+        return yaml_text(value)
+    return type(value).__name__
+
+
+class KeyPath:
+    """A value from a YAML file and the key path to it; `fail` raises `error(file, path, …)`."""
+
+    def __init__(
+        self,
+        file: str,
+        path: str,
+        value: Any,
+        error: Callable[[str, str, str], Exception] = ScenarioError,
+    ) -> None:
+        self.file, self.path, self.value, self.error = file, path, value, error
+
+    def fail(self, problem: str) -> NoReturn:
+        raise self.error(self.file, self.path or "(top level)", problem)
+
+    def child(self, key: str | int, value: Any) -> KeyPath:
+        sub = f"[{key}]" if isinstance(key, int) else (f".{key}" if self.path else key)
+        return KeyPath(self.file, self.path + sub, value, self.error)
+
+    def mapping(
+        self, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+    ) -> dict[str, KeyPath]:
+        if not isinstance(self.value, dict):
+            self.fail(f"must be a mapping, got {kind(self.value)}")
+        for key in self.value:
+            if not isinstance(key, str):
+                self.fail(f"keys must be strings, got {kind(key)}")
+            if key not in allowed:
+                self.fail(f"unknown key {yaml_text(key)} (allowed: {', '.join(allowed)})")
+        for key in required:
+            if key not in self.value:
+                self.fail(f"missing required key {yaml_text(key)}")
+        return {k: self.child(k, v) for k, v in self.value.items()}
+
+    def items(self) -> list[KeyPath]:
+        if not isinstance(self.value, list):
+            self.fail(f"must be a list, got {kind(self.value)}")
+        return [self.child(i, v) for i, v in enumerate(self.value)]
+
+    def string(
+        self, valid: re.Pattern[str] | Callable[[str], bool] | None = None, what: str = ""
+    ) -> str:
+        """A non-empty string; with `valid` (a pattern or a check) one that passes it."""
+        if not isinstance(self.value, str) or not self.value:
+            self.fail(f"must be a non-empty string, got {kind(self.value)}")
+        if isinstance(valid, re.Pattern):
+            ok = len(self.value) <= 253 and valid.match(self.value) is not None
+        else:
+            ok = valid is None or valid(self.value)
+        if not ok:
+            self.fail(f"{yaml_text(self.value)} is not a valid {what}")
+        return self.value
+
+    def boolean(self) -> bool:
+        if not isinstance(self.value, bool):
+            self.fail(f"must be true or false, got {kind(self.value)}")
+        return self.value
+
+    def integer(self, minimum: int, maximum: int = INT32_MAX) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            self.fail(f"must be a whole number, got {kind(self.value)}")
+        if self.value < minimum:
+            self.fail(f"must be at least {minimum}, got {self.value}")
+        if self.value > maximum:
+            self.fail(f"must be at most {maximum}, got {self.value}")
+        return self.value
+
+    def positive_int(self) -> int:
+        """A count Kubernetes keeps in int32: 1 to 2147483647."""
+        return self.integer(1)

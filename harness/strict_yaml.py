@@ -1,0 +1,81 @@
+"""YAML text -> plain data for the scenario loader, every problem one `ScenarioError` line.
+
+PyYAML's SafeLoader, stricter in two ways and kinder in one: a key given twice in one
+mapping is refused (PyYAML keeps the last silently), nesting deeper than MAX_DEPTH is
+refused before Python's recursion limit turns it into a traceback, and YAML merge keys
+(`<<: *anchor`, `<<: [*a, *b]`) work as the YAML 1.1 merge spec says: keys written in the
+mapping override merged ones, and an earlier mapping in a merge list overrides a later one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+
+from harness.errors import ScenarioError
+from harness.keypath import kind
+
+MAX_DEPTH = 100
+"""Deepest nesting accepted; a scenario needs about 8 (steps[].add-node.labels.KEY)."""
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _TooDeep(yaml.MarkedYAMLError):
+    """Nesting beyond MAX_DEPTH, raised while composing, before any recursion limit."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and deep nesting, and resolves merge keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _TooDeep(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    """Refuse a key written twice in this mapping (`<<` included); merged keys may repeat."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = "<<" if key_node.tag == _MERGE_TAG else loader.construct_object(key_node)
+        if not isinstance(key, Hashable):
+            continue  # construct_mapping refuses it with its own message
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {kind(key)}", key_node.start_mark
+            )
+        seen.add(key)
+    # SafeConstructor.construct_mapping flattens the merge keys first, so keys written
+    # here come after the merged ones and win.
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """Parse YAML text; a syntax error or a refusal becomes one line with the position."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except _TooDeep as err:
+        raise ScenarioError(file, _where(err), str(err.problem)) from None
+    except yaml.MarkedYAMLError as err:
+        raise ScenarioError(file, _where(err), f"invalid YAML: {err.problem}") from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(file, "", f"invalid YAML: {err}") from None
+
+
+def _where(err: yaml.MarkedYAMLError) -> str:
+    mark = err.problem_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"

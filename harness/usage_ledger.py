@@ -1,0 +1,76 @@
+"""What `usage` pods take from each node, so usage beyond a node's allocatable is refused.
+
+The kubelet does not run a pod whose requests, with those of the pods already on the node,
+exceed the node's allocatable (OutOfcpu, OutOfpods, ...; pkg/kubelet/lifecycle/predicate.go),
+so such a scenario describes a cluster that cannot exist, and the fit model would see
+negative free capacity. Every usage pod also takes one of the node's `pods`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+
+from harness.keypath import KeyPath, yaml_text
+from harness.quantity import format_kueue_units, kueue_units
+from harness.scenario import Node, Usage
+
+PODS = "pods"
+
+
+class UsageLedger:
+    """Per node: its allocatable and the usage entries on it, in the order they arrive."""
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.allocatable = {n.name: n.allocatable for n in nodes}
+        self.entries: dict[str, list[Usage]] = {name: [] for name in self.allocatable}
+        self.deleted: set[str] = set()
+
+    def add(self, usage: Usage, at: KeyPath) -> None:
+        """Record `usage` (read at `at`), or fail at the first resource it overcommits."""
+        if usage.node in self.deleted:
+            at.child("node", usage.node).fail(
+                f"node {yaml_text(usage.node)} was deleted by an earlier step"
+            )
+        taken = self._taken(usage.node)
+        allocatable = self.allocatable[usage.node]
+        wanted = {**usage.requests, PODS: Fraction(1)}
+        for resource, per_pod in wanted.items():
+            total = taken.get(resource, Fraction(0)) + per_pod * usage.count
+            limit = allocatable.get(resource, Fraction(0))
+            if total > limit:
+                where = (
+                    at.child("count", None)
+                    if resource == PODS
+                    else at.child("requests", None).child(resource, None)
+                )
+                where.fail(
+                    f"the usage on node {yaml_text(usage.node)} adds up to "
+                    f"{_text(resource, total)} {resource}, more than its allocatable "
+                    f"{_text(resource, limit)}"
+                )
+        self.entries[usage.node].append(usage)
+
+    def add_node(self, node: Node) -> None:
+        self.allocatable[node.name] = node.allocatable
+        self.entries[node.name] = []
+
+    def delete_node(self, name: str) -> None:
+        """The node and the usage pods bound to it go (as the runner and the fit model do)."""
+        self.entries[name] = []
+        self.deleted.add(name)
+
+    def delete_usage(self, name: str) -> None:
+        for entries in self.entries.values():
+            entries[:] = [u for u in entries if u.name != name]
+
+    def _taken(self, node: str) -> dict[str, Fraction]:
+        taken: dict[str, Fraction] = {}
+        for usage in self.entries[node]:
+            for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
+                taken[resource] = taken.get(resource, Fraction(0)) + per_pod * usage.count
+        return taken
+
+
+def _text(resource: str, quantity: Fraction) -> str:
+    return format_kueue_units(resource, kueue_units(resource, quantity))
