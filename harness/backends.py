@@ -8,6 +8,7 @@ same Outcome form the fit model predicts. `sim` runs Kueue's scheduler in proces
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,12 +49,60 @@ class Backend(Protocol):
 
 
 BACKENDS: dict[str, str] = {
-    "sim": "harness.sim_backend:SimBackend",
     "local": "harness.runner.backend:ClusterBackend",
     "kind": "harness.runner.backend:ClusterBackend",
     "existing": "harness.runner.backend:ClusterBackend",
+    "sim": "harness.sim_backend:SimBackend",
 }
 """Backend name -> "module:Class"; imported on first use so unused ones cost nothing."""
+
+
+BACKEND_HELP = (
+    "local: an embedded API server with real Kueue; kind: a kind cluster (needs Docker); "
+    "existing: a cluster of yours with Kueue (needs --kubeconfig); "
+    "sim: Kueue's scheduler in process"
+)
+
+
+def add_backend_options(
+    add: Callable[..., object], *, cluster_default: str | None, cluster_help: str
+) -> None:
+    """Declare the options that choose and shape a backend, for argparse (`add_argument`)
+    and for pytest (`addoption`) alike: `python -m harness run` and `pytest` take the same."""
+    default = cluster_default or "none"
+    add(
+        "--cluster",
+        choices=tuple(BACKENDS),
+        default=cluster_default,
+        help=f"{cluster_help}; {BACKEND_HELP} (default: {default})",
+    )
+    add(
+        "--keep-cluster",
+        action="store_true",
+        default=False,
+        help="leave the cluster running afterwards and print how to reach it "
+        "(default: off, the cluster is stopped)",
+    )
+    add(
+        "--feature-gates",
+        default="",
+        help="extra Kueue feature gates for the cluster, e.g. A=true,B=false "
+        "(default: none, Kueue v0.19.2's defaults plus each scenario's featureGates)",
+    )
+    add(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig of the cluster for --cluster=existing (default: none)",
+    )
+
+
+def backend_options(get: Callable[[str], Any]) -> dict[str, Any]:
+    """create_backend's options from parsed options (`get` takes the option's dest name)."""
+    return {
+        "keep": get("keep_cluster"),
+        "feature_gates": get("feature_gates"),
+        "kubeconfig": get("kubeconfig"),
+    }
 
 
 def create_backend(name: str, **options: Any) -> Backend:

@@ -77,9 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], None]]:
-    """Commands from their own modules (run, fuzz, leftovers), added when importable."""
+    """Commands from their own modules (check, run, fuzz, leftovers), added when importable."""
     registrars = []
-    for module_name in ("harness.runcli", "harness.fuzz.cli", "harness.leftovers"):
+    for module_name in (
+        "harness.checkcli",
+        "harness.runcli",
+        "harness.fuzz.cli",
+        "harness.leftovers",
+    ):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ImportError:

@@ -7,19 +7,17 @@ Without a backend an item checks the fit model against the file's `expect`; with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.backends import Backend, Observation, Unsupported
+from harness.backends import Backend, Unsupported
 from harness.errors import HarnessError
-from harness.fit import FitResult, fit
 from harness.loader import load_scenario
-from harness.outcome import Outcome
-from harness.scenario import Expectation, Scenario
-from harness.verdict import against_expectations, against_prediction
+from harness.report import has_expectations, model_against_expect, observed_against_both, predict
+from harness.scenario import Scenario
 
 BACKEND_KEY = pytest.StashKey[Any]()
 
@@ -64,28 +62,22 @@ class ScenarioItem(pytest.Item):
         if self.problem or self.scenario is None:
             raise ScenarioMismatch(self.problem)
         scenario = self.scenario
-        predicted = _predict(scenario)
+        predicted, no_model = predict(scenario)
         backend: Backend | None = self.config.stash.get(BACKEND_KEY, None)
         if backend is None:
-            self._check_oracle_only(scenario, predicted)
-            return
-        try:
-            observed = backend.run(scenario)
-        except Unsupported as why:
-            pytest.skip(f"{backend.name} backend: {why}")
-        report = _report(scenario, predicted, observed)
-        if report:
-            raise ScenarioMismatch(report)
-
-    def _check_oracle_only(self, scenario: Scenario, predicted: FitResult) -> None:
-        if scenario.expect is None and not any(s.expect for s in scenario.steps):
-            pytest.skip("no expectations to check without a cluster: run with --cluster=local")
-        lines = _expectation_lines(scenario, predicted.outcomes, predicted.steps)
-        if lines:
-            raise ScenarioMismatch(
-                f"scenario {scenario.name}: the fit model disagrees with the file's expect "
-                f"({scenario.path})\n" + "\n".join(f"  {line}" for line in lines)
-            )
+            if predicted is None:
+                raise ScenarioMismatch(no_model)
+            if not has_expectations(scenario):
+                pytest.skip("no expectations to check without a cluster: run with --cluster=local")
+            comparison = model_against_expect(scenario, predicted)
+        else:
+            try:
+                observed = backend.run(scenario)
+            except Unsupported as why:
+                pytest.skip(f"{backend.name} backend: {why}")
+            comparison = observed_against_both(scenario, predicted, observed, no_model)
+        if not comparison.agrees:
+            raise ScenarioMismatch(comparison.render())
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioMismatch | HarnessError):
@@ -110,43 +102,3 @@ def refuse_duplicate_names(items: list[pytest.Item]) -> None:
                 "(scenario names are unique among the collected scenarios)"
             )
         first.setdefault(name, item.path)
-
-
-def _predict(scenario: Scenario) -> FitResult:
-    try:
-        return fit(scenario)
-    except HarnessError as err:
-        raise ScenarioMismatch(str(err)) from None
-
-
-def _expectation_lines(
-    scenario: Scenario, outcomes: Mapping[str, Outcome], steps: list[dict[str, Outcome]]
-) -> list[str]:
-    lines = against_expectations(scenario.expect or {}, outcomes)
-    for index, step in enumerate(scenario.steps):
-        if step.expect and index < len(steps):
-            expect: Mapping[str, Expectation] = step.expect
-            lines += [
-                f"after step {index + 1} ({step.action}): {line}"
-                for line in against_expectations(expect, steps[index])
-            ]
-    return lines
-
-
-def _report(scenario: Scenario, predicted: FitResult, observed: Observation) -> str:
-    sections = []
-    expect_lines = _expectation_lines(scenario, observed.outcomes, observed.steps)
-    if expect_lines:
-        sections.append("Kueue vs the file's expect:\n" + "\n".join(f"  {x}" for x in expect_lines))
-    oracle_lines = against_prediction(predicted.outcomes, observed.outcomes)
-    for index, (want, got) in enumerate(zip(predicted.steps, observed.steps, strict=False)):
-        oracle_lines += [f"after step {index + 1}: {x}" for x in against_prediction(want, got)]
-    if oracle_lines:
-        sections.append("Kueue vs the fit model:\n" + "\n".join(f"  {x}" for x in oracle_lines))
-    if not sections:
-        return ""
-    head = f"scenario {scenario.name} ({scenario.path}): Kueue, expect and the fit model disagree"
-    tail = [observed.details] if observed.details else []
-    if observed.artifacts is not None:
-        tail.append(f"artifacts: {observed.artifacts}")
-    return "\n".join([head, *sections, *tail])

@@ -7,11 +7,10 @@ with the package installed. No cluster starts unless `--cluster` asks for one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.backends import create_backend
+from harness.backends import add_backend_options, backend_options, create_backend
 from harness.collect import (
     BACKEND_KEY,
     NotAScenario,
@@ -20,9 +19,6 @@ from harness.collect import (
     refuse_duplicate_names,
 )
 from harness.discover import SUFFIXES, why_not_a_scenario
-from harness.fit import MODELLED_KUEUE_VERSIONS
-
-CLUSTERS = ("local", "kind", "existing", "sim")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,45 +30,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "as in any folder named suites (default: none)",
     )
     group = parser.getgroup("kueue-tas-harness")
-    group.addoption(
-        "--cluster",
-        choices=CLUSTERS,
-        default=None,
-        help="run scenarios (and cluster tests) on this backend; "
-        "without it scenarios check only the fit model",
+    add_backend_options(
+        group.addoption,
+        cluster_default=None,
+        cluster_help="run scenarios (and cluster tests) on this backend, checking Kueue against "
+        "expect and the fit model; without it scenarios check the fit model against expect",
     )
     group.addoption(
         "--cluster-tests",
         action="store_true",
+        default=False,
         help="run the tests marked `cluster` (they start the embedded cluster themselves) "
-        "whatever backend the scenarios use",
-    )
-    group.addoption(
-        "--keep-cluster",
-        action="store_true",
-        help="leave the cluster running after the session and print how to reach it",
-    )
-    group.addoption(
-        "--kueue-version",
-        default=MODELLED_KUEUE_VERSIONS[0],
-        help="Kueue version to install and to model",
-    )
-    group.addoption(
-        "--feature-gates",
-        default="",
-        help="extra Kueue feature gates for the cluster, e.g. A=true,B=false",
-    )
-    group.addoption(
-        "--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=existing"
+        "whatever backend the scenarios use (default: off; --cluster=local, kind or existing "
+        "runs them too)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    version = config.getoption("--kueue-version")
-    if version not in MODELLED_KUEUE_VERSIONS:
-        raise pytest.UsageError(
-            f"--kueue-version {version}: the harness supports {', '.join(MODELLED_KUEUE_VERSIONS)}"
-        )
     if config.getoption("--cluster") == "kind":
         from harness.providers.kind import prereqs
 
@@ -127,14 +101,6 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"scenarios: on the {cluster} backend, checked against expect and the fit model"
 
 
-def backend_options(config: pytest.Config) -> dict[str, Any]:
-    return {
-        "keep": config.getoption("--keep-cluster"),
-        "feature_gates": config.getoption("--feature-gates"),
-        "kubeconfig": config.getoption("--kubeconfig"),
-    }
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip cluster tests unless enabled; start the scenario backend once, when first needed."""
@@ -146,7 +112,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if cluster is None or not isinstance(item.parent, ScenarioFile):
         return
     if item.config.stash.get(BACKEND_KEY, None) is None:
-        item.config.stash[BACKEND_KEY] = create_backend(cluster, **backend_options(item.config))
+        item.config.stash[BACKEND_KEY] = create_backend(
+            cluster, **backend_options(item.config.getoption)
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

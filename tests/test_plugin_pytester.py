@@ -19,11 +19,11 @@ REAL_HOME = os.environ.get("HOME", str(Path.home()))
 GUIDE = Path(__file__).resolve().parents[1] / "suites" / "guide"
 WRONG_ORACLE_CONFTEST = '''
 """Make the fit model wrong on purpose for one scenario (the plugin must then fail it)."""
-import harness.collect as collect
+import harness.report as report
 from harness.fit import FitResult
 from harness.outcome import Outcome
 
-_real = collect.fit
+_real = report.fit
 
 
 def _wrong(scenario, trace=None):
@@ -35,7 +35,7 @@ def _wrong(scenario, trace=None):
     return FitResult(outcomes=bogus, steps=result.steps)
 
 
-collect.fit = _wrong
+report.fit = _wrong
 '''
 
 

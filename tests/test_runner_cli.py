@@ -55,7 +55,7 @@ def test_agreement_prints_json_and_exits_0(
     assert code == 0
     payload = json.loads(out[: out.index("\n}\n") + 2])
     assert payload == {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
-    assert "vs the file's expect: agree" in out and "vs the fit model: agree" in out
+    assert "scenario guide-required-host: Kueue, expect and the fit model agree" in out
     assert _Stub.closed
 
 
@@ -67,8 +67,16 @@ def test_disagreement_lists_both_diffs_and_exits_1(
     code = main(["run", str(GUIDE / "guide-required-host.yaml")])
     out = capsys.readouterr().out
     assert code == 1
-    assert "  train/main: expected gpu-node-3=4, got gpu-node-1=4" in out
-    assert "evidence here" in out
+    report = out[out.index("\n}\n") + 3 :].splitlines()
+    assert report == [
+        f"scenario guide-required-host ({GUIDE / 'guide-required-host.yaml'}): "
+        "Kueue, expect and the fit model disagree",
+        "Kueue vs the file's expect:",
+        "  train/main: expected gpu-node-3=4, got gpu-node-1=4",
+        "Kueue vs the fit model:",
+        "  train/main: expected gpu-node-3=4, got gpu-node-1=4",
+        "evidence here",
+    ]
     assert _Stub.closed
 
 
