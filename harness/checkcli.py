@@ -28,7 +28,6 @@ def register(subparsers: Any) -> None:
         "check",
         help="check scenario files' expect against the fit model (no cluster)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument(
         "files",

@@ -40,12 +40,21 @@ def register(sub: Any) -> None:
     fuzz = sub.add_parser(
         "fuzz", help="random scenarios on the fit model and on real Kueue, compared"
     )
-    fuzz.add_argument("--seed", type=_natural, default=1, help="campaign seed (default 1)")
+    fuzz.add_argument("--seed", type=_natural, default=1, help="campaign seed (default: 1)")
     fuzz.add_argument("--cases", type=_positive, default=100, help="scenarios to try")
     fuzz.add_argument(
-        "--against", choices=("sim", "local"), default="sim", help="the Kueue to compare with"
+        "--against",
+        choices=("sim", "local"),
+        default="sim",
+        help="the Kueue to compare with: sim (its scheduler in process) or local "
+        "(embedded cluster)",
     )
-    fuzz.add_argument("--out", type=Path, default=None, help="folder (default run/fuzz-SEED/)")
+    fuzz.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where disagreements are written (default: run/fuzz-SEED/)",
+    )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
     fuzz.add_argument(
         "--jobs", type=_positive, default=2, help="backend processes in parallel (sim only)"
