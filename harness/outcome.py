@@ -11,19 +11,33 @@ Placement = Mapping[str, Mapping[str, int]]
 
 @dataclass(frozen=True)
 class Outcome:
-    """Admitted with a placement (pod set -> lowest-level domain -> pods), or pending/rejected."""
+    """Admitted with a placement (pod set -> lowest-level domain -> pods), or pending/rejected.
+
+    `unschedulable`: per pod set, admitted pods that never run (kube-scheduler cannot bind
+    them, or Kueue's ungater cannot release them), only counts above 0, with one line on why
+    in `unschedulable_reasons`. `binding_observed` is False where nobody watched the pods
+    bind (the sim, a Workload built without pods): `unschedulable` then means nothing."""
 
     admitted: bool
     placement: Placement = field(default_factory=dict)
     message: str = ""
     rejected: bool = False
+    unschedulable: Mapping[str, int] = field(default_factory=dict)
+    unschedulable_reasons: Mapping[str, str] = field(default_factory=dict)
+    binding_observed: bool = True
 
     def to_json(self) -> dict[str, Any]:
         if self.admitted:
-            return {
+            result: dict[str, Any] = {
                 "admitted": True,
                 "placement": {ps: dict(sorted(d.items())) for ps, d in self.placement.items()},
             }
+            if self.unschedulable:
+                result["unschedulable"] = dict(self.unschedulable)
+                result["unschedulableReasons"] = dict(self.unschedulable_reasons)
+            if not self.binding_observed:
+                result["bindingObserved"] = False
+            return result
         out: dict[str, Any] = {"admitted": False, "message": self.message}
         if self.rejected:
             out["rejected"] = True
@@ -37,6 +51,11 @@ class Outcome:
             placement={ps: {k: int(v) for k, v in d.items()} for ps, d in placement.items()},
             message=str(data.get("message") or ""),
             rejected=bool(data.get("rejected", False)),
+            unschedulable={k: int(v) for k, v in (data.get("unschedulable") or {}).items()},
+            unschedulable_reasons={
+                k: str(v) for k, v in (data.get("unschedulableReasons") or {}).items()
+            },
+            binding_observed=bool(data.get("bindingObserved", True)),
         )
 
 

@@ -122,10 +122,14 @@ class Workload:
 
 @dataclass(frozen=True)
 class Expectation:
+    """`unschedulable`: pod set -> admitted pods that never run (None: expect none; only
+    checked where the backend watches pods bind)."""
+
     admitted: bool
     placement: Mapping[str, Mapping[str, int]] | None = None
     message: str | None = None
     rejected: bool | None = None
+    unschedulable: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

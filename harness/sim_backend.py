@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from harness import progress
@@ -22,8 +23,14 @@ from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
 
 
-def _outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
-    return {name: Outcome.from_json(v) for name, v in (data or {}).items()}
+def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
+    """kueue-sim's answer as Outcomes. The sim runs Kueue's scheduler only: no pods exist, so
+    nothing says whether kube-scheduler could bind them (the cluster and the fit model judge
+    that); `unschedulable` expectations are not checked against it."""
+    return {
+        name: replace(Outcome.from_json(v), binding_observed=False)
+        for name, v in (data or {}).items()
+    }
 
 
 class SimBackend:
@@ -40,8 +47,8 @@ class SimBackend:
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
-        outcomes = _outcomes(answer.get("outcome"))
-        steps = [_outcomes(step) for step in answer.get("steps") or []]
+        outcomes = sim_outcomes(answer.get("outcome"))
+        steps = [sim_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
         return Observation(outcomes=outcomes, steps=steps, details=details)
 

@@ -63,7 +63,42 @@ def against_expectations(
             lines.append(
                 f"{name}: expected message containing {want.message!r}, got {got.message!r}"
             )
+        if got.admitted and got.binding_observed:
+            lines += _unschedulable_lines(name, want.unschedulable, got)
     return lines
+
+
+def _unschedulable_lines(name: str, want: Mapping[str, int] | None, got: Outcome) -> list[str]:
+    """Admitted pods that never run, against the file's `unschedulable` (absent: none)."""
+    expected = {ps: n for ps, n in (want or {}).items() if n}
+    if expected == dict(got.unschedulable):
+        return []
+    if want is None:
+        total = sum(got.unschedulable.values())
+        counts = ", ".join(f"{ps}: {n}" for ps, n in got.unschedulable.items())
+        return [
+            f"{name}: admitted by Kueue, but {total} pod(s) can never run ({_why(got)}); "
+            f"the file expects none: if that is what should happen, add "
+            f"`unschedulable: {{{counts}}}` to its expect"
+        ]
+    return [
+        f"{name}/{ps}: expected {expected.get(ps, 0)} unschedulable pod(s), got "
+        f"{got.unschedulable.get(ps, 0)}" + _reason_of(got, ps)
+        for ps in sorted(set(expected) | set(got.unschedulable))
+        if expected.get(ps, 0) != got.unschedulable.get(ps, 0)
+    ]
+
+
+def _why(outcome: Outcome) -> str:
+    return "; ".join(
+        f"{ps}: {n} — {outcome.unschedulable_reasons.get(ps, 'no reason recorded')}"
+        for ps, n in outcome.unschedulable.items()
+    )
+
+
+def _reason_of(outcome: Outcome, pod_set: str) -> str:
+    reason = outcome.unschedulable_reasons.get(pod_set)
+    return f" ({reason})" if reason else ""
 
 
 def against_prediction(
@@ -84,6 +119,14 @@ def against_prediction(
             lines.append(f"{name}: predicted {_state(want)}, observed {_state(got)}")
         elif want.admitted:
             lines += _placement_lines(name, want.placement, got.placement)
+            if want.binding_observed and got.binding_observed:
+                lines += [
+                    f"{name}/{ps}: predicted {want.unschedulable.get(ps, 0)} unschedulable "
+                    f"pod(s), observed {got.unschedulable.get(ps, 0)}"
+                    + (_reason_of(got, ps) or _reason_of(want, ps))
+                    for ps in sorted(set(want.unschedulable) | set(got.unschedulable))
+                    if want.unschedulable.get(ps, 0) != got.unschedulable.get(ps, 0)
+                ]
         elif not _same_message(want.message, got.message):
             lines.append(f"{name}: predicted message {want.message!r}, observed {got.message!r}")
     return lines

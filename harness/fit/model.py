@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.binding import Binder, Unplaceable
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
@@ -39,6 +40,7 @@ UNWRITABLE = Outcome(admitted=False, message="")
 class _Admitted:
     quota: ResourceVector
     tas: dict[LeafKey, ResourceVector]
+    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,6 +52,10 @@ class _State:
     pending: list[Workload] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     inadmissible_shapes: set[Hashable] = field(default_factory=set)
+    binder: Binder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.binder = Binder(self.scenario)
 
 
 @dataclass
@@ -107,6 +113,8 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
     outcome, admitted = _schedule(state, workload, trace)
     if admitted is not None:
         state.admitted[workload.name] = admitted
+        bound = state.binder.admit(workload, admitted.per_leaf, state.nodes, state.usage)
+        outcome = _with_binding(outcome, bound)
     else:
         state.pending.append(workload)
         if not _stuck_at_head(outcome):
@@ -175,6 +183,7 @@ def _schedule(
     balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
     assumed: dict[LeafKey, ResourceVector] = {}
     placement: dict[str, dict[str, int]] = {}
+    per_leaf_by_pod_set: dict[str, dict[LeafKey, int]] = {}
     for members in groups:
         request = placement_request(scenario.topology, members)
         algo = Algorithm(best_fit=not (request.unconstrained and mixed))
@@ -197,6 +206,7 @@ def _schedule(
             for key, count in per_leaf.items():
                 add_into(assumed.setdefault(key, {}), _usage_of(per_pod, count))
             placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
+            per_leaf_by_pod_set[pod_set.name] = dict(per_leaf)
     if any(not p.requests for p in workload.pod_sets):
         # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
         # per-pod request fits a domain; an empty request counts 0, so it never fits.
@@ -209,7 +219,8 @@ def _schedule(
     quota: ResourceVector = {}
     for members in groups:
         add_into(quota, quota_request(scenario, members))
-    return Outcome(admitted=True, placement=ordered), _Admitted(quota=quota, tas=assumed)
+    admitted = _Admitted(quota=quota, tas=assumed, per_leaf=per_leaf_by_pod_set)
+    return Outcome(admitted=True, placement=ordered), admitted
 
 
 def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | None:
@@ -221,6 +232,10 @@ def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | Non
         if not any(requests_something(scenario, p) for p in members):
             return members[0].name
     return None
+
+
+def _with_binding(outcome: Outcome, bound: Unplaceable) -> Outcome:
+    return replace(outcome, unschedulable=bound.counts, unschedulable_reasons=bound.reasons)
 
 
 def _usage_of(per_pod: ResourceVector, count: int) -> ResourceVector:
@@ -247,6 +262,7 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
         state.admitted.pop(target, None)
         state.pending = [w for w in state.pending if w.name != target]
         state.outcomes.pop(target, None)
+        state.binder.forget(target)
     elif step.action == "delete-usage":
         state.usage = [u for u in state.usage if u.name != target]
     elif step.action in ("cordon", "uncordon"):
@@ -272,7 +288,11 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
 
 
 def _retry_pending(state: _State, trace: Trace | None) -> None:
-    """Kueue requeues every inadmissible workload and forgets the parked shapes."""
+    """kube-scheduler retries the pods it could not bind (at once, on the cluster event);
+    then Kueue requeues every inadmissible workload and forgets the parked shapes."""
+    for name, bound in state.binder.retry(state.nodes, state.usage).items():
+        if name in state.outcomes and name in state.admitted:
+            state.outcomes[name] = _with_binding(state.outcomes[name], bound)
     waiting, state.pending = state.pending, []
     state.inadmissible_shapes.clear()
     for workload in waiting:

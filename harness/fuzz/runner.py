@@ -23,6 +23,7 @@ from harness.outcome import Outcome, outcomes_to_json
 from harness.scenario import Scenario
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess
+from harness.sim_backend import sim_outcomes
 from harness.verdict import against_prediction
 
 Data = dict[str, Any]
@@ -98,7 +99,7 @@ class SimObserver:
         answer = self.sim.run(scenario_to_dict(scenario))
         if answer.get("error"):
             raise ObserveError(f"kueue-sim: {answer['error']}")
-        return {k: Outcome.from_json(v) for k, v in (answer.get("outcome") or {}).items()}
+        return sim_outcomes(answer.get("outcome"))
 
     def close(self) -> None:
         self.sim.close()

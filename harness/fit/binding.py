@@ -1,0 +1,197 @@
+"""The second half of admission: can kube-scheduler bind the pods Kueue just placed?
+
+Kueue admits against each domain's summed free capacity; it checks taints and nodeSelectors
+only when the lowest level is the hostname, and only the workers' pod set of a leader/worker
+group (pkg/cache/scheduler/tas_flavor_snapshot.go findTopologyAssignment). Its ungater then
+releases each pod with the nodeSelector of its domain (pkg/controller/tas/topology_ungater.go:
+{level: value} for every level of the assignment, only the hostname when that is the lowest),
+and kube-scheduler binds it to one node of that domain, or cannot. Two ways a pod never runs:
+
+- it stays scheduling-gated: the API server refuses to change a key a gated pod's nodeSelector
+  already has (only additions are allowed), so a pod set whose own nodeSelector names another
+  value of a level than its assigned domain is never released; pods beyond what the
+  assignment covers are never released either;
+- kube-scheduler finds no node of the domain for it (harness.fit.kubescheduler).
+
+Pods are bound workload by workload in admission order, pod set by pod set, domain by domain,
+one pod at a time, each on the node kube-scheduler's default scores prefer. For identical pods
+the number that fits on a set of nodes does not depend on the order; where pods of different
+shapes share nodes the real order (pods of one JobSet, or of two workloads admitted close
+together, are bound interleaved) can change which node is left, and this order is the
+approximation. What bound pods occupy is kept per node for later workloads; Kueue's own
+admission keeps counting the domain aggregate (harness.fit.model does not read this).
+Unbound pods are retried after every step, as kube-scheduler requeues them on cluster changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.fit.kubescheduler import NodeLoad, Pod, best_node, filter_reasons
+from harness.fit.kubescheduler import unavailable_message as scheduler_message
+from harness.fit.resources import from_quantities
+from harness.fit.tree import LeafKey
+from harness.scenario import HOSTNAME, Node, PodSet, Scenario, Usage, Workload
+
+PerLeaf = Mapping[str, Mapping[LeafKey, int]]
+
+
+@dataclass
+class _Bound:
+    workload: str
+    node: str
+    pod: Pod
+    count: int
+
+
+@dataclass
+class _Waiting:
+    """Pods of one pod set and domain that kube-scheduler could not bind (yet)."""
+
+    pod_set: str
+    domain: str
+    pod: Pod
+    count: int
+    why: str = ""
+
+
+@dataclass
+class Unplaceable:
+    """Per pod set: pods that never run, and one line on why."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Binder:
+    """kube-scheduler's picture of the nodes as TAS pods are released and bound."""
+
+    scenario: Scenario
+    bound: list[_Bound] = field(default_factory=list)
+    waiting: dict[str, list[_Waiting]] = field(default_factory=dict)
+    gated: dict[str, list[_Waiting]] = field(default_factory=dict)
+
+    def admit(
+        self,
+        workload: Workload,
+        per_leaf: PerLeaf,
+        nodes: Mapping[str, Node],
+        usage: list[Usage],
+    ) -> Unplaceable:
+        """Release and bind an admitted workload's pods; what cannot run, per pod set."""
+        gated: list[_Waiting] = []
+        waiting: list[_Waiting] = []
+        for pod_set in workload.pod_sets:
+            leaves = per_leaf.get(pod_set.name, {})
+            for key, count in sorted(leaves.items(), key=lambda kv: _path(kv[0])):
+                pod, conflict = self._released_pod(pod_set, key)
+                item = _Waiting(pod_set.name, _domain_name(key), pod, count, conflict)
+                (gated if conflict else waiting).append(item)
+            missing = pod_set.count - sum(leaves.values())
+            if missing > 0:
+                why = (
+                    f"Kueue's topology assignment holds {sum(leaves.values())} of "
+                    f"{pod_set.count} pods; the ungater has no domain for the rest"
+                )
+                gated.append(_Waiting(pod_set.name, "", self._plain_pod(pod_set), missing, why))
+        self.gated[workload.name] = gated
+        self.waiting[workload.name] = waiting
+        self._bind(workload.name, nodes, usage)
+        return self.unplaceable(workload.name)
+
+    def forget(self, workload: str) -> None:
+        """The workload was deleted: its pods leave the nodes."""
+        self.bound = [b for b in self.bound if b.workload != workload]
+        self.waiting.pop(workload, None)
+        self.gated.pop(workload, None)
+
+    def retry(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, Unplaceable]:
+        """After a step: pods on deleted nodes are gone, unbound ones are tried again."""
+        self.bound = [b for b in self.bound if b.node in nodes]
+        for workload in list(self.waiting):
+            self._bind(workload, nodes, usage)
+        return {w: self.unplaceable(w) for w in self.waiting}
+
+    def unplaceable(self, workload: str) -> Unplaceable:
+        out = Unplaceable()
+        for item in self.gated.get(workload, []) + self.waiting.get(workload, []):
+            if item.count <= 0:
+                continue
+            out.counts[item.pod_set] = out.counts.get(item.pod_set, 0) + item.count
+            where = f" in {item.domain}" if item.domain else ""
+            line = f"{item.count} pod(s){where}: {item.why}"
+            previous = out.reasons.get(item.pod_set)
+            out.reasons[item.pod_set] = f"{previous}; {line}" if previous else line
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _plain_pod(self, pod_set: PodSet) -> Pod:
+        """The pod as Kueue starts it: the flavor's nodeLabels and tolerations merged in."""
+        flavor = self.scenario.flavor
+        return Pod(
+            requests=from_quantities(pod_set.requests),
+            node_selector={**pod_set.node_selector, **flavor.node_labels},
+            tolerations=pod_set.tolerations + flavor.tolerations,
+        )
+
+    def _released_pod(self, pod_set: PodSet, key: LeafKey) -> tuple[Pod, str]:
+        """The pod as the ungater would release it into this domain, or why it cannot."""
+        base = self._plain_pod(pod_set)
+        levels = self.scenario.topology.levels
+        added = {HOSTNAME: key} if isinstance(key, str) else dict(zip(levels, key, strict=True))
+        for label, value in added.items():
+            own = base.node_selector.get(label)
+            if own is not None and own != value:
+                return base, (
+                    f"stays scheduling-gated: Kueue's ungater must add nodeSelector "
+                    f"{label}={value}, but the pod already selects {label}={own} (the API "
+                    "server lets a gated pod's nodeSelector only gain keys)"
+                )
+        selector = {**base.node_selector, **added}
+        return Pod(base.requests, selector, base.tolerations), ""
+
+    def _bind(self, workload: str, nodes: Mapping[str, Node], usage: list[Usage]) -> None:
+        loads = self._loads(nodes, usage)
+        allocatable = {name: from_quantities(n.allocatable) for name, n in nodes.items()}
+        for item in self.waiting.get(workload, []):
+            matching = [
+                n
+                for n in nodes.values()
+                if all(n.labels.get(k) == v for k, v in item.pod.node_selector.items())
+            ]
+            while item.count > 0:
+                candidates = ((n, allocatable[n.name], loads[n.name]) for n in matching)
+                node = best_node(candidates, item.pod)
+                if node is None:
+                    break
+                loads[node.name].add(item.pod)
+                self.bound.append(_Bound(workload, node.name, item.pod, 1))
+                item.count -= 1
+            if item.count > 0:
+                reasons: dict[str, int] = {}
+                for n in nodes.values():
+                    for reason in filter_reasons(n, allocatable[n.name], loads[n.name], item.pod):
+                        reasons[reason] = reasons.get(reason, 0) + 1
+                item.why = "kube-scheduler: " + scheduler_message(len(nodes), reasons)
+
+    def _loads(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, NodeLoad]:
+        loads = {name: NodeLoad() for name in nodes}
+        for entry in usage:
+            if entry.node in loads:
+                pod = Pod(from_quantities(entry.requests), {}, ())
+                loads[entry.node].add(pod, entry.count)
+        for b in self.bound:
+            if b.node in loads:
+                loads[b.node].add(b.pod, b.count)
+        return loads
+
+
+def _path(key: LeafKey) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else key
+
+
+def _domain_name(key: LeafKey) -> str:
+    return key if isinstance(key, str) else "/".join(key)
