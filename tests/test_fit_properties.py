@@ -6,10 +6,13 @@ they hold the fit model to invariants rather than to its own numbers.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.fit import fit
@@ -32,7 +35,8 @@ GPU = "nvidia.com/gpu"
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, workloads: int = 3) -> Scenario:
+def scenarios(draw: st.DrawFn, workloads: int = 3, sliced: bool = False) -> Scenario:
+    """Random scenarios; `sliced` gives every constrained pod set slices of 2 to 4 pods."""
     depth = draw(st.integers(1, 4))
     levels = LEVELS[len(LEVELS) - depth :]
     nodes, usage = [], []
@@ -57,11 +61,16 @@ def scenarios(draw: st.DrawFn, workloads: int = 3) -> Scenario:
         mode = draw(st.sampled_from(["required", "preferred", "unconstrained"]))
         level = None if mode == "unconstrained" else draw(st.sampled_from(levels))
         slice_size, slice_level = None, None
-        if mode != "unconstrained" and draw(st.booleans()):
+        if mode != "unconstrained" and (sliced or draw(st.booleans())):
             assert level is not None
             deeper = levels[levels.index(level) :]
             slice_level = draw(st.sampled_from(deeper))
-            slice_size = draw(st.sampled_from([d for d in range(1, count + 1) if count % d == 0]))
+            if sliced:
+                slice_size = draw(st.integers(2, 4))
+                count = slice_size * draw(st.integers(1, 3))
+            else:
+                divisors = [d for d in range(1, count + 1) if count % d == 0]
+                slice_size = draw(st.sampled_from(divisors))
         topology = TopologyRequest(
             mode=mode, level=level, slice_level=slice_level, slice_size=slice_size
         )
@@ -105,9 +114,36 @@ def fits(free: dict[str, int], pod_set: PodSet) -> int:
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@SETTINGS
-@given(scenarios())
-def test_placements_are_whole_and_within_free_capacity(scenario: Scenario) -> None:
+Property = Callable[[Scenario, Counter[str]], None]
+
+
+def checked(prop: Property, strategy: st.SearchStrategy[Scenario]) -> Counter[str]:
+    """Run a property over generated scenarios; returns how often each of its checks ran.
+
+    Properties of admitted workloads pass vacuously when nothing is admitted, so each test
+    asserts its checks ran often enough (hypothesis `event`s show the same counts with
+    --hypothesis-show-statistics)."""
+    seen: Counter[str] = Counter()
+
+    @SETTINGS
+    @given(strategy)
+    def run(scenario: Scenario) -> None:
+        before = set(seen)
+        prop(scenario, seen)
+        for name in set(seen) - before:
+            event(name)
+
+    run()
+    return seen
+
+
+def assert_tested(seen: Counter[str], least: dict[str, int]) -> None:
+    """Each check ran in at least that many of the 150 scenarios (measured: 3x or more)."""
+    short = {name: seen[name] for name, n in least.items() if seen[name] < n}
+    assert not short, f"the property tested too little: {short} (want {least})"
+
+
+def placements_whole_and_within_free_capacity(scenario: Scenario, seen: Counter[str]) -> None:
     outcomes = fit(scenario).outcomes
     free = free_per_node(scenario)
     used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -123,14 +159,20 @@ def test_placements_are_whole_and_within_free_capacity(scenario: Scenario) -> No
                 for r, q in pod_set.requests.items():
                     used[node][r] += kueue_units(r, q) * pods
                 used[node]["pods"] += pods
+            seen["admitted"] += 1
+            if len(placed) > 1:
+                seen["spread over nodes"] += 1
     for node, per_resource in used.items():
         for r, amount in per_resource.items():
             assert amount <= free[node].get(r, 0), f"{node} over-committed on {r}"
 
 
-@SETTINGS
-@given(scenarios())
-def test_required_level_and_slices_are_respected(scenario: Scenario) -> None:
+def test_placements_are_whole_and_within_free_capacity() -> None:
+    seen = checked(placements_whole_and_within_free_capacity, scenarios())
+    assert_tested(seen, {"admitted": 30, "spread over nodes": 8})
+
+
+def required_level_and_slices_respected(scenario: Scenario, seen: Counter[str]) -> None:
     outcomes = fit(scenario).outcomes
     nodes = {n.name: n for n in scenario.nodes}
     levels = scenario.topology.levels
@@ -146,12 +188,32 @@ def test_required_level_and_slices_are_respected(scenario: Scenario) -> None:
             depth = levels.index(tr.level) + 1
             domains = {_path(nodes[n], levels, depth) for n in placed}
             assert len(domains) == 1, f"required {tr.level} spans {domains}"
+            seen["required admitted"] += 1
         if tr.slice_level is not None and tr.slice_size:
             depth = levels.index(tr.slice_level) + 1
             per_domain: dict[tuple[str, ...], int] = defaultdict(int)
             for node, pods in placed.items():
                 per_domain[_path(nodes[node], levels, depth)] += pods
             assert all(v % tr.slice_size == 0 for v in per_domain.values()), per_domain
+            if tr.slice_size > 1:
+                seen["sliced admitted"] += 1
+
+
+def test_required_level_and_slices_are_respected() -> None:
+    seen = checked(required_level_and_slices_respected, scenarios(sliced=True))
+    assert_tested(seen, {"required admitted": 5, "sliced admitted": 14})
+
+
+def test_a_property_that_sees_nothing_admitted_fails() -> None:
+    """Negative control: with every node NotReady nothing is admitted, and the coverage
+    check must say so instead of passing."""
+    seen = checked(placements_whole_and_within_free_capacity, scenarios().map(_all_not_ready))
+    with pytest.raises(AssertionError, match="tested too little"):
+        assert_tested(seen, {"admitted": 30, "spread over nodes": 8})
+
+
+def _all_not_ready(scenario: Scenario) -> Scenario:
+    return replace(scenario, nodes=tuple(replace(n, ready=False) for n in scenario.nodes))
 
 
 def _path(node: Node, levels: tuple[str, ...], depth: int) -> tuple[str, ...]:
