@@ -25,8 +25,10 @@ binaries: venv
 	$(PY) -m harness.sim.build
 
 ## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
-## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals)
-test: binaries
+## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals).
+## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
+## actionlint), so only the tests that need Docker are skipped.
+test: binaries tools
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest tests suites --cluster=sim --cluster-tests \
 		--junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
@@ -61,7 +63,8 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	@if AL=$$($(PY) -m harness.toolchain.tools which actionlint); then $$AL; else echo "actionlint not built (make tools TOOLS=actionlint): skipped"; fi
 
-## tools: build kind, helm, kubectl and actionlint from their Go modules into ~/.cache/kueue-tas-harness
+## tools: build (or reuse) kind, helm, kubectl and actionlint from their Go modules into
+## ~/.cache/kueue-tas-harness, with progress; TOOLS="helm kind" builds only those
 tools: venv
 	$(PY) -m harness.toolchain.tools build $(TOOLS)
 
