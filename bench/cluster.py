@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from big import big_scenario  # noqa: E402  (bench/ is on sys.path)
 
+from harness import progress  # noqa: E402
 from harness.loader import load_scenario  # noqa: E402
 from harness.providers.local.cluster import LocalCluster  # noqa: E402
 from harness.runner.backend import ClusterBackend  # noqa: E402
@@ -71,6 +72,7 @@ def report(label: str, times: list[float]) -> None:
 
 
 def main() -> None:
+    progress.show_on_stderr()  # cluster starts and scenarios report as they go
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=30, help="suite scenarios to time (0: none)")
     parser.add_argument("--all", action="store_true", help="time every suite scenario")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness import progress
 from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
@@ -27,6 +28,7 @@ def rate(count: int, seconds: float) -> str:
 
 
 def main() -> None:
+    progress.show_on_stderr()  # a first run builds kueue-sim: say so while it does
     cases = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     binary = build_sim()
 
