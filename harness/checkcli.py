@@ -3,7 +3,8 @@
 No cluster, no pytest: each file is loaded, predicted and compared with its `expect` and its
 steps' `expect`, printing the report pytest prints. Exit 0 when every file agrees, 1 when one
 disagrees or has nothing to check, 2 when one is bad input. `--write-expect` first fills in
-the expectations a file leaves out, from the fit model (harness/expectwrite.py).
+the expectations a file leaves out, from the fit model, and never changes one it has
+(harness/expectwrite.py).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def register(subparsers: Any) -> None:
         "--write-expect",
         action="store_true",
         default=False,
-        help="fill in each missing or empty expect (top level and per step) from the fit "
-        "model, write the file back, then check it (default: off, files are only read)",
+        help="first fill in what the expectations leave out from the fit model: a missing or "
+        "empty expect (top level or a step's) and the workloads an expect does not mention; "
+        "what is written stays (default: off, files are only read)",
     )
     check.set_defaults(handler=check_command)
 

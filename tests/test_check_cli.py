@@ -164,3 +164,36 @@ def test_written_expectations_state_the_fit_models_outcomes_for_every_suite(
         assert written.get("expect") == (expectation_data(predicted.outcomes) or None), source
         for step, after in zip(written.get("steps") or [], predicted.steps, strict=True):
             assert step.get("expect") == (expectation_data(after) or None), source
+
+
+def test_write_expect_adds_the_workloads_an_expect_leaves_out_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    """A wrong expectation stays wrong (the file states what Kueue does; only a person may
+    change it); a workload without one gets the fit model's, in block and in flow style."""
+    text = (GUIDE / "guide-required-host-waits-for-freed-node.yaml").read_text()
+    text = text.replace("  - name: train\n", "  - name: other\n    podSets:\n"
+                        "      - {name: main, count: 1, requests: {nvidia.com/gpu: 1}}\n"
+                        "  - name: train\n")  # fmt: skip
+    text = text.replace("    expect:\n      train:\n        admitted: true\n        placement:\n"
+                        "          main: {gpu-node-3: 4}\n",
+                        "    expect: {train: {admitted: true, placement: {main: {gpu-node-1: 4}}}}\n")  # fmt: skip
+    path = tmp_path / "partial.yaml"
+    path.write_text(text)
+    done = check("--write-expect", path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        f"{path}: wrote expect.other, steps[0].expect.other from the fit model"
+    )
+    assert "after step 1 (delete-usage): train/main: expected gpu-node-1=4, got gpu-node-3=4" in (
+        done.stdout
+    )
+    written = path.read_text()
+    assert (
+        "    message: 'couldn''t assign flavors to pod set main: topology \"guide-topology\" allows to fit only 2 out of 4 pod(s)'\n  other:\n    admitted: true\n    placement:\n      main: {gpu-node-1: 1}\nsteps:\n"
+        in written
+    )
+    assert (
+        "    expect: {train: {admitted: true, placement: {main: {gpu-node-1: 4}}}, other: {admitted: true, placement: {main: {gpu-node-1: 1}}}}\n"
+        in written
+    )
