@@ -1,21 +1,33 @@
 """YAML scenario file -> validated `Scenario`, or one `ScenarioError` naming file, key and problem.
 
-The contract is shared/scenario-format.md (version 1); `steps` and `usage[].name` are our
-documented extensions (docs/scenario-extensions.md). Unknown keys are errors, never ignored.
+The contract is shared/scenario-format.md (version 1); `steps`, `usage[].name`,
+`nodeGroups` and top-level `x-` keys are our documented extensions
+(docs/scenario-extensions.md). Other unknown keys are errors, never ignored. What Kubernetes
+or Kueue would refuse is refused here too (harness/k8s_rules.py, the Topology limits).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
-import yaml
-
+from harness import node_groups
 from harness.errors import ScenarioError
-from harness.kueue_gates import KUEUE_V0_19_GATES
+from harness.k8s_rules import (
+    container_resource_problem,
+    hugepages_problem,
+    is_dns_label,
+    is_dns_subdomain,
+    is_label_value,
+    is_qualified_name,
+    quantity_problem,
+    requests_problem,
+)
+from harness.keypath import KeyPath as KeyPath
+from harness.keypath import kind, yaml_text
+from harness.kueue_gates import KUEUE_V0_19_GATES, unknown_gate
 from harness.quantity import QuantityError, parse_quantity
 from harness.scenario import (
     HOSTNAME,
@@ -36,155 +48,65 @@ from harness.scenario import (
     Usage,
     Workload,
 )
+from harness.strict_yaml import parse_yaml as parse_yaml
+from harness.usage_ledger import UsageLedger
 
 T = TypeVar("T")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
+_At = KeyPath
+MAX_LEVELS = 16
+"""Kueue's Topology CRD: `levels` has at most 16 items (apis/kueue/v1beta2/topology_types.go)."""
 
 
-class _At:
-    """A value from a YAML file together with the key path that leads to it; shared by every
-    loader of user files (scenarios, cluster shapes) so all report `FILE: key.path: problem`."""
-
-    def __init__(
-        self,
-        file: str,
-        path: str,
-        value: Any,
-        error: Callable[[str, str, str], Exception] = ScenarioError,
-    ) -> None:
-        self.file, self.path, self.value, self.error = file, path, value, error
-
-    def fail(self, problem: str) -> NoReturn:
-        raise self.error(self.file, self.path or "(top level)", problem)
-
-    def child(self, key: str | int, value: Any) -> _At:
-        sub = f"[{key}]" if isinstance(key, int) else (f".{key}" if self.path else key)
-        return _At(self.file, self.path + sub, value, self.error)
-
-    def mapping(self, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, _At]:
-        if not isinstance(self.value, dict):
-            self.fail(f"must be a mapping, got {_kind(self.value)}")
-        for key in self.value:
-            if not isinstance(key, str):
-                self.fail(f"keys must be strings, got {key!r}")
-            if key not in allowed:
-                self.fail(f"unknown key {key!r} (allowed: {', '.join(allowed)})")
-        for key in required:
-            if key not in self.value:
-                self.fail(f"missing required key {key!r}")
-        return {k: self.child(k, v) for k, v in self.value.items()}
-
-    def items(self) -> list[_At]:
-        if not isinstance(self.value, list):
-            self.fail(f"must be a list, got {_kind(self.value)}")
-        return [self.child(i, v) for i, v in enumerate(self.value)]
-
-    def string(self, pattern: re.Pattern[str] | None = None, what: str = "") -> str:
-        if not isinstance(self.value, str) or not self.value:
-            self.fail(f"must be a non-empty string, got {_kind(self.value)}")
-        if pattern is not None and (len(self.value) > 253 or not pattern.match(self.value)):
-            self.fail(f"{self.value!r} is not a valid {what}")
-        return self.value
-
-    def boolean(self) -> bool:
-        if not isinstance(self.value, bool):
-            self.fail(f"must be true or false, got {_kind(self.value)}")
-        return self.value
-
-    def integer(self, minimum: int) -> int:
-        if isinstance(self.value, bool) or not isinstance(self.value, int):
-            self.fail(f"must be a whole number, got {_kind(self.value)}")
-        if self.value < minimum:
-            self.fail(f"must be at least {minimum}, got {self.value}")
-        return self.value
-
-    def positive_int(self) -> int:
-        if isinstance(self.value, bool) or not isinstance(self.value, int):
-            self.fail(f"must be a whole number, got {_kind(self.value)}")
-        if self.value <= 0:
-            self.fail(f"must be at least 1, got {self.value}")
-        return self.value
-
-    def labels(self, keys_only_valid: bool = True) -> dict[str, str]:
-        if self.value is None:
-            return {}
-        if not isinstance(self.value, dict):
-            self.fail(f"must be a mapping of label key to string value, got {_kind(self.value)}")
-        out: dict[str, str] = {}
-        for key, value in self.value.items():
-            at = self.child(str(key), value)
-            if not isinstance(key, str) or (keys_only_valid and not _LABEL_KEY.match(key)):
-                at.fail(f"{key!r} is not a valid label key")
-            if not isinstance(value, str):
-                at.fail(f"label values must be strings (quote it), got {_kind(value)}")
-            if len(value) > 63 or not _LABEL_VALUE.match(value):
-                at.fail(f"{value!r} is not a valid label value")
-            out[key] = value
-        return out
-
-    def resources(self, allow_zero: bool = True) -> dict[str, Fraction]:
-        if not isinstance(self.value, dict):
-            self.fail(f"must be a mapping of resource name to quantity, got {_kind(self.value)}")
-        out: dict[str, Fraction] = {}
-        for key, value in self.value.items():
-            at = self.child(str(key), value)
-            if not isinstance(key, str) or not key:
-                at.fail("resource names must be non-empty strings")
-            try:
-                quantity = parse_quantity(value)
-            except QuantityError as err:
-                at.fail(str(err))
-            if quantity < 0 or (quantity == 0 and not allow_zero):
-                at.fail(f"must not be negative, got {value}")
-            out[key] = quantity
-        return out
+def _labels(at: _At) -> dict[str, str]:
+    """Node labels, node selectors, flavor nodeLabels: Kubernetes label keys and values."""
+    if at.value is None:
+        return {}
+    if not isinstance(at.value, dict):
+        at.fail(f"must be a mapping of label key to string value, got {kind(at.value)}")
+    out: dict[str, str] = {}
+    for key, value in at.value.items():
+        sub = at.child(str(key), value)
+        if not isinstance(key, str) or not is_qualified_name(key):
+            sub.fail(f"{yaml_text(key)} is not a valid label key")
+        if not isinstance(value, str):
+            sub.fail(f"label values must be strings (quote it), got {kind(value)}")
+        if not is_label_value(value):
+            sub.fail(f"{yaml_text(value)} is not a valid label value")
+        out[key] = value
+    return out
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "nothing"
-    return {dict: "a mapping", list: "a list", str: f"{value!r}", bool: f"{value}"}.get(
-        type(value), repr(value)
-    )
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,
-)
-
-
-def parse_yaml(text: str, file: str) -> Any:
-    """Parse YAML text; a syntax error becomes one ScenarioError line with the position."""
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        raise ScenarioError(file, where, f"invalid YAML: {err.problem}") from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(file, "", f"invalid YAML: {err}") from None
+def _resources(at: _At, container: bool = False, kubernetes: bool = True) -> dict[str, Fraction]:
+    """Resource name -> quantity. `kubernetes`: the API server's rules for node allocatable
+    and pod requests (whole extended resources); `container`: also what a container may
+    request (so pod sets and usage pods)."""
+    if not isinstance(at.value, dict):
+        at.fail(f"must be a mapping of resource name to quantity, got {kind(at.value)}")
+    out: dict[str, Fraction] = {}
+    for key, value in at.value.items():
+        sub = at.child(str(key), value)
+        if not isinstance(key, str) or not key:
+            sub.fail("resource names must be non-empty strings")
+        problem = container_resource_problem(key) if container else None
+        if problem:
+            sub.fail(problem)
+        try:
+            quantity = parse_quantity(value)
+        except QuantityError as err:
+            sub.fail(str(err))
+        if quantity < 0:
+            sub.fail(f"must not be negative, got {kind(value)}")
+        problem = quantity_problem(key, quantity) if kubernetes else None
+        if problem:
+            sub.fail(f"{problem}, got {kind(value)}")
+        problem = hugepages_problem(key, quantity, str(value)) if container else None
+        if problem:
+            sub.fail(problem)
+        out[key] = quantity
+    problem = requests_problem(out) if container else None
+    if problem:
+        at.fail(problem)
+    return out
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -207,6 +129,7 @@ TOP_KEYS = (
     "flavor",
     "queue",
     "nodes",
+    "nodeGroups",
     "usage",
     "workloads",
     "expect",
@@ -216,17 +139,28 @@ TOP_KEYS = (
 
 def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML/JSON data against the contract."""
-    top = _At(file, "", data).mapping(TOP_KEYS, ("name", "topology", "nodes", "workloads"))
+    root = _At(file, "", _without_scratch(data))
+    top = root.mapping(TOP_KEYS, ("name", "topology", "workloads"))
+    if "nodes" not in top and "nodeGroups" not in top:
+        root.fail("missing required key 'nodes' (or 'nodeGroups')")
     topology = _topology(top["topology"])
-    nodes = _unique([_node(n, topology) for n in top["nodes"].items()], top["nodes"], "node")
+    nodes = _nodes(top.get("nodes"), top.get("nodeGroups"), topology)
     node_names = {n.name for n in nodes}
+    ledger = UsageLedger(nodes)
     usage = tuple(_usage(u, node_names) for u in top["usage"].items()) if "usage" in top else ()
-    _unique([u for u in usage if u.name], top.get("usage"), "usage")
+    _unique(list(usage), top.get("usage"), "usage")
+    for entry, entry_at in zip(usage, top["usage"].items() if usage else [], strict=True):
+        ledger.add(entry, entry_at)
     levels = topology.levels
     workloads = _unique(
         [_workload(w, levels) for w in top["workloads"].items()], top["workloads"], "workload"
     )
-    steps = _steps(top["steps"], topology, node_names, usage, workloads) if "steps" in top else ()
+    lowest = topology.levels[-1]
+    steps = (
+        _steps(top["steps"], topology, ledger, usage, workloads, _Domains(lowest, nodes))
+        if "steps" in top
+        else ()
+    )
     known = {w.name: w for w in workloads}
     for step in steps:
         if step.action == "submit" and isinstance(step.target, Workload):
@@ -243,45 +177,99 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         nodes=tuple(nodes),
         usage=usage,
         workloads=tuple(workloads),
-        expect=_expectations(top["expect"], known) if "expect" in top else None,
+        expect=(
+            _expectations(top["expect"], known, _Domains(lowest, nodes))
+            if "expect" in top
+            else None
+        ),
         steps=steps,
         path=file,
     )
+
+
+def _without_scratch(data: Any) -> Any:
+    """Drop top-level `x-` keys: scratch space for YAML anchors, as in docker compose."""
+    if not isinstance(data, dict):
+        return data
+    return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("x-"))}
+
+
+class _Domains:
+    """The lowest-level domain values an `expect` placement may name: node names when the
+    lowest level is kubernetes.io/hostname, else that level's label values. Steps add the
+    nodes they add; a deleted node's value stays valid (what was placed there keeps its
+    assignment)."""
+
+    def __init__(self, level: str, nodes: list[Node]) -> None:
+        self.level = level
+        self.values = {n.labels[level] for n in nodes if level in n.labels}
+
+    def add(self, node: Node) -> None:
+        if self.level in node.labels:
+            self.values.add(node.labels[self.level])
+
+    def check(self, at: _At, domain: str) -> None:
+        if domain in self.values:
+            return
+        if self.level == HOSTNAME:
+            at.fail(f"no node named {yaml_text(domain)}")
+        at.fail(
+            f"no node has {self.level}: {yaml_text(domain)} "
+            f"(placement keys are values of the lowest level, {self.level})"
+        )
 
 
 def _text(at: _At | None) -> str:
     if at is None or at.value is None:
         return ""
     if not isinstance(at.value, str):
-        at.fail(f"must be text, got {_kind(at.value)}")
+        at.fail(f"must be text, got {kind(at.value)}")
     return at.value
 
 
 def _unique(items: list[T], at: _At | None, what: str) -> list[T]:
     seen: set[str] = set()
     for index, item in enumerate(items):
-        name = str(getattr(item, "name", ""))
+        name = str(getattr(item, "name", None) or "")
+        if not name:
+            continue
         if name in seen and at is not None:
-            at.child(index, None).child("name", None).fail(f"duplicate {what} name {name!r}")
+            at.child(index, None).child("name", None).fail(
+                f"duplicate {what} name {yaml_text(name)}"
+            )
         seen.add(name)
     return items
 
 
 def _gates(at: _At) -> dict[str, bool]:
+    if isinstance(at.value, dict):
+        for name in at.value:
+            if isinstance(name, str) and name not in KUEUE_V0_19_GATES:
+                at.fail(unknown_gate(name))
     fields = at.mapping(tuple(sorted(KUEUE_V0_19_GATES)))
     return {name: value.boolean() for name, value in fields.items()}
 
 
 def _topology(at: _At) -> Topology:
     fields = at.mapping(("name", "levels"), ("name", "levels"))
-    levels = [lv.string(_LABEL_KEY, "label key") for lv in fields["levels"].items()]
+    items = fields["levels"].items()
+    levels = [lv.string(is_qualified_name, "label key") for lv in items]
     if not levels:
         fields["levels"].fail("must list at least one level")
+    if len(levels) > MAX_LEVELS:
+        fields["levels"].fail(
+            f"at most {MAX_LEVELS} levels (Kueue's Topology limit), got {len(levels)}"
+        )
     for index, level in enumerate(levels):
         if level in levels[:index]:
-            fields["levels"].child(index, level).fail(f"duplicate level {level!r}")
+            items[index].fail(f"duplicate level {yaml_text(level)}")
+        if level == HOSTNAME and index < len(levels) - 1:
+            # Kueue's Topology CEL rule, and its message (topology_types.go).
+            items[index].fail(
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+            )
     return Topology(
-        name=fields["name"].string(_DNS_SUBDOMAIN, "Topology name"), levels=tuple(levels)
+        name=fields["name"].string(is_dns_subdomain, "Topology name"), levels=tuple(levels)
     )
 
 
@@ -290,10 +278,10 @@ def _flavor(at: _At | None, topology: Topology) -> Flavor:
         return Flavor(name=topology.name)
     fields = at.mapping(("name", "nodeLabels", "tolerations"))
     return Flavor(
-        name=fields["name"].string(_DNS_SUBDOMAIN, "ResourceFlavor name")
+        name=fields["name"].string(is_dns_subdomain, "ResourceFlavor name")
         if "name" in fields
         else topology.name,
-        node_labels=fields["nodeLabels"].labels() if "nodeLabels" in fields else {},
+        node_labels=_labels(fields["nodeLabels"]) if "nodeLabels" in fields else {},
         tolerations=_tolerations(fields.get("tolerations")),
     )
 
@@ -302,7 +290,7 @@ def _queue(at: _At | None) -> Queue:
     if at is None or at.value is None:
         return Queue()
     fields = at.mapping(("nominalQuota",))
-    quota = fields["nominalQuota"].resources() if "nominalQuota" in fields else {}
+    quota = _resources(fields["nominalQuota"], kubernetes=False) if "nominalQuota" in fields else {}
     return Queue(nominal_quota=quota)
 
 
@@ -310,11 +298,13 @@ def _taint(at: _At) -> Taint:
     fields = at.mapping(("key", "value", "effect"), ("key", "effect"))
     effect = fields["effect"].string()
     if effect not in TAINT_EFFECTS:
-        fields["effect"].fail(f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+        fields["effect"].fail(f"{yaml_text(effect)} is not one of {', '.join(TAINT_EFFECTS)}")
     value = fields["value"].value if "value" in fields else ""
     if not isinstance(value, str):
-        fields["value"].fail(f"must be a string (quote it), got {_kind(value)}")
-    return Taint(key=fields["key"].string(_LABEL_KEY, "taint key"), value=value, effect=effect)
+        fields["value"].fail(f"must be a string (quote it), got {kind(value)}")
+    return Taint(
+        key=fields["key"].string(is_qualified_name, "taint key"), value=value, effect=effect
+    )
 
 
 def _tolerations(at: _At | None) -> tuple[Toleration, ...]:
@@ -331,15 +321,17 @@ def _toleration(at: _At) -> Toleration:
     effect = fields["effect"].value if "effect" in fields else ""
     for name, got in (("key", key), ("value", value), ("effect", effect)):
         if not isinstance(got, str):
-            fields[name].fail(f"must be a string (quote it), got {_kind(got)}")
+            fields[name].fail(f"must be a string (quote it), got {kind(got)}")
     if operator not in ("Equal", "Exists"):
-        (fields.get("operator") or at).fail(f"operator must be Equal or Exists, got {operator!r}")
+        (fields.get("operator") or at).fail(
+            f"operator must be Equal or Exists, got {yaml_text(operator)}"
+        )
     if operator == "Exists" and value:
         at.fail("value must be empty when operator is Exists")
     if not key and operator != "Exists":
         at.fail("an empty key needs operator Exists")
     if effect and effect not in TAINT_EFFECTS:
-        fields["effect"].fail(f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+        fields["effect"].fail(f"{yaml_text(effect)} is not one of {', '.join(TAINT_EFFECTS)}")
     seconds = fields["tolerationSeconds"].value if "tolerationSeconds" in fields else None
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
         fields["tolerationSeconds"].fail("must be a whole number of seconds")
@@ -351,18 +343,38 @@ def _toleration(at: _At) -> Toleration:
 NODE_KEYS = ("name", "labels", "allocatable", "taints", "ready", "unschedulable")
 
 
+def _nodes(listed: _At | None, groups: _At | None, topology: Topology) -> list[Node]:
+    """`nodes` in order, then every `nodeGroups` entry's nodes; a name made twice is refused."""
+    nodes = [_node(n, topology) for n in listed.items()] if listed is not None else []
+    _unique(nodes, listed, "node")
+    made_by = {n.name: f"nodes[{i}]" for i, n in enumerate(nodes)}
+    for group in groups.items() if groups is not None else []:
+        for node_at in node_groups.expand(group, NODE_KEYS):
+            node = _node(node_at, topology)
+            if node.name in made_by:
+                by = made_by[node.name]
+                group.child("name", None).fail(
+                    f"makes {yaml_text(node.name)} twice (put {{index}} or every counter in it)"
+                    if by == group.path
+                    else f"makes {yaml_text(node.name)}, which {by} already names"
+                )
+            made_by[node.name] = group.path
+            nodes.append(node)
+    return nodes
+
+
 def _node(at: _At, topology: Topology) -> Node:
     fields = at.mapping(NODE_KEYS, ("name", "allocatable"))
-    name = fields["name"].string(_DNS_SUBDOMAIN, "node name")
+    name = fields["name"].string(is_dns_subdomain, "node name")
     if len(name) > 63:
         fields["name"].fail("node names are hostname label values: at most 63 characters")
-    labels = fields["labels"].labels() if "labels" in fields else {}
+    labels = _labels(fields["labels"]) if "labels" in fields else {}
     if labels.get(HOSTNAME, name) != name:
-        fields["labels"].child(HOSTNAME, None).fail(f"must equal the node name {name!r}")
+        fields["labels"].child(HOSTNAME, None).fail(f"must equal the node name {yaml_text(name)}")
     return Node(
         name=name,
         labels={**labels, HOSTNAME: name},
-        allocatable=fields["allocatable"].resources(),
+        allocatable=_resources(fields["allocatable"]),
         taints=tuple(_taint(t) for t in fields["taints"].items()) if "taints" in fields else (),
         ready=fields["ready"].boolean() if "ready" in fields else True,
         unschedulable=fields["unschedulable"].boolean() if "unschedulable" in fields else False,
@@ -373,12 +385,12 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
     fields = at.mapping(("node", "requests", "count", "name"), ("node", "requests"))
     node = fields["node"].string()
     if node not in node_names:
-        fields["node"].fail(f"no node named {node!r} in nodes")
+        fields["node"].fail(f"no node named {yaml_text(node)} in nodes")
     return Usage(
         node=node,
-        requests=fields["requests"].resources(),
+        requests=_resources(fields["requests"], container=True),
         count=fields["count"].positive_int() if "count" in fields else 1,
-        name=fields["name"].string(_DNS_SUBDOMAIN, "usage name") if "name" in fields else None,
+        name=fields["name"].string(is_dns_subdomain, "usage name") if "name" in fields else None,
     )
 
 
@@ -388,7 +400,7 @@ def _workload(at: _At, levels: tuple[str, ...]) -> Workload:
     if not pod_sets:
         fields["podSets"].fail("must list at least one pod set")
     _unique(pod_sets, fields["podSets"], "pod set")
-    name = fields["name"].string(_DNS_LABEL, "workload name (a DNS label)")
+    name = fields["name"].string(is_dns_label, "workload name (a DNS label)")
     if len(name) > 63:
         fields["name"].fail("at most 63 characters")
     return Workload(name=name, pod_sets=tuple(pod_sets))
@@ -400,11 +412,11 @@ POD_SET_KEYS = ("name", "count", "requests", "topology", "nodeSelector", "tolera
 def _pod_set(at: _At, levels: tuple[str, ...]) -> PodSet:
     fields = at.mapping(POD_SET_KEYS, ("name", "count", "requests"))
     return PodSet(
-        name=fields["name"].string(_DNS_LABEL, "pod set name (a DNS label)"),
+        name=fields["name"].string(is_dns_label, "pod set name (a DNS label)"),
         count=fields["count"].positive_int(),
-        requests=fields["requests"].resources(),
+        requests=_resources(fields["requests"], container=True),
         topology=_topology_request(fields["topology"], levels) if "topology" in fields else None,
-        node_selector=fields["nodeSelector"].labels() if "nodeSelector" in fields else {},
+        node_selector=_labels(fields["nodeSelector"]) if "nodeSelector" in fields else {},
         tolerations=_tolerations(fields.get("tolerations")),
     )
 
@@ -418,12 +430,14 @@ def _topology_request(at: _At, levels: tuple[str, ...]) -> TopologyRequest:
             return None
         level = fields[key].string()
         if level not in levels:
-            fields[key].fail(f"{level!r} is not a level of the topology ({', '.join(levels)})")
+            fields[key].fail(
+                f"{yaml_text(level)} is not a level of the topology ({', '.join(levels)})"
+            )
         return level
 
     mode = fields["mode"].string() if "mode" in fields else None
     if mode is not None and mode not in MODES:
-        fields["mode"].fail(f"{mode!r} is not one of {', '.join(MODES)}")
+        fields["mode"].fail(f"{yaml_text(mode)} is not one of {', '.join(MODES)}")
     level, slice_level = level_of("level"), level_of("sliceLevel")
     if mode in ("required", "preferred") and level is None:
         at.fail(f"mode {mode} needs a level")
@@ -442,14 +456,16 @@ def _topology_request(at: _At, levels: tuple[str, ...]) -> TopologyRequest:
     )
 
 
-def _expectations(at: _At, workloads: Mapping[str, Workload]) -> dict[str, Expectation]:
+def _expectations(
+    at: _At, workloads: Mapping[str, Workload], domains: _Domains
+) -> dict[str, Expectation]:
     if at.value is None:
         return {}
     fields = at.mapping(tuple(workloads))
-    return {name: _expectation(value, workloads[name]) for name, value in fields.items()}
+    return {name: _expectation(value, workloads[name], domains) for name, value in fields.items()}
 
 
-def _expectation(at: _At, workload: Workload) -> Expectation:
+def _expectation(at: _At, workload: Workload, domains: _Domains) -> Expectation:
     fields = at.mapping(
         ("admitted", "placement", "message", "rejected", "unschedulable"), ("admitted",)
     )
@@ -460,10 +476,12 @@ def _expectation(at: _At, workload: Workload) -> Expectation:
         for ps_name, per_domain in fields["placement"].mapping(pod_set_names).items():
             if not isinstance(per_domain.value, dict):
                 per_domain.fail("must map each lowest-level domain to a pod count")
-            placement[ps_name] = {
-                str(domain): per_domain.child(str(domain), count).positive_int()
-                for domain, count in per_domain.value.items()
-            }
+            pods: dict[str, int] = {}
+            for domain, count in per_domain.value.items():
+                where = per_domain.child(str(domain), count)
+                domains.check(where, str(domain))
+                pods[str(domain)] = where.positive_int()
+            placement[ps_name] = pods
     admitted = fields["admitted"].boolean()
     if admitted and "message" in fields:
         fields["message"].fail("a message is only expected for a pending workload")
@@ -497,11 +515,12 @@ def _unschedulable(at: _At, workload: Workload) -> dict[str, int]:
 def _steps(
     at: _At,
     topology: Topology,
-    node_names: set[str],
+    ledger: UsageLedger,
     usage: tuple[Usage, ...],
     workloads: list[Workload],
+    domains: _Domains,
 ) -> tuple[Step, ...]:
-    nodes = set(node_names)
+    nodes = set(ledger.allocatable)
     usages: set[str | None] = {u.name for u in usage if u.name}
     known = {w.name: w for w in workloads}
     steps = []
@@ -512,9 +531,23 @@ def _steps(
             item.fail(f"needs exactly one action ({', '.join(STEP_ACTIONS)})")
         action, value = actions[0], fields[actions[0]]
         target = _step_target(action, value, topology, nodes, usages, known)
-        expect = _expectations(fields["expect"], known) if "expect" in fields else None
+        _track(action, target, value, ledger, domains)
+        expect = _expectations(fields["expect"], known, domains) if "expect" in fields else None
         steps.append(Step(action=action, target=target, expect=expect))
     return tuple(steps)
+
+
+def _track(action: str, target: object, at: _At, ledger: UsageLedger, domains: _Domains) -> None:
+    """Follow what a step does to node capacity and to the domains a placement may name."""
+    if isinstance(target, Node):
+        ledger.add_node(target)
+        domains.add(target)
+    elif isinstance(target, Usage):
+        ledger.add(target, at)
+    elif action == "delete-node" and isinstance(target, str):
+        ledger.delete_node(target)
+    elif action == "delete-usage" and isinstance(target, str):
+        ledger.delete_usage(target)
 
 
 def _step_target(
@@ -528,7 +561,7 @@ def _step_target(
     def existing(names: Mapping[str, object] | set[str] | set[str | None], what: str) -> str:
         name = at.string()
         if name not in names:
-            at.fail(f"no {what} named {name!r}")
+            at.fail(f"no {what} named {yaml_text(name)}")
         return name
 
     handlers: dict[str, Callable[[], object]] = {
@@ -544,18 +577,14 @@ def _step_target(
     target = handlers[action]()
     if isinstance(target, Node):
         if target.name in nodes:
-            at.fail(f"node {target.name!r} already exists")
+            at.fail(f"node {yaml_text(target.name)} already exists")
         nodes.add(target.name)
     if isinstance(target, Usage) and target.name:
         if target.name in usages:
-            at.fail(f"usage {target.name!r} already exists")
+            at.fail(f"usage {yaml_text(target.name)} already exists")
         usages.add(target.name)
     if isinstance(target, Workload):
         if target.name in known:
-            at.fail(f"workload {target.name!r} already exists")
+            at.fail(f"workload {yaml_text(target.name)} already exists")
         known[target.name] = target
     return target
-
-
-KeyPath = _At
-"""Public name of the key-path reader for other loaders of user files."""

@@ -20,6 +20,11 @@ from harness.keypath import kind
 MAX_DEPTH = 100
 """Deepest nesting accepted; a scenario needs about 8 (steps[].add-node.labels.KEY)."""
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_KINDS = {
+    yaml.ScalarNode: "a single value",
+    yaml.SequenceNode: "a list",
+    yaml.MappingNode: "a mapping",
+}
 
 
 class _TooDeep(yaml.MarkedYAMLError):
@@ -43,6 +48,46 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """Resolve `<<` merge keys in place, comparing keys by value. PyYAML 6.0.4 compares
+        the id() of key strings, so whether the first mapping of `<<: [*a, *b]` wins over the
+        second depends on CPython interning the key (it does for `x`, not for `allocatable`)."""
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        own: list[tuple[yaml.Node, yaml.Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                if key_node.tag == "tag:yaml.org,2002:value":
+                    key_node.tag = "tag:yaml.org,2002:str"
+                own.append((key_node, value_node))
+                continue
+            if not isinstance(value_node, yaml.MappingNode | yaml.SequenceNode):
+                raise _merge_error("a mapping or list of mappings", value_node)
+            sources = [value_node] if isinstance(value_node, yaml.MappingNode) else value_node.value
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise _merge_error("a mapping", source)
+                self.flatten_mapping(source)
+                merged.extend(source.value)
+        first: dict[object, tuple[yaml.Node, yaml.Node]] = {}
+        for pair in merged:  # an earlier mapping wins over a later one
+            key_node = pair[0]
+            same = (
+                (key_node.tag, key_node.value)
+                if isinstance(key_node, yaml.ScalarNode)
+                else id(key_node)
+            )
+            first.setdefault(same, pair)
+        node.value = [*first.values(), *own]  # keys written here come last, so they win
+
+
+def _merge_error(wanted: str, found: yaml.Node) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(
+        None,
+        None,
+        f"expected {wanted} for merging, but found {_KINDS[type(found)]}",
+        found.start_mark,
+    )
+
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     """Refuse a key written twice in this mapping (`<<` included); merged keys may repeat."""
@@ -56,8 +101,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
                 None, None, f"duplicate key {kind(key)}", key_node.start_mark
             )
         seen.add(key)
-    # SafeConstructor.construct_mapping flattens the merge keys first, so keys written
-    # here come after the merged ones and win.
+    # SafeConstructor.construct_mapping calls flatten_mapping (above) first.
     return loader.construct_mapping(node)
 
 
