@@ -229,9 +229,10 @@ def _ample(scenario: Scenario, resource: str) -> Fraction:
     return max(AMPLE, 2 * total)
 
 
-def cluster_queue(scenario: Scenario, names: Names) -> Obj:
-    """One resource group with the one flavor; BestEffortFIFO, no preemption, no cohort."""
-    covered = covered_resources(scenario)
+def cluster_queue(scenario: Scenario, names: Names, cover: Iterable[str] = ()) -> Obj:
+    """One resource group with the one flavor; BestEffortFIFO, no preemption, no cohort.
+    `cover`: more resources to cover with ample quota (a shape's manifests are not known)."""
+    covered = sorted(set(covered_resources(scenario)) | set(cover))
     quota = scenario.queue.nominal_quota
     resources = [
         {

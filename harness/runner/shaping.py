@@ -85,8 +85,11 @@ def reusable(scenario: Scenario, names: Names) -> list[Obj]:
     return [objects.topology(scenario, names), objects.resource_flavor(scenario, names)]
 
 
-def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
-    """Namespace, nodes, usage, then Topology, ResourceFlavor and queues, all Active."""
+def shape(
+    kube: Kube, scenario: Scenario, names: Names, t: Timeouts, cover: Iterable[str] = ()
+) -> None:
+    """Namespace, nodes, usage, then Topology, ResourceFlavor and queues, all Active.
+    `cover`: resources the ClusterQueue covers beyond those the scenario's workloads use."""
     kube.create(objects.namespace(names))
     create_nodes(kube, scenario.nodes, names, t)
     ready = {n.name for n in scenario.nodes if n.ready}
@@ -95,7 +98,7 @@ def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     for kept in reusable(scenario, names):  # left in place by clear() when identical
         with contextlib.suppress(Conflict):
             kube.create(kept)
-    kube.create(objects.cluster_queue(scenario, names))
+    kube.create(objects.cluster_queue(scenario, names, cover))
     kube.create(objects.local_queue(names))
     active = has_condition("Active")
     wait_for(
