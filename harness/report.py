@@ -59,14 +59,14 @@ def has_expectations(scenario: Scenario) -> bool:
 class Comparison:
     """One scenario's differences; `render()` is the report, empty when everything agrees.
 
-    `observed_by` is "Kueue" for a backend run; None when only the fit model was checked
-    against the file. `no_model` says why the fit model could not predict (it is then not
-    compared, and that alone is no disagreement)."""
+    `on_kueue`: a backend ran the scenario (Kueue is compared with expect and the fit model);
+    otherwise only the fit model was compared with the file. `no_model` says why the fit model
+    could not predict (it is then not compared, and that alone is no disagreement)."""
 
     scenario: Scenario
     vs_expect: list[str]
     vs_model: list[str] = field(default_factory=list)
-    observed_by: str | None = None
+    on_kueue: bool = False
     no_model: str = ""
     details: str = ""
     artifacts: Path | None = None
@@ -80,15 +80,14 @@ class Comparison:
         if self.agrees:
             return ""
         name, path = self.scenario.name, self.scenario.path
-        if self.observed_by is None:
+        if not self.on_kueue:
             head = f"scenario {name}: the fit model disagrees with the file's expect ({path})"
             return "\n".join([head, *_indented(self.vs_expect)])
-        by = self.observed_by
-        sections = [f"scenario {name} ({path}): {by}, expect and the fit model disagree"]
+        sections = [f"scenario {name} ({path}): Kueue, expect and the fit model disagree"]
         if self.vs_expect:
-            sections += [f"{self.observed_by} vs the file's expect:", *_indented(self.vs_expect)]
+            sections += ["Kueue vs the file's expect:", *_indented(self.vs_expect)]
         if self.vs_model:
-            sections += [f"{self.observed_by} vs the fit model:", *_indented(self.vs_model)]
+            sections += ["Kueue vs the fit model:", *_indented(self.vs_model)]
         if self.no_model:
             sections.append(f"(no fit model prediction: {self.no_model})")
         if self.details:
@@ -100,9 +99,9 @@ class Comparison:
     def summary(self) -> str:
         """One line for a scenario that agrees."""
         what = (
-            "the fit model agrees with the file's expect"
-            if self.observed_by is None
-            else f"{self.observed_by}, expect and the fit model agree"
+            "Kueue, expect and the fit model agree"
+            if self.on_kueue
+            else "the fit model agrees with the file's expect"
         )
         if self.no_model:
             what = f"Kueue agrees with the file's expect (no fit model prediction: {self.no_model})"
@@ -123,7 +122,7 @@ def observed_against_both(
         scenario,
         expectation_lines(scenario, observed.outcomes, observed.steps),
         [] if predicted is None else prediction_lines(predicted, observed.outcomes, observed.steps),
-        observed_by="Kueue",
+        on_kueue=True,
         no_model=no_model,
         details=observed.details,
         artifacts=observed.artifacts,
