@@ -20,6 +20,9 @@ from harness.collect import (
 )
 from harness.discover import SUFFIXES, why_not_a_scenario
 
+# The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model).
+pytest_plugins = ["harness.fixtures.plugin"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(

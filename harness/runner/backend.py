@@ -9,12 +9,14 @@ describes the behaviour for users.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,28 +147,43 @@ class ClusterBackend:
 
     # -- one scenario --------------------------------------------------------------------
 
-    def run(self, scenario: Scenario) -> Observation:
-        kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
-        assert self.provider is not None
+    def cluster(self, scenario_gates: Mapping[str, bool] | None = None) -> Kube:
+        """The running cluster with the command line's feature gates plus these: started on
+        first use, restarted when the gates differ from the running ones."""
+        return self._ensure_cluster(merged(self.cli_gates, scenario_gates or {}))
+
+    def fresh_names(self, scenario: Scenario, local_queue: str = "") -> Names:
+        """Names for the scenario's objects, in a namespace of its own, once the previous
+        scenario's objects are cleared (an identical Topology and ResourceFlavor stay).
+        Raises Unsupported when the provider cannot run the scenario."""
+        assert self.kube is not None and self.provider is not None
         problem = self.provider.scenario_problem(scenario)
         if problem is not None:
             raise Unsupported(problem)
-        if not self.jobsets:
-            _refuse_unsupported(scenario)
         self.seq += 1
         names = Names(
             self.run_id,
             namespace_for(self.seq, scenario.name),
             cluster_queue=f"kth-cq-{self.seq}",
         )
+        if local_queue:
+            names = dataclasses.replace(names, local_queue=local_queue)
+        if self.dirty:
+            reuse = shaping.reusable(scenario, names)
+            clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse)
+        self.dirty = True
+        return names
+
+    def run(self, scenario: Scenario) -> Observation:
+        kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
+        if not self.jobsets:
+            _refuse_unsupported(scenario)
+        phases = Phases()
+        names = self.fresh_names(scenario)
+        phases.mark("clear")
         out_dir = self.artifacts / names.namespace
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
-        phases = Phases()
-        if self.dirty:
-            clear_run(kube, self.run_id, self.timeouts.cleanup, shaping.reusable(scenario, names))
-        self.dirty = True
-        phases.mark("clear")
         session = Session(
             kube, scenario, names, self.timeouts, jobsets=self.jobsets, jobset_pods=self.jobset_pods
         )
@@ -270,6 +287,11 @@ class ClusterBackend:
         }
         if not kueue_names:
             return ""
+        return self.evidence(kube, names, kueue_names)
+
+    def evidence(self, kube: Kube, names: Names, kueue_names: Mapping[str, str]) -> str:
+        """What a mismatch prints about these Workloads (name -> Kueue's name): conditions,
+        recent events in the namespace and Kueue's last log lines about them."""
         text = evidence.workload_details(kube, names, kueue_names)
         if self.provider is not None:
             try:
