@@ -7,7 +7,7 @@ RUN_DIR ?= run
 TOOLS ?=
 PYTEST_ARGS ?=
 
-.PHONY: all venv binaries test unit e2e e2e-twice bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test unit e2e examples e2e-twice bench lint fmt typecheck tools clean
 
 all: test
 
@@ -30,7 +30,7 @@ binaries: venv
 ## actionlint), so only the tests that need Docker are skipped.
 test: binaries tools
 	mkdir -p $(RUN_DIR)
-	$(PY) -m pytest tests suites --cluster=sim --cluster-tests \
+	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests \
 		--junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
 
 ## unit: tests that need neither Go builds nor a cluster
@@ -41,6 +41,11 @@ unit: venv
 e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml $(PYTEST_ARGS)
+
+## examples: the example Python tests (examples/, docs/python-tests.md) on CLUSTER=local|kind|existing
+examples: binaries
+	mkdir -p $(RUN_DIR)
+	$(PY) -m pytest examples --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-examples.xml $(PYTEST_ARGS)
 
 ## e2e-twice: `make e2e` twice in a row, proving nothing is left behind before, between and after
 e2e-twice: binaries

@@ -20,10 +20,14 @@ REAL_HOME = os.environ.get("HOME", str(Path.home()))
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The examples start a real cluster: mark them `cluster`, so `make unit` (-m "not
     cluster") leaves them out and a plain `pytest examples` skips them saying how to enable
-    them (--cluster=local or --cluster-tests). tryfirst: before -m deselects by marker."""
+    them (--cluster=local or --cluster-tests). tryfirst: before -m deselects by marker.
+    Tests using kueue_cluster go last (a stable sort)."""
     for item in items:
         if item.path.is_relative_to(EXAMPLES):
             item.add_marker(pytest.mark.cluster)
+    # The kueue_cluster fixture's cluster lives until the session ends; tests that start
+    # clusters of their own run before it starts, so two clusters never share the 2 cores.
+    items.sort(key=lambda item: "kueue_cluster" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture
