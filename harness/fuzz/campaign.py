@@ -61,6 +61,8 @@ class Summary:
     disagreements: list[Finding] = field(default_factory=list)
     errors: list[Finding] = field(default_factory=list)
     flaky: list[Finding] = field(default_factory=list)
+    # Admitted by Kueue with pods kube-scheduler (or the ungater) never runs: Kueue findings.
+    unplaceable: list[Finding] = field(default_factory=list)
     out: Path | None = None
 
     @property
@@ -134,6 +136,8 @@ def run_campaign(
                     summary.errors.append(Finding(index, data, verdict))
                 elif verdict.disagrees:
                     summary.disagreements.append(Finding(index, data, verdict))
+                if verdict.unplaceable and not verdict.error:
+                    summary.unplaceable.append(Finding(index, data, verdict))
                 if progress and done % 500 == 0:
                     progress(f"  {done}/{cases} cases, {len(summary.disagreements)} disagreements")
             summary.check_seconds = time.monotonic() - began
@@ -163,6 +167,9 @@ def run_campaign(
         checkers.close()
     for finding in summary.disagreements + summary.errors + summary.flaky:
         finding.path = write_finding(out_dir, seed, finding)
+    for finding in summary.unplaceable:
+        if finding.path is None:
+            finding.path = write_finding(out_dir / "unplaceable", seed, finding)
     return summary
 
 

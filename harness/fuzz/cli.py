@@ -124,6 +124,16 @@ def render(summary: Summary) -> str:
         rest = [f.path.stem for f in findings if f.shrunk is None and f.path is not None]
         if rest:
             lines.append(f"    unshrunk: {', '.join(rest[:8])}{' ...' if len(rest) > 8 else ''}")
+    if summary.unplaceable:
+        predicted = sum(1 for f in summary.unplaceable if f.verdict.predicted_unplaceable)
+        lines.append(
+            f"{len(summary.unplaceable)} admitted by Kueue with pods that never run (Kueue "
+            f"findings, not disagreements); the fit model predicted {predicted} of them:"
+        )
+        for finding in summary.unplaceable:
+            mark = "predicted" if finding.verdict.predicted_unplaceable else "NOT predicted"
+            counts = "; ".join(f"{n}: {dict(c)}" for n, c in finding.verdict.unplaceable.items())
+            lines.append(f"  {mark}: {finding.path}: {counts}")
     for finding in summary.errors:
         lines.append(f"  backend error: {finding.path}: {finding.verdict.error[:160]}")
     for finding in summary.flaky:

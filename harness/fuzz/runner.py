@@ -44,16 +44,43 @@ class Verdict:
     error: str = ""
 
     @property
+    def unplaceable(self) -> dict[str, Mapping[str, int]]:
+        """Workloads Kueue admitted with pods that never run: a Kueue finding, not a
+        disagreement (whether the fit model predicted it is `predicted_unplaceable`)."""
+        return {
+            name: o.unschedulable
+            for name, o in self.observed.items()
+            if o.admitted and o.unschedulable and o.binding_observed
+        }
+
+    @property
+    def predicted_unplaceable(self) -> bool:
+        return all(
+            name in self.predicted and dict(self.predicted[name].unschedulable) == dict(counts)
+            for name, counts in self.unplaceable.items()
+        )
+
+    @property
+    def disagreement_lines(self) -> list[str]:
+        """The difference lines, without the unschedulable counts of unplaceable workloads."""
+        found = self.unplaceable
+        return [line for line in self.lines if not _about_unplaceable(line, found)]
+
+    @property
     def disagrees(self) -> bool:
-        return bool(self.lines) and not self.error
+        return bool(self.disagreement_lines) and not self.error
 
     def kinds(self) -> list[str]:
         """Kinds of difference per workload, in submission order: what differs and Kueue's
         reason. The first one is usually the cause; later ones often follow from it."""
         kinds = ["crash" for line in self.lines if line.startswith("fit model raised")]
+        found = self.unplaceable
         for name in self.observed:
             want, got = self.predicted.get(name), self.observed[name]
-            if want is None or not against_prediction({name: want}, {name: got}):
+            if want is None:
+                continue
+            differences = against_prediction({name: want}, {name: got})
+            if not [line for line in differences if not _about_unplaceable(line, found)]:
                 continue
             if want.admitted and got.admitted:
                 kinds.append("placement")
@@ -73,6 +100,12 @@ class Verdict:
                 json.dumps(outcomes_to_json(self.observed), indent=2),
             ]
         )
+
+
+def _about_unplaceable(line: str, unplaceable: Mapping[str, Mapping[str, int]]) -> bool:
+    """A line comparing unschedulable pods of a workload the backend saw unplaceable."""
+    name = line.split("/", 1)[0].split(":", 1)[0]
+    return name in unplaceable and "unschedulable pod(s)" in line
 
 
 def _state(outcome: Outcome) -> str:

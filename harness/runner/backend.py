@@ -185,7 +185,13 @@ class ClusterBackend:
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
         session = Session(
-            kube, scenario, names, self.timeouts, jobsets=self.jobsets, jobset_pods=self.jobset_pods
+            kube,
+            scenario,
+            names,
+            self.timeouts,
+            jobsets=self.jobsets,
+            jobset_pods=self.jobset_pods,
+            kueue_log=self._kueue_log if self.provider is not None else None,
         )
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
@@ -221,6 +227,13 @@ class ClusterBackend:
         self._write_artifacts(kube, names, slicer, out_dir)
         details = self._details(kube, names, scenario, session, outcomes, steps)
         return Observation(outcomes, steps, details=details, artifacts=out_dir)
+
+    def _kueue_log(self) -> str:
+        """The tail of Kueue's log ("" when it cannot be read): why pods stay gated."""
+        try:
+            return self.provider.log_tail("kueue", 500) if self.provider is not None else ""
+        except HarnessError:
+            return ""
 
     def _failure_evidence(self, kube: Kube, names: Names, session: Session) -> str:
         """Conditions of every submitted workload and Kueue's error lines about them."""

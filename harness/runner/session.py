@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from harness.backends import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError
 from harness.outcome import Outcome
-from harness.runner import objects, shaping
+from harness.runner import binding, objects, shaping
 from harness.runner.objects import Names, Obj
 from harness.runner.reading import State, admission_placement, pods_placement, state
 from harness.runner.waits import (
@@ -16,7 +18,6 @@ from harness.runner.waits import (
     delete_pods,
     find_workload,
     settle,
-    wait_bound_pods,
     wait_gone,
 )
 from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
@@ -44,6 +45,8 @@ class Entry:
     # workload settles before the next). Kueue may re-evaluate it later on unrelated requeues
     # (e.g. the previous scenario's pods going away) and restate it against later admissions.
     settled_message: str | None = None
+    # Pods that could not run when last read: a step may free room for them.
+    unschedulable: int = 0
 
     @property
     def as_job(self) -> bool:
@@ -70,6 +73,8 @@ class Session:
     jobsets: bool = False
     # A JobSet controller runs (kind installs only the CRD): JobSet pods exist to check.
     jobset_pods: bool = False
+    # The tail of Kueue's log, where the cluster has one (why a pod stays gated).
+    kueue_log: Callable[[], str] | None = None
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -169,34 +174,79 @@ class Session:
             assert wl is not None
             rename = {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
             placement = admission_placement(wl, rename)
-            if entry.as_job or (entry.kind == "JobSet" and self.jobset_pods):
-                self._check_pods(entry, placement)  # a bare Workload has no pods
-            out[name] = Outcome(admitted=True, placement=placement)
+            if not self.has_pods(entry):  # a bare Workload has no pods to bind
+                out[name] = Outcome(True, placement=placement, binding_observed=False)
+                continue
+            counts, reasons = self._watch_pods(entry, wl, placement)
+            entry.unschedulable = sum(counts.values())
+            out[name] = Outcome(
+                admitted=True,
+                placement=placement,
+                unschedulable=counts,
+                unschedulable_reasons=reasons,
+            )
         return out
 
-    def _check_pods(self, entry: Entry, placement: dict[str, dict[str, int]]) -> None:
-        """Wait until every pod of the Job (or of each replicated Job of the JobSet) is bound,
-        then compare where kube-scheduler put them with Kueue's assignment, per pod set."""
+    def has_pods(self, entry: Entry) -> bool:
+        return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods)
+
+    def _selector(self, entry: Entry, pod_set: str) -> str:
+        name = entry.workload.name
+        if entry.as_job:
+            return f"{JOB_NAME_LABEL}={name}"
+        return f"{JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={pod_set}"
+
+    def _watch_pods(
+        self, entry: Entry, wl: Obj, placement: dict[str, dict[str, int]]
+    ) -> tuple[dict[str, int], dict[str, str]]:
+        """Per pod set, wait until every pod is bound, unschedulable or stays gated; pods
+        kube-scheduler bound must be where Kueue's assignment says (harness.runner.binding)."""
         w = entry.workload
         lowest = self.scenario.topology.levels[-1]
         by_node = {
             n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
             for n in self.nodes.values()
         }
+        assignments = {
+            (w.pod_sets[0].name if entry.as_job else a.get("name")): a.get("topologyAssignment")
+            for a in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments")
+            or []
+        }
+        counts: dict[str, int] = {}
+        reasons: dict[str, str] = {}
+        owner = f"{entry.kind} {self.names.namespace}/{w.name}"
         for ps in w.pod_sets:
-            if entry.as_job:
-                sel = f"{JOB_NAME_LABEL}={w.name}"
-            else:
-                sel = f"{JOBSET_NAME_LABEL}={w.name},{REPLICATED_JOB_LABEL}={ps.name}"
-            owner = f"{entry.kind} {self.names.namespace}/{w.name}"
-            pods = wait_bound_pods(self.kube, self.names.namespace, sel, ps.count, owner, self.t)
-            on_nodes = pods_placement(pods, by_node)
+            sel = self._selector(entry, ps.name)
+            watched = binding.Watch(
+                list_pods=partial(self.kube.list, "v1", "Pod", self.names.namespace, sel),
+                count=ps.count,
+                assigned=binding.assigned_domains(assignments.get(ps.name)),
+                what=f"{owner} pod set {ps.name} ({sel})",
+                ungate_errors=self._ungate_errors,
+            )
+            seen = binding.watch(
+                watched,
+                deadline=time.monotonic() + self.t.pods,
+                interval=self.t.interval,
+                quiet=self.t.gate_quiet,
+                unreleased=self.t.gate_unreleased,
+            )
+            on_nodes = pods_placement(seen.bound, by_node)
             assigned = placement.get(ps.name, {})
-            if on_nodes != assigned:
+            if any(n > assigned.get(d, 0) for d, n in on_nodes.items()):
                 raise PlacementDisagreement(
-                    f"{entry.kind} {self.names.namespace}/{w.name} pod set {ps.name}: Kueue "
-                    f"assigned {assigned} but kube-scheduler bound the pods to {on_nodes}"
+                    f"{owner} pod set {ps.name}: Kueue assigned {assigned} but kube-scheduler "
+                    f"bound the pods to {on_nodes}"
                 )
+            if seen.unschedulable:
+                counts[ps.name] = seen.unschedulable
+                reasons[ps.name] = seen.reason
+        return counts, reasons
+
+    def _ungate_errors(self, pod_names: Sequence[str]) -> list[str]:
+        if self.kueue_log is None:
+            return []
+        return binding.ungate_errors(self.kueue_log(), pod_names)
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -236,16 +286,28 @@ class Session:
         self._after_step()
 
     def _after_step(self) -> None:
-        """Wait up to `step_window` for pending workloads to be admitted; those still pending
-        then count as staying pending (the window covers Kueue's 10 s requeue batching)."""
+        """Wait up to `step_window` for pending workloads to be admitted and for pods that
+        could not run before the step to be bound; what is still pending or unbound then
+        stays so (the window covers Kueue's 10 s requeue batching and kube-scheduler's
+        retry backoff)."""
         waiting = [e for e in self.entries.values() if e.rejected is None]
         for entry in waiting:
             entry.settled_message = None  # re-evaluated after the step: read it afresh
         deadline = time.monotonic() + self.t.step_window
         while time.monotonic() < deadline:
-            if all(self.state_of(e).kind == "admitted" for e in waiting):
+            if all(self.state_of(e).kind == "admitted" for e in waiting) and not any(
+                self._unbound(e) for e in waiting if e.unschedulable
+            ):
                 return
             time.sleep(max(self.t.interval, 0.25))
+
+    def _unbound(self, entry: Entry) -> bool:
+        """Some pod of an admitted workload is not bound (yet)."""
+        for ps in entry.workload.pod_sets:
+            pods = self.kube.list("v1", "Pod", self.names.namespace, self._selector(entry, ps.name))
+            if sum(1 for p in pods if (p.get("spec") or {}).get("nodeName")) < ps.count:
+                return True
+        return False
 
     def _delete_workload(self, name: str) -> None:
         entry = self.entries.pop(name)

@@ -27,6 +27,11 @@ class Timeouts:
     pending_window: float = 0.75
     step_window: float = 12.0
     park_window: float = 3.0
+    # Gated pods that Kueue's assignment explains count as staying gated once unchanged this
+    # long after the ungater released a sibling (it acts in 1 s batches), or `gate_unreleased`
+    # when it released none and Kueue's log says nothing (harness.runner.binding).
+    gate_quiet: float = 2.0
+    gate_unreleased: float = 8.0
     unwritten_window: float = 15.0
     interval: float = 0.1
 

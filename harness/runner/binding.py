@@ -1,0 +1,179 @@
+"""Which admitted pods never run, as the cluster shows it: kube-scheduler's verdict, or a gate
+that stays.
+
+Once Kueue admits a workload its ungater releases each pod with the nodeSelector of the pod's
+domain and kube-scheduler binds it (pkg/controller/tas/topology_ungater.go). A pod that no
+node can take gets PodScheduled=False, reason Unschedulable, with kube-scheduler's message:
+that is final for the cluster as it is. A pod the ungater cannot release keeps the
+`kueue.x-k8s.io/topology` gate and nothing marks it; it counts as staying gated when Kueue's
+assignment explains it (the pod already selects another value of a level than an assigned
+domain, which the API server will not let the ungater change, or the assignment holds fewer
+pods than the pod set) and either Kueue logged the failed release or the gated pods stayed
+unchanged for a quiet window: short once the ungater has released a sibling, longer when it
+released none. Anything else is waited for until the pods deadline, which says what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.kube import WaitTimeout, condition
+from harness.runner.decode import domains
+
+Obj = dict[str, Any]
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+Domain = tuple[dict[str, str], int]  # the labels the ungater adds, and the domain's pods
+
+
+@dataclass
+class PodSetPods:
+    """The live pods of one pod set once settled: those bound, and those that never run."""
+
+    bound: list[Obj] = field(default_factory=list)
+    unschedulable: int = 0
+    reason: str = ""
+
+
+def assigned_domains(assignment: Mapping[str, Any] | None) -> list[Domain]:
+    """Each domain of a podSetAssignment's topologyAssignment as ungater labels and pods."""
+    if not assignment:
+        return []
+    levels = list(assignment.get("levels") or [])
+    return [(dict(zip(levels, values, strict=True)), n) for values, n in domains(assignment)]
+
+
+def state_of(pod: Obj) -> str:
+    """bound, unschedulable (kube-scheduler said so), gated, or released (not yet judged)."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return "bound"
+    if any(g.get("name") == TOPOLOGY_GATE for g in spec.get("schedulingGates") or []):
+        return "gated"
+    scheduled = condition(pod, "PodScheduled")
+    if (
+        scheduled
+        and scheduled.get("status") == "False"
+        and scheduled.get("reason") == "Unschedulable"
+    ):
+        return "unschedulable"
+    return "released"
+
+
+def conflict(pod: Obj, assigned: Sequence[Domain]) -> str:
+    """The first level the pod already selects with another value than an assigned domain."""
+    own = (pod.get("spec") or {}).get("nodeSelector") or {}
+    for labels, _ in assigned:
+        for key, value in labels.items():
+            if key in own and own[key] != value:
+                return f"it selects {key}={own[key]}, its assigned domain has {key}={value}"
+    return ""
+
+
+def ungate_errors(log: str, pod_names: Sequence[str]) -> list[str]:
+    """Kueue's error lines about releasing these pods ("failed ungating pod": the API server
+    refused the nodeSelector), as `msg: error`, oldest first. The ungater also logs "failed
+    to read rank information from pods" for every JobSet leader/worker group (workers'
+    ranks are offset by the leader and start below 0); that is no failure to release."""
+    wanted = set(pod_names)
+    found = []
+    for line in log.splitlines():
+        if "ungat" not in line or not any(name in line for name in wanted):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("level") != "error":
+            continue
+        message = str(entry.get("msg", ""))
+        if "ungating" in message:  # not "failed to read rank information", also logged here
+            found.append(f"{message}: {entry.get('error', '')}")
+    return found
+
+
+def _explained(gated: list[Obj], assigned: Sequence[Domain], count: int) -> bool:
+    spare = count - sum(n for _, n in assigned)
+    plain = sum(1 for pod in gated if not conflict(pod, assigned))
+    return plain <= max(spare, 0)
+
+
+def _name(pod: Obj) -> str:
+    return str(pod["metadata"]["name"])
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One pod set to watch: how to list its pods, how many, and Kueue's domains for it."""
+
+    list_pods: Callable[[], list[Obj]]
+    count: int
+    assigned: Sequence[Domain]
+    what: str
+    # Kueue's log lines about a failed release of these pods (empty when there is no log).
+    ungate_errors: Callable[[Sequence[str]], list[str]] = lambda names: []
+
+
+def watch(
+    w: Watch, *, deadline: float, interval: float, quiet: float, unreleased: float
+) -> PodSetPods:
+    """Poll until every pod is bound, unschedulable or known to stay gated (see the module)."""
+    started = time.monotonic()
+    last: tuple[tuple[str, str], ...] | None = None
+    since = started
+    while True:
+        pods = [p for p in w.list_pods() if not p["metadata"].get("deletionTimestamp")]
+        states = {_name(p): state_of(p) for p in pods}
+        now = time.monotonic()
+        snapshot = tuple(sorted(states.items()))
+        if snapshot != last:
+            last, since = snapshot, now
+        by_state: dict[str, list[Obj]] = {}
+        for pod in pods:
+            by_state.setdefault(states[_name(pod)], []).append(pod)
+        gated = by_state.get("gated", [])
+        logged: list[str] = w.ungate_errors([_name(p) for p in gated]) if gated else []
+        released = len(pods) > len(gated)
+        window = quiet if released else unreleased
+        gate_settled = not gated or (
+            _explained(gated, w.assigned, w.count) and (bool(logged) or now - since >= window)
+        )
+        if len(pods) >= w.count and "released" not in by_state and gate_settled:
+            return _settled(by_state, w, logged)
+        if now >= deadline:
+            counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_state.items()))
+            raise WaitTimeout(
+                f"waited {now - started:.0f}s for the {w.count} pods of {w.what} to be bound "
+                f"by kube-scheduler, found unschedulable, or known to stay gated; last seen: "
+                f"{len(pods)} pods ({counts or 'none'})"
+            )
+        time.sleep(interval)
+
+
+def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: list[str]) -> PodSetPods:
+    unschedulable = by_state.get("unschedulable", [])
+    gated = by_state.get("gated", [])
+    reasons = []
+    if unschedulable:
+        messages = [
+            str((condition(p, "PodScheduled") or {}).get("message", "")) for p in unschedulable
+        ]
+        common = max(set(messages), key=messages.count)
+        reasons.append(f"{len(unschedulable)} pod(s): kube-scheduler: {common}")
+    if gated:
+        why = next((conflict(p, w.assigned) for p in gated if conflict(p, w.assigned)), "")
+        spare = w.count - sum(n for _, n in w.assigned)
+        if not why and spare > 0:
+            why = f"Kueue's topology assignment holds {w.count - spare} of {w.count} pods"
+        text = f"{len(gated)} pod(s) stay scheduling-gated ({why})"
+        if logged:
+            text += f"; Kueue's ungater: {logged[-1]}"
+        reasons.append(text)
+    return PodSetPods(
+        bound=by_state.get("bound", []),
+        unschedulable=len(unschedulable) + len(gated),
+        reason="; ".join(reasons),
+    )

@@ -1,0 +1,136 @@
+"""Reading admitted pods that never run from the pod objects the API server returns."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from harness.kube import WaitTimeout
+from harness.runner import binding
+
+RACK = "example.com/rack"
+ASSIGNMENT = {
+    "levels": ["example.com/block", RACK],
+    "slices": [
+        {
+            "domainCount": 2,
+            "valuesPerLevel": [
+                {"universal": "b1"},
+                {"individual": {"prefix": "r", "roots": ["1", "2"]}},
+            ],
+            "podCounts": {"individual": [1, 2]},
+        }
+    ],
+}
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    status = spec.pop("status", {})
+    return {"metadata": {"name": name}, "spec": spec, "status": status}
+
+
+GATED = [{"name": binding.TOPOLOGY_GATE}]
+UNSCHEDULABLE = {
+    "conditions": [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        }
+    ]
+}
+
+
+def test_assigned_domains_are_the_labels_the_ungater_adds() -> None:
+    assert binding.assigned_domains(ASSIGNMENT) == [
+        ({"example.com/block": "b1", RACK: "r1"}, 1),
+        ({"example.com/block": "b1", RACK: "r2"}, 2),
+    ]
+
+
+def test_pod_states() -> None:
+    assert binding.state_of(pod("a", nodeName="n1")) == "bound"
+    assert binding.state_of(pod("a", schedulingGates=GATED)) == "gated"
+    assert binding.state_of(pod("a", status=UNSCHEDULABLE)) == "unschedulable"
+    assert binding.state_of(pod("a")) == "released"
+
+
+def test_conflict_names_the_level_the_ungater_may_not_change() -> None:
+    domains = binding.assigned_domains(ASSIGNMENT)
+    selecting_r1 = pod("a", schedulingGates=GATED, nodeSelector={RACK: "r1"})
+    assert (
+        binding.conflict(selecting_r1, domains)
+        == f"it selects {RACK}=r1, its assigned domain has {RACK}=r2"
+    )
+    assert binding.conflict(pod("b", nodeSelector={"other": "x"}), domains) == ""
+
+
+def test_ungate_errors_are_read_from_kueues_json_log() -> None:
+    line = {
+        "level": "error",
+        "msg": "failed ungating pod",
+        "pod": {"name": "job-0-abc", "namespace": "ns"},
+        "error": 'Pod "job-0-abc" is invalid: spec.nodeSelector: only additions are allowed',
+    }
+    log = "\n".join(
+        [
+            "not json ungating job-0-abc",
+            json.dumps(line),
+            json.dumps({**line, "level": "info"}),
+            json.dumps({**line, "msg": "failed to read rank information from pods"}),
+        ]
+    )
+    assert binding.ungate_errors(log, ["job-0-abc"]) == [
+        'failed ungating pod: Pod "job-0-abc" is invalid: spec.nodeSelector: only additions are allowed'
+    ]
+    assert binding.ungate_errors(log, ["other-pod"]) == []
+
+
+def watch(pods: list[dict[str, Any]], count: int, **kw: Any) -> binding.PodSetPods:
+    w = binding.Watch(lambda: pods, count, binding.assigned_domains(ASSIGNMENT), "job", **kw)
+    return binding.watch(
+        w, deadline=time.monotonic() + 1.0, interval=0.01, quiet=0.05, unreleased=0.2
+    )
+
+
+def test_unschedulable_pods_settle_at_once_with_kube_schedulers_message() -> None:
+    started = time.monotonic()
+    seen = watch([pod("a", nodeName="n1"), pod("b", status=UNSCHEDULABLE)], 2)
+    assert time.monotonic() - started < 0.1
+    assert [p["metadata"]["name"] for p in seen.bound] == ["a"]
+    assert seen.unschedulable == 1
+    assert (
+        seen.reason
+        == "1 pod(s): kube-scheduler: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    )
+
+
+def test_explained_gated_pods_settle_after_the_quiet_window() -> None:
+    gated = pod("b", schedulingGates=GATED, nodeSelector={RACK: "r1"})
+    seen = watch([pod("a", nodeName="n1", nodeSelector={RACK: "r1"}), gated], 2)
+    assert seen.unschedulable == 1
+    assert "1 pod(s) stay scheduling-gated (it selects example.com/rack=r1" in seen.reason
+
+
+def test_a_logged_ungate_failure_settles_without_waiting() -> None:
+    gated = [pod(n, schedulingGates=GATED, nodeSelector={RACK: "r9"}) for n in "abc"]
+    started = time.monotonic()
+    seen = watch(gated, 3, ungate_errors=lambda names: ["failed ungating pod: invalid"])
+    assert time.monotonic() - started < 0.1
+    assert seen.unschedulable == 3
+    assert seen.reason.endswith("; Kueue's ungater: failed ungating pod: invalid")
+
+
+def test_unexplained_gated_pods_are_waited_for_until_the_deadline() -> None:
+    with pytest.raises(WaitTimeout) as err:
+        watch([pod("a", schedulingGates=GATED), pod("b", nodeName="n1")], 2)
+    assert "last seen: 2 pods (1 bound, 1 gated)" in str(err.value)
+
+
+def test_missing_or_released_pods_are_waited_for() -> None:
+    with pytest.raises(WaitTimeout, match=r"last seen: 1 pods \(1 released\)"):
+        watch([pod("a")], 2)
