@@ -1,10 +1,11 @@
 """Which YAML files are scenarios, for pytest's collection and `python -m harness check`.
 
-A file whose top level is a mapping with at least two of `topology`, `nodes` and `workloads`
-looks like a scenario (two, so that a typo in one key still leaves it recognisable, while a
-kind cluster config with its `nodes` list is not taken for one), unless it is a cluster shape:
-scenario keys only, and no `workloads`. Only the top-level keys are
-read: whether the scenario is valid is the loader's business, reported when it runs.
+A file whose top level is a mapping with at least two of `topology`, `nodes` (or
+`nodeGroups`) and `workloads` looks like a scenario (two, so that a typo in one key still leaves
+it recognisable, while a kind cluster config with its `nodes` list is not taken for one), unless
+it is a cluster shape: scenario keys (and `x-` scratch keys) only, and no `workloads`. Only the
+top-level keys are read: whether the scenario is valid is the loader's business, reported when
+it runs.
 """
 
 from __future__ import annotations
@@ -15,26 +16,17 @@ from pathlib import Path
 
 import yaml
 
+from harness.loader import TOP_KEYS
+
 SUFFIXES = (".yaml", ".yml")
 MARK_KEYS = ("topology", "nodes", "workloads")
+NODE_KEYS = frozenset({"nodes", "nodeGroups"})
+"""Either makes a scenario's nodes, so either counts as `nodes` among the MARK_KEYS."""
 # A file with only these keys is a cluster shape for the tas_shape fixture
 # (docs/python-tests.md); a misspelt `workloads` key still leaves a scenario to report.
-SHAPE_KEYS = frozenset(
-    [
-        "name",
-        "description",
-        "source",
-        "kueue",
-        "featureGates",
-        "topology",
-        "flavor",
-        "queue",
-        "nodes",
-        "usage",
-    ]
-)
+SHAPE_KEYS = frozenset(TOP_KEYS) - {"workloads", "expect", "steps"}
 _KINDS = {"sequence": "a list", "scalar": "a single value"}
-_TOP_KEY = re.compile(r"^(topology|nodes|workloads)\s*:", re.MULTILINE)
+_TOP_KEY = re.compile(r"^(topology|nodes|nodeGroups|workloads)\s*:", re.MULTILINE)
 
 
 def why_not_a_scenario(path: Path) -> str | None:
@@ -48,13 +40,14 @@ def why_not_a_scenario(path: Path) -> str | None:
     except yaml.YAMLError:
         # Broken YAML that still shows scenario keys is a scenario with a syntax error,
         # which the loader reports with its position.
-        found = set(_TOP_KEY.findall(text))
+        found = {"nodes" if k in NODE_KEYS else k for k in _TOP_KEY.findall(text)}
         return None if len(found) >= 2 else "not a scenario: not valid YAML"
     if not isinstance(node, yaml.MappingNode):
         kind = "scalar" if isinstance(node, yaml.ScalarNode) else "sequence"
         what = "empty" if node is None else f"{_KINDS[kind]}, not a mapping"
         return f"not a scenario: the top level is {what}"
     keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    keys = {"nodes" if k in NODE_KEYS else k for k in keys if not str(k).startswith("x-")}
     found_keys = [k for k in MARK_KEYS if k in keys]
     if {"topology", "nodes"} <= keys <= SHAPE_KEYS:
         return "not a scenario: a cluster shape without workloads (for the tas_shape fixture)"

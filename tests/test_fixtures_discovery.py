@@ -30,3 +30,39 @@ def test_walking_a_folder_skips_shapes(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "shapes")
     assert "racks" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+TOPOLOGY = "topology: {name: t, levels: [kubernetes.io/hostname]}\n"
+GROUP = (
+    "nodeGroups:\n  - {name: 'n{index}', count: 2, allocatable: {nvidia.com/gpu: 8, pods: 110}}\n"
+)
+WORKLOADS = "workloads: [{name: w, podSets: [{name: main, count: 1}]}]\n"
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_node_groups_count_as_nodes_when_recognising_a_scenario(tmp_path: Path) -> None:
+    """With `topology` misspelt, nodeGroups and workloads still make a scenario for the loader
+    to report, as nodes and workloads do; broken YAML likewise."""
+    assert why_not_a_scenario(_file(tmp_path, "topolgy: {}\n" + GROUP + WORKLOADS)) is None
+    broken = "topolgy: {\n" + GROUP + WORKLOADS
+    assert why_not_a_scenario(_file(tmp_path, broken)) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(TOPOLOGY + GROUP, id="nodeGroups"),
+        pytest.param(
+            "x-host: &host {pods: 110}\n" + TOPOLOGY + "nodes: [{name: a, allocatable: *host}]\n",
+            id="x-key",
+        ),
+    ],
+)
+def test_shapes_written_with_templates_are_shapes(tmp_path: Path, text: str) -> None:
+    reason = why_not_a_scenario(_file(tmp_path, text))
+    assert reason is not None and "cluster shape" in reason
