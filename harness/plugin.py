@@ -19,6 +19,7 @@ from harness.collect import (
     refuse_duplicate_names,
 )
 from harness.discover import SUFFIXES, why_not_a_scenario
+from harness.kueue_gates import GateError, parse_gates
 
 # The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model).
 pytest_plugins = ["harness.fixtures.plugin"]
@@ -50,6 +51,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        parse_gates(config.getoption("feature_gates"))
+    except GateError as err:
+        # Once, here: later it would be a setup error with a traceback on every cluster test.
+        raise pytest.UsageError(str(err)) from None
     if config.getoption("--cluster") == "kind":
         from harness.providers.kind import prereqs
 

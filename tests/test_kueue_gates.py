@@ -84,3 +84,16 @@ def test_local_cluster_command_refuses_bad_gates_before_starting(
     assert local_cli.main(["up", "--feature-gates", bad]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --feature-gates: ") and "\n" not in err
+
+
+@pytest.mark.parametrize("bad", ["TASBalancedPlacement=yes", "NoSuchGate=true"])
+def test_pytest_refuses_bad_gates_in_one_line_before_running(
+    bad: str, pytester: pytest.Pytester
+) -> None:
+    """Not a setup error with a traceback on every test that reaches a cluster."""
+    pytester.makepyfile(test_uses_gates="def test_gates(kueue_cluster):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--feature-gates", bad)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: --feature-gates: "), errors
+    assert "Traceback" not in result.stdout.str()
