@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -12,6 +13,8 @@ from harness.errors import HarnessError
 from harness.outcome import Outcome, outcomes_to_json
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for `yes | head -1`."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,7 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a reader that left shows here, not in Python's exit-time flush
+        return code
+    except BrokenPipeError:
+        # `python -m harness oracle FILE | head -1`: the reader has what it wanted. Python's
+        # recipe: point stdout at devnull so the exit-time flush is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except HarnessError as err:
         print(str(err).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE

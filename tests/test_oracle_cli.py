@@ -75,3 +75,19 @@ def test_explain_names_rejected_and_missing_nodes(tmp_path: Path) -> None:
     assert 'taint "maintenance=true:NoSchedule": 1' in done.stdout
     assert "REJECTED: untolerated taint maintenance=true:NoSchedule" in done.stdout
     assert "node gpu-node-4: not in the topology: not Ready" in done.stdout
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    """`python -m harness oracle FILE | head -1`: the reader is gone before the output is
+    written; the command ends quietly with 141 (128 + SIGPIPE), as `yes | head -1` does."""
+    scenario = Path(__file__).resolve().parents[1] / "suites/guide/guide-preferred-host.yaml"
+    with subprocess.Popen(
+        [sys.executable, "-m", "harness", "oracle", str(scenario), "--format", "text"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the child writes: its first write meets a closed pipe
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 141, err
+    assert err == ""
