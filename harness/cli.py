@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from harness.errors import HarnessError
 from harness.outcome import Outcome, outcomes_to_json
@@ -17,8 +17,26 @@ EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE: what a shell reports for `yes | head -1`."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default (unless it says it already): "off" for a
+    flag, "none" for an unset value. Descriptions keep their own line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or not action.option_strings or action.default is argparse.SUPPRESS:
+            return text
+        if isinstance(action, argparse._StoreTrueAction):
+            return f"{text} (default: off)"
+        return f"{text} (default: {'none' if action.default is None else '%(default)s'})"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit 2."""
+    """argparse, but a usage error is one line on stderr and exit 2, and --help shows
+    every option's default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
@@ -70,11 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     oracle = sub.add_parser("oracle", help="predict admission and placement without a cluster")
     oracle.add_argument("file", help="scenario YAML file")
-    oracle.add_argument("--format", choices=("json", "text"), default="json")
+    oracle.add_argument(
+        "--format",
+        choices=("json", "text"),
+        default="json",
+        help="json: the outcomes as JSON (as `run` prints them); text: one line a workload",
+    )
     oracle.add_argument(
         "--explain",
         action="store_true",
-        help="show free capacity per domain and why candidates were rejected",
+        help="also show free capacity per domain and why candidates were rejected: on "
+        "stdout after the outcomes with --format text, on stderr with --format json",
     )
     oracle.set_defaults(handler=_oracle)
     for register in _extra_commands():
@@ -83,9 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], None]]:
-    """Commands from their own modules (run, fuzz, leftovers), added when importable."""
+    """Commands from their own modules (check, run, fuzz, leftovers), added when importable."""
     registrars = []
-    for module_name in ("harness.runcli", "harness.fuzz.cli", "harness.leftovers"):
+    for module_name in (
+        "harness.checkcli",
+        "harness.runcli",
+        "harness.fuzz.cli",
+        "harness.leftovers",
+    ):
         try:
             module = __import__(module_name, fromlist=["register"])
         except ImportError:
