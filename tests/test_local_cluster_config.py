@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import toolchain
+from harness import pki, toolchain
 from harness.install import jobset, manifests
 from harness.providers import kwok
+from harness.providers.base import ClusterError
+from harness.providers.local import cluster as local_cluster
 from harness.providers.local import spec as localspec
 
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go module cache")
@@ -239,3 +241,31 @@ def test_kubeconfig_references_run_pki(tmp_path: Path) -> None:
         "certificate-authority": str(tmp_path / "pki" / "ca.crt"),
     }
     assert doc["users"][0]["user"]["client-key"] == str(tmp_path / "pki" / "admin.key")
+
+
+def test_unwritable_metrics_cert_dir_says_the_one_time_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kueue v0.19.2 reads its metrics key pair from a fixed path under /etc (no flag or
+    config moves it); a non-root user is told, in one line, the command the README gives.
+    Root cannot be refused a write, so the path is made unwritable by a file in its way."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert local_cluster.ONE_TIME_STEP.format(certs=local_cluster.KUEUE_METRICS_CERTS) in readme
+    (tmp_path / "etc").write_text("a file, not a folder")
+    certs = tmp_path / "etc" / "kueue" / "metrics" / "certs"
+    monkeypatch.setattr(local_cluster, "KUEUE_METRICS_CERTS", certs)
+    with pytest.raises(ClusterError) as err:
+        local_cluster.ensure_metrics_certs(pki.Authority.create())
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.endswith(f'run once: sudo install -d -o "$(id -un)" {certs}'), message
+
+
+def test_metrics_cert_pair_is_written_once_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_cluster, "KUEUE_METRICS_CERTS", tmp_path / "certs")
+    local_cluster.ensure_metrics_certs(pki.Authority.create())
+    first = (tmp_path / "certs" / "tls.crt").read_bytes()
+    local_cluster.ensure_metrics_certs(pki.Authority.create())
+    assert (tmp_path / "certs" / "tls.crt").read_bytes() == first

@@ -42,7 +42,12 @@ from harness.providers.local import detached, lifecycle
 from harness.providers.local import spec as localspec
 from harness.providers.process import Process
 
-KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # hard-coded in Kueue's main.go
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+"""Fixed in Kueue v0.19.2's cmd/kueue/main.go: no flag or config field moves it, and with
+internal cert management off (our webhooks are served on loopback URLs with our own CA) Kueue
+reads tls.crt/tls.key there at start, even with metrics off, and exits without them."""
+ONE_TIME_STEP = 'sudo install -d -o "$(id -un)" {certs}'
+"""What a non-root user runs once (README): the folder becomes theirs; the harness fills it."""
 PORT_ATTEMPTS = 3
 
 
@@ -53,18 +58,18 @@ class PortClash(ComponentCrashed):
 logger = progress.logger("local")
 
 
-def _ensure_metrics_certs(ca: pki.Authority) -> None:
-    """Kueue v0.19.2 with internal cert management off always loads this pair (even with
-    metrics off) and exits without it. Create it once; never overwrite an existing one."""
+def ensure_metrics_certs(ca: pki.Authority) -> None:
+    """Write Kueue's metrics key pair once (see KUEUE_METRICS_CERTS); never overwrite one."""
     if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (KUEUE_METRICS_CERTS / "tls.key").is_file():
         return
     try:
         ca.issue("kueue-metrics", ips=["127.0.0.1"], server=True).write(KUEUE_METRICS_CERTS, "tls")
     except OSError as err:
+        step = ONE_TIME_STEP.format(certs=KUEUE_METRICS_CERTS)
         raise ClusterError(
-            f"Kueue needs a key pair in {KUEUE_METRICS_CERTS} (path hard-coded in Kueue) and it "
-            f"cannot be created: {err}; run as root or create tls.crt/tls.key there"
-        ) from err
+            f"Kueue v0.19.2 reads its metrics key pair from {KUEUE_METRICS_CERTS} (fixed in "
+            f"Kueue) and the harness cannot write it there ({err.strerror}); run once: {step}"
+        ) from None
 
 
 def _shm_dir(run_id: str) -> Path:
@@ -243,7 +248,7 @@ class LocalCluster(ProviderBase):
         server = f"https://127.0.0.1:{ports.apiserver}"
         layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
         self._write_configs(layout, ports, kwok_dir)
-        _ensure_metrics_certs(ca)
+        ensure_metrics_certs(ca)
         return layout, ports, ca
 
     def _start_control_plane(
