@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NoReturn
 
 from harness.errors import ScenarioError
+from harness.k8s_rules import is_label_value, is_qualified_name
 
 INT32_MAX = 2**31 - 1
 """Kubernetes and Kueue keep counts (pod set count, slice size) in int32."""
@@ -96,19 +96,29 @@ class KeyPath:
             self.fail(f"must be a list, got {kind(self.value)}")
         return [self.child(i, v) for i, v in enumerate(self.value)]
 
-    def string(
-        self, valid: re.Pattern[str] | Callable[[str], bool] | None = None, what: str = ""
-    ) -> str:
-        """A non-empty string; with `valid` (a pattern or a check) one that passes it."""
+    def string(self, valid: Callable[[str], bool] | None = None, what: str = "") -> str:
+        """A non-empty string; with `valid` (a check from harness.k8s_rules) one that passes."""
         if not isinstance(self.value, str) or not self.value:
             self.fail(f"must be a non-empty string, got {kind(self.value)}")
-        if isinstance(valid, re.Pattern):
-            ok = len(self.value) <= 253 and valid.match(self.value) is not None
-        else:
-            ok = valid is None or valid(self.value)
-        if not ok:
+        if valid is not None and not valid(self.value):
             self.fail(f"{yaml_text(self.value)} is not a valid {what}")
         return self.value
+
+    def labels(self) -> dict[str, str]:
+        """Kubernetes labels (node labels, node selectors): label keys to string values."""
+        if not isinstance(self.value, dict):
+            self.fail(f"must be a mapping of label key to string value, got {kind(self.value)}")
+        out: dict[str, str] = {}
+        for key, value in self.value.items():
+            sub = self.child(str(key), value)
+            if not isinstance(key, str) or not is_qualified_name(key):
+                sub.fail(f"{yaml_text(key)} is not a valid label key")
+            if not isinstance(value, str):
+                sub.fail(f"label values must be strings (quote it), got {kind(value)}")
+            if not is_label_value(value):
+                sub.fail(f"{yaml_text(value)} is not a valid label value")
+            out[key] = value
+        return out
 
     def boolean(self) -> bool:
         if not isinstance(self.value, bool):

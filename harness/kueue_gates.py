@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Mapping
 
 from harness.errors import HarnessError
+from harness.keypath import yaml_text
 
 KUEUE_V0_19_GATES = frozenset(
     {
@@ -119,7 +120,7 @@ def unknown_gate(name: str) -> str:
     """One line saying `name` is not a Kueue v0.19 gate, naming the closest ones."""
     near = closest(name)
     hint = f"; closest: {', '.join(near)}" if near else ""
-    return f"{name!r} is not a Kueue v0.19 feature gate{hint}"
+    return f"{yaml_text(name)} is not a Kueue v0.19 feature gate{hint}"
 
 
 def parse_gates(
@@ -134,7 +135,11 @@ def parse_gates(
         return {}
     items: list[tuple[str, str, object]]
     if isinstance(gates, Mapping):
-        items = [(f"{k}={_yaml(v)}", str(k), v) for k, v in gates.items()]
+        # As the user would write it after --feature-gates: `A=yes`, `A=null`, not `A=None`.
+        items = [
+            (f"{k}={v if isinstance(v, str) else yaml_text(v)}", str(k), v)
+            for k, v in gates.items()
+        ]
     else:
         items = []
         for item in filter(None, (part.strip() for part in gates.split(","))):
@@ -144,16 +149,11 @@ def parse_gates(
     for text, name, raw in items:
         enabled = {"true": True, "false": False}.get(raw) if isinstance(raw, str) else raw
         if not name or not isinstance(enabled, bool):
-            raise GateError(f"{source}: {text!r}: expected NAME=true or NAME=false")
+            raise GateError(f"{source}: {yaml_text(text)}: expected NAME=true or NAME=false")
         if name not in KUEUE_V0_19_GATES:
             raise GateError(f"{source}: {unknown_gate(name)}")
         out[name] = enabled
     return out
-
-
-def _yaml(value: object) -> str:
-    """A value as the user wrote it in YAML: `true`, not Python's `True`."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def merged(cli: Mapping[str, bool], scenario: Mapping[str, bool]) -> dict[str, bool]:

@@ -20,7 +20,6 @@ from harness.k8s_rules import (
     hugepages_problem,
     is_dns_label,
     is_dns_subdomain,
-    is_label_value,
     is_qualified_name,
     quantity_problem,
     requests_problem,
@@ -58,22 +57,8 @@ MAX_LEVELS = 16
 
 
 def _labels(at: _At) -> dict[str, str]:
-    """Node labels, node selectors, flavor nodeLabels: Kubernetes label keys and values."""
-    if at.value is None:
-        return {}
-    if not isinstance(at.value, dict):
-        at.fail(f"must be a mapping of label key to string value, got {kind(at.value)}")
-    out: dict[str, str] = {}
-    for key, value in at.value.items():
-        sub = at.child(str(key), value)
-        if not isinstance(key, str) or not is_qualified_name(key):
-            sub.fail(f"{yaml_text(key)} is not a valid label key")
-        if not isinstance(value, str):
-            sub.fail(f"label values must be strings (quote it), got {kind(value)}")
-        if not is_label_value(value):
-            sub.fail(f"{yaml_text(value)} is not a valid label value")
-        out[key] = value
-    return out
+    """Node labels, node selectors, flavor nodeLabels (null: none)."""
+    return {} if at.value is None else at.labels()
 
 
 def _resources(at: _At, container: bool = False, kubernetes: bool = True) -> dict[str, Fraction]:

@@ -121,11 +121,21 @@ def test_fake_gpu_operator_values_match_the_pools(path: Path) -> None:
          "workers[0].labels.kubernetes.io/rack", "kubelet may not set"),
         ({"name": "x", "pools": {"p": {"gpus": 1}},
           "workers": [{"pool": "p", "labels": {"example.com/rack": 1}}]},
-         "workers[0].labels.example.com/rack", "not a valid label value"),
+         "workers[0].labels.example.com/rack", "must be strings (quote it), got 1"),
+        ({"name": "x", "pools": {"p": {"gpus": 1}},
+          "workers": [{"pool": "p", "labels": {"example.com/rack": "r 1"}}]},
+         "workers[0].labels.example.com/rack", "'r 1' is not a valid label value"),
         ({"name": "x", "pools": {"p": {"gpus": 1}}, "workers": [{"pool": "p", "cpus": 2}]},
          "workers[0]", "unknown key 'cpus'"),
         ({"name": "y", "pools": {"p": {"gpus": 1}}, "workers": [{"pool": "p"}]},
          "name", "must equal the file name"),
+        # As the scenario loader (harness/k8s_rules.py): YAML's words, Kubernetes' limits.
+        ({"name": "x", "pools": {"p": {"gpus": 1}},
+          "workers": [{"pool": "p", "labels": {"example.com/rack": True}}]},
+         "workers[0].labels.example.com/rack", "must be strings (quote it), got true"),
+        ({"name": "x", "pools": {"p": {"gpus": 1}},
+          "workers": [{"pool": "p", "labels": {"example.com/" + "r" * 64: "r1"}}]},
+         "workers[0].labels.example.com/" + "r" * 64, "is not a valid label key"),
     ],
 )  # fmt: skip
 def test_bad_shapes_fail_in_one_line(doc: dict[str, Any], key: str, problem: str) -> None:

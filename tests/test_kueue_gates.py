@@ -97,3 +97,8 @@ def test_pytest_refuses_bad_gates_in_one_line_before_running(
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("ERROR: --feature-gates: "), errors
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_null_gate_value_reads_as_yaml() -> None:
+    with pytest.raises(GateError, match=r"'TASProfileMixed=null': expected NAME=true"):
+        parse_gates({"TASProfileMixed": None})  # type: ignore[dict-item]

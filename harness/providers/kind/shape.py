@@ -7,7 +7,6 @@ config.py and helm_values.py. GPU counts belong to pools (as in fake-gpu-operato
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,14 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError
-from harness.loader import KeyPath
+from harness.k8s_rules import is_dns_label
+from harness.keypath import KeyPath, yaml_text
 
 REPO_CLUSTERS = Path(__file__).resolve().parents[3] / "clusters"
 DEFAULT_SHAPE = "gpu-2blocks-4racks"
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's topology.nodePoolLabelKey
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+NAME_RULE = "name (a DNS label: at most 63 lower-case letters, digits and '-')"
 # The kubelet refuses --node-labels in the kubernetes.io / k8s.io namespaces except these
 # (k8s.io/kubelet/pkg/apis/well_known_labels.go), and kind applies labels through it.
 _KUBELET_LABELS = {
@@ -100,22 +96,14 @@ def _kubelet_may_set(key: str) -> bool:
 
 
 def _labels(at: KeyPath) -> dict[str, str]:
-    if not isinstance(at.value, dict):
-        at.fail("must be a mapping of label key to string value")
-    out = {}
-    for key, value in at.value.items():
-        sub = at.child(str(key), value)
-        if not isinstance(key, str) or not _LABEL_KEY.match(key):
-            sub.fail(f"{key!r} is not a valid label key")
+    labels = at.labels()
+    for key in labels:
         if not _kubelet_may_set(key):
-            sub.fail(
+            at.child(key, labels[key]).fail(
                 "the kubelet may not set labels in the kubernetes.io/k8s.io namespaces "
                 "(kind applies labels through it); use a domain like cloud.provider.com/"
             )
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            sub.fail(f"{value!r} is not a valid label value (quote numbers)")
-        out[key] = value
-    return out
+    return labels
 
 
 def _pool(at: KeyPath, name: str) -> Pool:
@@ -133,9 +121,9 @@ def parse_shape(data: Any, file: str) -> ClusterShape:
     top = _at(file, data).mapping(
         ("name", "description", "gpu", "pools", "workers"), ("name", "pools", "workers")
     )
-    name = top["name"].string(_NAME, "name (lower-case letters, digits, '-')")
+    name = top["name"].string(is_dns_label, NAME_RULE)
     if Path(file).suffix in (".yaml", ".yml") and Path(file).stem != name:
-        top["name"].fail(f"{name!r} must equal the file name {Path(file).stem!r}")
+        top["name"].fail(f"{yaml_text(name)} must equal the file name {yaml_text(Path(file).stem)}")
     resource = GPU_RESOURCE
     if "gpu" in top:
         resource = top["gpu"].mapping(("resource",))["resource"].string()
@@ -145,7 +133,7 @@ def parse_shape(data: Any, file: str) -> ClusterShape:
     pools = {}
     for pname, pval in pools_at.value.items():
         pools[pname] = _pool(pools_at.child(str(pname), pval), str(pname))
-        pools_at.child(str(pname), pname).string(_NAME, "name (lower-case letters, digits, '-')")
+        pools_at.child(str(pname), pname).string(is_dns_label, NAME_RULE)
     workers_at = top["workers"]
     if not isinstance(workers_at.value, list) or not workers_at.value:
         workers_at.fail("must be a non-empty list of workers")
@@ -154,7 +142,7 @@ def parse_shape(data: Any, file: str) -> ClusterShape:
         w = workers_at.child(i, entry).mapping(("pool", "labels", "count"), ("pool",))
         pool_name = w["pool"].string()
         if pool_name not in pools:
-            w["pool"].fail(f"unknown pool {pool_name!r} (defined: {', '.join(pools)})")
+            w["pool"].fail(f"unknown pool {yaml_text(pool_name)} (defined: {', '.join(pools)})")
         labels = _labels(w["labels"]) if "labels" in w else {}
         for _ in range(w["count"].integer(1) if "count" in w else 1):
             workers.append(Worker(len(workers), pools[pool_name], dict(labels)))
