@@ -84,10 +84,10 @@ def test_ungate_errors_are_read_from_kueues_json_log() -> None:
             json.dumps({**line, "msg": "failed to read rank information from pods"}),
         ]
     )
-    assert binding.ungate_errors(log, ["job-0-abc"]) == [
-        'failed ungating pod: Pod "job-0-abc" is invalid: spec.nodeSelector: only additions are allowed'
-    ]
-    assert binding.ungate_errors(log, ["other-pod"]) == []
+    assert binding.ungate_errors(log, ["job-0-abc"]) == {
+        "job-0-abc": 'failed ungating pod: Pod "job-0-abc" is invalid: spec.nodeSelector: only additions are allowed'
+    }
+    assert binding.ungate_errors(log, ["other-pod"]) == {}
 
 
 def watch(pods: list[dict[str, Any]], count: int, **kw: Any) -> binding.PodSetPods:
@@ -119,10 +119,33 @@ def test_explained_gated_pods_settle_after_the_quiet_window() -> None:
 def test_a_logged_ungate_failure_settles_without_waiting() -> None:
     gated = [pod(n, schedulingGates=GATED, nodeSelector={RACK: "r9"}) for n in "abc"]
     started = time.monotonic()
-    seen = watch(gated, 3, ungate_errors=lambda names: ["failed ungating pod: invalid"])
+    seen = watch(
+        gated, 3, ungate_errors=lambda names: {n: "failed ungating pod: invalid" for n in names}
+    )
     assert time.monotonic() - started < 0.1
     assert seen.unschedulable == 3
     assert seen.reason.endswith("; Kueue's ungater: failed ungating pod: invalid")
+
+
+def test_a_logged_failure_does_not_settle_a_sibling_it_does_not_name() -> None:
+    """Pod a (rack=r1, bound for domain r1) is still gated when b's refusal is logged: the
+    watch waits out the quiet window instead of counting a as stuck at once."""
+    a = pod("a", schedulingGates=GATED, nodeSelector={RACK: "r1"})
+    b = pod("b", schedulingGates=GATED, nodeSelector={RACK: "r1"})
+    states = iter([[a, b], [a, b]])
+    released_a = pod("a", nodeName="n1", nodeSelector={RACK: "r1"})
+    w = binding.Watch(
+        lambda: next(states, [released_a, b]),
+        2,
+        binding.assigned_domains(ASSIGNMENT),
+        "job",
+        lambda names: {"b": "failed ungating pod: invalid"} if "b" in names else {},
+    )
+    seen = binding.watch(
+        w, deadline=time.monotonic() + 1.0, interval=0.01, quiet=0.05, unreleased=0.5
+    )
+    assert [p["metadata"]["name"] for p in seen.bound] == ["a"]
+    assert seen.unschedulable == 1
 
 
 def test_unexplained_gated_pods_are_waited_for_until_the_deadline() -> None:

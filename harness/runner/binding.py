@@ -8,9 +8,10 @@ that is final for the cluster as it is. A pod the ungater cannot release keeps t
 `kueue.x-k8s.io/topology` gate and nothing marks it; it counts as staying gated when Kueue's
 assignment explains it (the pod already selects another value of a level than an assigned
 domain, which the API server will not let the ungater change, or the assignment holds fewer
-pods than the pod set) and either Kueue logged the failed release or the gated pods stayed
-unchanged for a quiet window: short once the ungater has released a sibling, longer when it
-released none. Anything else is waited for until the pods deadline, which says what it saw.
+pods than the pod set) and either Kueue logged the failed release of each such pod or the
+gated pods stayed unchanged for a quiet window: short once the ungater has released a
+sibling, longer when it released none. Anything else is waited for until the pods deadline,
+which says what it saw.
 """
 
 from __future__ import annotations
@@ -73,15 +74,16 @@ def conflict(pod: Obj, assigned: Sequence[Domain]) -> str:
     return ""
 
 
-def ungate_errors(log: str, pod_names: Sequence[str]) -> list[str]:
-    """Kueue's error lines about releasing these pods ("failed ungating pod": the API server
-    refused the nodeSelector), as `msg: error`, oldest first. The ungater also logs "failed
-    to read rank information from pods" for every JobSet leader/worker group (workers'
-    ranks are offset by the leader and start below 0); that is no failure to release."""
-    wanted = set(pod_names)
-    found = []
+def ungate_errors(log: str, pod_names: Sequence[str]) -> dict[str, str]:
+    """Kueue's last error line about releasing each of these pods ("failed ungating pod":
+    the API server refused the nodeSelector), as pod name -> `msg: error`. The ungater also
+    logs "failed to read rank information from pods" for every JobSet leader/worker group
+    (workers' ranks are offset by the leader and start below 0); that is no failure to
+    release."""
+    found: dict[str, str] = {}
     for line in log.splitlines():
-        if "ungat" not in line or not any(name in line for name in wanted):
+        named = [name for name in pod_names if name in line]
+        if "ungat" not in line or not named:
             continue
         try:
             entry = json.loads(line)
@@ -91,7 +93,8 @@ def ungate_errors(log: str, pod_names: Sequence[str]) -> list[str]:
             continue
         message = str(entry.get("msg", ""))
         if "ungating" in message:  # not "failed to read rank information", also logged here
-            found.append(f"{message}: {entry.get('error', '')}")
+            for name in named:
+                found[name] = f"{message}: {entry.get('error', '')}"
     return found
 
 
@@ -113,8 +116,8 @@ class Watch:
     count: int
     assigned: Sequence[Domain]
     what: str
-    # Kueue's log lines about a failed release of these pods (empty when there is no log).
-    ungate_errors: Callable[[Sequence[str]], list[str]] = lambda names: []
+    # Kueue's log line about a failed release, per pod (empty when there is no log).
+    ungate_errors: Callable[[Sequence[str]], dict[str, str]] = lambda names: {}
 
 
 def watch(
@@ -135,11 +138,14 @@ def watch(
         for pod in pods:
             by_state.setdefault(states[_name(pod)], []).append(pod)
         gated = by_state.get("gated", [])
-        logged: list[str] = w.ungate_errors([_name(p) for p in gated]) if gated else []
+        logged = w.ungate_errors([_name(p) for p in gated]) if gated else {}
         released = len(pods) > len(gated)
         window = quiet if released else unreleased
+        # A logged refusal settles only the pods it names: a sibling released in the same
+        # batch may still be on its way out of the gate.
+        confirmed = all(_name(p) in logged for p in gated)
         gate_settled = not gated or (
-            _explained(gated, w.assigned, w.count) and (bool(logged) or now - since >= window)
+            _explained(gated, w.assigned, w.count) and (confirmed or now - since >= window)
         )
         if len(pods) >= w.count and "released" not in by_state and gate_settled:
             return _settled(by_state, w, logged)
@@ -153,7 +159,7 @@ def watch(
         time.sleep(interval)
 
 
-def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: list[str]) -> PodSetPods:
+def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: Mapping[str, str]) -> PodSetPods:
     unschedulable = by_state.get("unschedulable", [])
     gated = by_state.get("gated", [])
     reasons = []
@@ -170,7 +176,7 @@ def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: list[str]) -> 
             why = f"Kueue's topology assignment holds {w.count - spare} of {w.count} pods"
         text = f"{len(gated)} pod(s) stay scheduling-gated ({why})"
         if logged:
-            text += f"; Kueue's ungater: {logged[-1]}"
+            text += f"; Kueue's ungater: {next(iter(logged.values()))}"
         reasons.append(text)
     return PodSetPods(
         bound=by_state.get("bound", []),

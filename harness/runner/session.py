@@ -243,9 +243,9 @@ class Session:
                 reasons[ps.name] = seen.reason
         return counts, reasons
 
-    def _ungate_errors(self, pod_names: Sequence[str]) -> list[str]:
+    def _ungate_errors(self, pod_names: Sequence[str]) -> dict[str, str]:
         if self.kueue_log is None:
-            return []
+            return {}
         return binding.ungate_errors(self.kueue_log(), pod_names)
 
     # -- steps ---------------------------------------------------------------------------
