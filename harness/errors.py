@@ -7,14 +7,18 @@ class HarnessError(Exception):
     """Base class: anything the CLI turns into a one-line message."""
 
 
-class ScenarioError(HarnessError):
-    """A scenario file is malformed: names the file, the key path and the problem."""
+class InputError(HarnessError):
+    """A user's file is malformed: one line `FILE: key.path: problem` (keypath.KeyPath.fail)."""
 
     def __init__(self, file: str, key: str, problem: str) -> None:
         self.file = file
         self.key = key
         self.problem = problem
         super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
+
+
+class ScenarioError(InputError):
+    """A scenario file is malformed: names the file, the key path and the problem."""
 
 
 class UnsupportedVersionError(HarnessError):

@@ -14,13 +14,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.collect import BACKEND_KEY
 from harness.fit import fit
 from harness.loader import load_scenario, scenario_from_data
 from harness.runner.backend import ClusterBackend
@@ -31,20 +29,6 @@ pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = sorted((REPO / "suites" / "guide").glob("*.yaml"))
 RACK = "example.com/rack"
-
-
-@pytest.fixture(scope="session")
-def runner(request: pytest.FixtureRequest) -> Iterator[ClusterBackend]:
-    """The session's cluster backend (shared with the scenario items); its own if none."""
-    shared = request.config.stash.get(BACKEND_KEY, None)
-    if isinstance(shared, ClusterBackend):
-        yield shared
-        return
-    if shared is not None:
-        pytest.skip(f"these tests need a real cluster, not --cluster={shared.name}")
-    own = ClusterBackend(name="local")
-    yield own
-    own.close()
 
 
 def _agrees_with_model(scenario: Scenario, runner: ClusterBackend) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from harness import kueue_keys
 from harness.kube import RUN_LABEL, KubeError, WaitTimeout
 from harness.loader import scenario_from_data
 from harness.runner import objects
@@ -106,9 +107,9 @@ def test_job_is_indexed_queued_and_annotated() -> None:
     spec = job["spec"]
     assert (spec["parallelism"], spec["completions"]) == (3, 3)
     assert spec["completionMode"] == "Indexed"
-    assert job["metadata"]["labels"][objects.QUEUE_LABEL] == NAMES.local_queue
+    assert job["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == NAMES.local_queue
     template = spec["template"]
-    assert template["metadata"]["annotations"] == {objects.REQUIRED: "kubernetes.io/hostname"}
+    assert template["metadata"]["annotations"] == {kueue_keys.REQUIRED: "kubernetes.io/hostname"}
     pod = template["spec"]
     assert pod["nodeSelector"] == {"example.com/rack": "r1"}
     assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -122,9 +123,9 @@ def test_job_is_indexed_queued_and_annotated() -> None:
     [
         (
             {"mode": "preferred", "level": "example.com/rack"},
-            {objects.PREFERRED: "example.com/rack"},
+            {kueue_keys.PREFERRED: "example.com/rack"},
         ),
-        ({"mode": "unconstrained"}, {objects.UNCONSTRAINED: "true"}),
+        ({"mode": "unconstrained"}, {kueue_keys.UNCONSTRAINED: "true"}),
         (
             {
                 "mode": "required",
@@ -133,14 +134,14 @@ def test_job_is_indexed_queued_and_annotated() -> None:
                 "sliceSize": 2,
             },
             {
-                objects.REQUIRED: "example.com/rack",
-                objects.SLICE_LEVEL: "kubernetes.io/hostname",
-                objects.SLICE_SIZE: "2",
+                kueue_keys.REQUIRED: "example.com/rack",
+                kueue_keys.SLICE_LEVEL: "kubernetes.io/hostname",
+                kueue_keys.SLICE_SIZE: "2",
             },
         ),
         (
             {"mode": "required", "level": "example.com/rack", "podSetGroupName": "lws"},
-            {objects.REQUIRED: "example.com/rack", objects.GROUP: "lws"},
+            {kueue_keys.REQUIRED: "example.com/rack", kueue_keys.GROUP: "lws"},
         ),
     ],
 )
@@ -222,17 +223,17 @@ def test_workload_with_several_pod_sets_keeps_order_and_requests() -> None:
     js = objects.jobset(w, NAMES)
     assert js["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     assert js["spec"]["suspend"] is True
-    assert js["metadata"]["labels"][objects.QUEUE_LABEL] == NAMES.local_queue
+    assert js["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == NAMES.local_queue
     jobs = js["spec"]["replicatedJobs"]
     assert [j["name"] for j in jobs] == ["leader", "workers", "side"]  # Kueue's pod set names
     assert [j["replicas"] for j in jobs] == [1, 1, 1]
     specs = [j["template"]["spec"] for j in jobs]
     assert [(s["parallelism"], s["completions"]) for s in specs] == [(1, 1), (4, 4), (2, 2)]
     annotations = specs[1]["template"]["metadata"]["annotations"]
-    assert annotations == {objects.REQUIRED: "example.com/rack", objects.GROUP: "g"}
+    assert annotations == {kueue_keys.REQUIRED: "example.com/rack", kueue_keys.GROUP: "g"}
     assert specs[2]["template"]["metadata"]["annotations"] == {
-        objects.SLICE_LEVEL: "kubernetes.io/hostname",
-        objects.SLICE_SIZE: "1",
+        kueue_keys.SLICE_LEVEL: "kubernetes.io/hostname",
+        kueue_keys.SLICE_SIZE: "1",
     }
 
 

@@ -7,13 +7,11 @@ for kube-scheduler's verdict, the same scenario ended in the runner's 60 s pods 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness.collect import BACKEND_KEY
 from harness.fit import fit
 from harness.loader import load_scenario
 from harness.report import observed_against_both
@@ -21,20 +19,6 @@ from harness.runner.backend import ClusterBackend
 
 pytestmark = pytest.mark.cluster
 FINDINGS = Path(__file__).resolve().parents[1] / "suites" / "kueue-findings"
-
-
-@pytest.fixture(scope="session")
-def runner(request: pytest.FixtureRequest) -> Iterator[ClusterBackend]:
-    """The session's cluster backend (shared with the scenario items); its own if none."""
-    shared = request.config.stash.get(BACKEND_KEY, None)
-    if isinstance(shared, ClusterBackend):
-        yield shared
-        return
-    if shared is not None:
-        pytest.skip(f"these tests need a real cluster, not --cluster={shared.name}")
-    own = ClusterBackend(name="local")
-    yield own
-    own.close()
 
 
 @pytest.mark.parametrize(

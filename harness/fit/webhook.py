@@ -8,14 +8,8 @@ key). Placing such a workload is meaningless, and some of them crash Kueue's sch
 
 from __future__ import annotations
 
+from harness.kueue_keys import GROUP, PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
 from harness.scenario import PodSet, Workload
-
-PREFIX = "kueue.x-k8s.io/"
-GROUP = PREFIX + "podset-group-name"
-SLICE_LEVEL = PREFIX + "podset-slice-required-topology"
-SLICE_SIZE = PREFIX + "podset-slice-size"
-REQUIRED = PREFIX + "podset-required-topology"
-PREFERRED = PREFIX + "podset-preferred-topology"
 
 
 def _path(pod_set: PodSet, key: str) -> str:

@@ -13,6 +13,15 @@ from typing import Any
 
 from harness.install.kueue import JOBSET_API as JOBSET_API  # re-exported: callers build JobSets
 from harness.kube import KUEUE_API, RUN_LABEL
+from harness.kueue_keys import (
+    GROUP,
+    PREFERRED,
+    QUEUE_LABEL,
+    REQUIRED,
+    SLICE_LEVEL,
+    SLICE_SIZE,
+    UNCONSTRAINED,
+)
 from harness.quantity import format_quantity
 from harness.scenario import (
     Node,
@@ -26,14 +35,6 @@ from harness.scenario import (
 )
 
 Obj = dict[str, Any]
-PREFIX = "kueue.x-k8s.io/"
-QUEUE_LABEL = PREFIX + "queue-name"
-REQUIRED = PREFIX + "podset-required-topology"
-PREFERRED = PREFIX + "podset-preferred-topology"
-UNCONSTRAINED = PREFIX + "podset-unconstrained-topology"
-SLICE_LEVEL = PREFIX + "podset-slice-required-topology"
-SLICE_SIZE = PREFIX + "podset-slice-size"
-GROUP = PREFIX + "podset-group-name"
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 WORKLOAD_LABEL = "kueue-tas-harness/workload"

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import HarnessError
+from harness.errors import InputError
 from harness.k8s_rules import is_dns_label
 from harness.keypath import KeyPath, yaml_text
 
@@ -34,11 +34,8 @@ _KUBELET_LABELS = {
 _KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 
-class ShapeError(HarnessError):
+class ShapeError(InputError):
     """A cluster shape file is malformed: names the file, the key path and the problem."""
-
-    def __init__(self, file: str, key: str, problem: str) -> None:
-        super().__init__(f"{file}: {key}: {problem}")
 
 
 @dataclass(frozen=True)
