@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from harness import shorthand
 from harness.scenario import (
     HOSTNAME,
     Flavor,
@@ -48,7 +49,7 @@ def big_scenario(
         requests={"nvidia.com/gpu": Fraction(1)},
         topology=TopologyRequest(mode=mode, level=level),
     )
-    return Scenario(
+    return shorthand.scenario(
         name=f"bench-{nodes}-nodes",
         topology=Topology("bench", LEVELS),
         flavor=Flavor("bench"),

@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness import node_groups
+from harness import load_world, node_groups, shorthand
 from harness.errors import ScenarioError
 from harness.k8s_rules import (
     container_resource_problem,
@@ -37,6 +37,7 @@ from harness.scenario import (
     Flavor,
     Node,
     PodSet,
+    PriorityClass,
     Queue,
     Scenario,
     Step,
@@ -113,6 +114,10 @@ TOP_KEYS = (
     "topology",
     "flavor",
     "queue",
+    "topologies",
+    "resourceFlavors",
+    "clusterQueues",
+    "workloadPriorityClasses",
     "nodes",
     "nodeGroups",
     "usage",
@@ -125,10 +130,13 @@ TOP_KEYS = (
 def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML/JSON data against the contract."""
     root = _At(file, "", _without_scratch(data))
-    top = root.mapping(TOP_KEYS, ("name", "topology", "workloads"))
+    load_world.refuse_not_in_v2(root, load_world.NOT_IN_V2)
+    top = root.mapping(TOP_KEYS, ("name", "workloads"))
     if "nodes" not in top and "nodeGroups" not in top:
         root.fail("missing required key 'nodes' (or 'nodeGroups')")
-    topology = _topology(top["topology"])
+    world = _world(root, top)
+    # Pod sets and nodes are checked against every level any Topology has.
+    topology = Topology(name="", levels=world.levels)
     nodes = _nodes(top.get("nodes"), top.get("nodeGroups"), topology)
     node_names = {n.name for n in nodes}
     ledger = UsageLedger(nodes)
@@ -138,11 +146,13 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         ledger.add(entry, entry_at)
     levels = topology.levels
     workloads = _unique(
-        [_workload(w, levels) for w in top["workloads"].items()], top["workloads"], "workload"
+        [_workload(w, levels, world) for w in top["workloads"].items()],
+        top["workloads"],
+        "workload",
     )
-    lowest = topology.levels[-1]
+    lowest = world.lowest
     steps = (
-        _steps(top["steps"], topology, ledger, usage, workloads, _Domains(lowest, nodes))
+        _steps(top["steps"], topology, ledger, usage, workloads, _Domains(lowest, nodes), world)
         if "steps" in top
         else ()
     )
@@ -150,25 +160,80 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     for step in steps:
         if step.action == "submit" and isinstance(step.target, Workload):
             known[step.target.name] = step.target
+    if world.shorthand is not None:
+        topologies, flavors, cluster_queues = shorthand.world(
+            world.topologies[0], world.flavors[0], world.shorthand, known.values()
+        )
+    else:
+        topologies, flavors, cluster_queues = world.topologies, world.flavors, world.queues
     return Scenario(
         name=top["name"].string(),
         description=_text(top.get("description")),
         source=_text(top.get("source")),
         kueue=top["kueue"].string() if "kueue" in top else None,
         feature_gates=_gates(top["featureGates"]) if "featureGates" in top else {},
-        topology=topology,
-        flavor=_flavor(top.get("flavor"), topology),
-        queue=_queue(top.get("queue")),
+        topologies=topologies,
+        resource_flavors=flavors,
+        cluster_queues=cluster_queues,
+        priority_classes=world.priority_classes,
+        shorthand=world.shorthand,
         nodes=tuple(nodes),
         usage=usage,
         workloads=tuple(workloads),
         expect=(
-            _expectations(top["expect"], known, _Domains(lowest, nodes))
+            _expectations(top["expect"], known, _Domains(lowest, nodes), world)
             if "expect" in top
             else None
         ),
         steps=steps,
         path=file,
+    )
+
+
+SHORTHAND_KEYS = ("topology", "flavor", "queue")
+WORLD_KEYS = ("topologies", "resourceFlavors", "clusterQueues", "workloadPriorityClasses")
+
+
+def _world(root: _At, top: dict[str, _At]) -> load_world.World:
+    """Topologies, flavors, ClusterQueues and priority classes: from the version-1 shorthand
+    (the ClusterQueue is made once every workload is known) or from the version-2 lists."""
+    v1 = [k for k in SHORTHAND_KEYS if k in top]
+    v2 = [k for k in WORLD_KEYS if k in top]
+    if v1 and v2:
+        top[v2[0]].fail(
+            f"the version-1 shorthand ({', '.join(v1)}) cannot be mixed with version-2 lists"
+            f" ({', '.join(v2)})"
+        )
+    if not v2:
+        if "topology" not in top:
+            root.fail("missing required key 'topology' (or version 2's 'clusterQueues')")
+        topology = _topology(top["topology"])
+        return load_world.World(
+            topologies=(topology,),
+            flavors=(_flavor(top.get("flavor"), topology),),
+            queues=(),
+            priority_classes=(),
+            shorthand=_queue(top.get("queue")),
+        )
+    for key in ("resourceFlavors", "clusterQueues"):
+        if key not in top:
+            root.fail(f"missing required key {yaml_text(key)} (a version-2 file lists them)")
+    topology_items = top["topologies"].items() if "topologies" in top else []
+    topologies = _unique([_topology(t) for t in topology_items], top.get("topologies"), "Topology")
+    flavor_items = top["resourceFlavors"].items()
+    flavors = _unique(
+        [_resource_flavor(f) for f in flavor_items], top["resourceFlavors"], "ResourceFlavor"
+    )
+    load_world.flavor_topologies(flavor_items, flavors, {t.name for t in topologies})
+    classes: tuple[PriorityClass, ...] = ()
+    if "workloadPriorityClasses" in top:
+        classes = load_world.priority_classes(top["workloadPriorityClasses"])
+    return load_world.World(
+        topologies=tuple(topologies),
+        flavors=tuple(flavors),
+        queues=load_world.cluster_queues(top["clusterQueues"], flavors),
+        priority_classes=classes,
+        shorthand=None,
     )
 
 
@@ -268,6 +333,21 @@ def _flavor(at: _At | None, topology: Topology) -> Flavor:
         else topology.name,
         node_labels=_labels(fields["nodeLabels"]) if "nodeLabels" in fields else {},
         tolerations=_tolerations(fields.get("tolerations")),
+    )
+
+
+def _resource_flavor(at: _At) -> Flavor:
+    """A version-2 `resourceFlavors` entry (Kueue's ResourceFlavor spec fields)."""
+    keys = ("name", "nodeLabels", "nodeTaints", "tolerations", "topologyName")
+    fields = at.mapping(keys, ("name",))
+    return Flavor(
+        name=fields["name"].string(is_dns_subdomain, "ResourceFlavor name"),
+        node_labels=_labels(fields["nodeLabels"]) if "nodeLabels" in fields else {},
+        tolerations=_tolerations(fields.get("tolerations")),
+        node_taints=tuple(_taint(t) for t in fields["nodeTaints"].items())
+        if "nodeTaints" in fields and fields["nodeTaints"].value is not None
+        else (),
+        topology_name=fields["topologyName"].string() if "topologyName" in fields else None,
     )
 
 
@@ -379,8 +459,8 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
     )
 
 
-def _workload(at: _At, levels: tuple[str, ...]) -> Workload:
-    fields = at.mapping(("name", "podSets"), ("name", "podSets"))
+def _workload(at: _At, levels: tuple[str, ...], world: load_world.World) -> Workload:
+    fields = at.mapping(("name", "podSets", "queue", "priorityClass"), ("name", "podSets"))
     pod_sets = [_pod_set(p, levels) for p in fields["podSets"].items()]
     if not pod_sets:
         fields["podSets"].fail("must list at least one pod set")
@@ -388,7 +468,8 @@ def _workload(at: _At, levels: tuple[str, ...]) -> Workload:
     name = fields["name"].string(is_dns_label, "workload name (a DNS label)")
     if len(name) > 63:
         fields["name"].fail("at most 63 characters")
-    return Workload(name=name, pod_sets=tuple(pod_sets))
+    queue, priority_class = world.references(at, fields)
+    return Workload(name=name, pod_sets=tuple(pod_sets), queue=queue, priority_class=priority_class)
 
 
 POD_SET_KEYS = ("name", "count", "requests", "topology", "nodeSelector", "tolerations")
@@ -442,18 +523,23 @@ def _topology_request(at: _At, levels: tuple[str, ...]) -> TopologyRequest:
 
 
 def _expectations(
-    at: _At, workloads: Mapping[str, Workload], domains: _Domains
+    at: _At, workloads: Mapping[str, Workload], domains: _Domains, world: load_world.World
 ) -> dict[str, Expectation]:
     if at.value is None:
         return {}
     fields = at.mapping(tuple(workloads))
-    return {name: _expectation(value, workloads[name], domains) for name, value in fields.items()}
+    return {
+        name: _expectation(value, workloads[name], domains, world) for name, value in fields.items()
+    }
 
 
-def _expectation(at: _At, workload: Workload, domains: _Domains) -> Expectation:
-    fields = at.mapping(
-        ("admitted", "placement", "message", "rejected", "unschedulable"), ("admitted",)
-    )
+EXPECT_KEYS = ("admitted", "placement", "message", "rejected", "unschedulable", "flavors")
+
+
+def _expectation(
+    at: _At, workload: Workload, domains: _Domains, world: load_world.World
+) -> Expectation:
+    fields = at.mapping((*EXPECT_KEYS, "preempted"), ("admitted",))
     placement = None
     if "placement" in fields:
         pod_set_names = tuple(p.name for p in workload.pod_sets)
@@ -483,6 +569,10 @@ def _expectation(at: _At, workload: Workload, domains: _Domains) -> Expectation:
         message=fields["message"].string() if "message" in fields else None,
         rejected=fields["rejected"].boolean() if "rejected" in fields else None,
         unschedulable=unschedulable,
+        flavors=world.expected_flavors(fields["flavors"], workload)
+        if "flavors" in fields
+        else None,
+        preempted=fields["preempted"].boolean() if "preempted" in fields else None,
     )
 
 
@@ -504,6 +594,7 @@ def _steps(
     usage: tuple[Usage, ...],
     workloads: list[Workload],
     domains: _Domains,
+    world: load_world.World,
 ) -> tuple[Step, ...]:
     nodes = set(ledger.allocatable)
     usages: set[str | None] = {u.name for u in usage if u.name}
@@ -515,9 +606,11 @@ def _steps(
         if len(actions) != 1:
             item.fail(f"needs exactly one action ({', '.join(STEP_ACTIONS)})")
         action, value = actions[0], fields[actions[0]]
-        target = _step_target(action, value, topology, nodes, usages, known)
+        target = _step_target(action, value, topology, nodes, usages, known, world)
         _track(action, target, value, ledger, domains)
-        expect = _expectations(fields["expect"], known, domains) if "expect" in fields else None
+        expect = (
+            _expectations(fields["expect"], known, domains, world) if "expect" in fields else None
+        )
         steps.append(Step(action=action, target=target, expect=expect))
     return tuple(steps)
 
@@ -542,6 +635,7 @@ def _step_target(
     nodes: set[str],
     usages: set[str | None],
     known: dict[str, Workload],
+    world: load_world.World,
 ) -> object:
     def existing(names: Mapping[str, object] | set[str] | set[str | None], what: str) -> str:
         name = at.string()
@@ -557,7 +651,7 @@ def _step_target(
         "delete-node": lambda: existing(nodes, "node"),
         "add-node": lambda: _node(at, topology),
         "add-usage": lambda: _usage(at, nodes),
-        "submit": lambda: _workload(at, topology.levels),
+        "submit": lambda: _workload(at, topology.levels, world),
     }
     target = handlers[action]()
     if isinstance(target, Node):

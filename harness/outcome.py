@@ -16,7 +16,9 @@ class Outcome:
     `unschedulable`: per pod set, admitted pods that never run (kube-scheduler cannot bind
     them, or Kueue's ungater cannot release them), only counts above 0, with one line on why
     in `unschedulable_reasons`. `binding_observed` is False where nobody watched the pods
-    bind (the sim, a Workload built without pods): `unschedulable` then means nothing."""
+    bind (the sim, a Workload built without pods): `unschedulable` then means nothing.
+    `flavors`: pod set -> the ResourceFlavor it was admitted on (empty where the backend does
+    not report it); `preempted`: it was evicted by preemption at some point."""
 
     admitted: bool
     placement: Placement = field(default_factory=dict)
@@ -25,6 +27,8 @@ class Outcome:
     unschedulable: Mapping[str, int] = field(default_factory=dict)
     unschedulable_reasons: Mapping[str, str] = field(default_factory=dict)
     binding_observed: bool = True
+    flavors: Mapping[str, str] = field(default_factory=dict)
+    preempted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         if self.admitted:
@@ -37,10 +41,16 @@ class Outcome:
                 result["unschedulableReasons"] = dict(self.unschedulable_reasons)
             if not self.binding_observed:
                 result["bindingObserved"] = False
+            if self.flavors:
+                result["flavors"] = dict(self.flavors)
+            if self.preempted:
+                result["preempted"] = True
             return result
         out: dict[str, Any] = {"admitted": False, "message": self.message}
         if self.rejected:
             out["rejected"] = True
+        if self.preempted:
+            out["preempted"] = True
         return out
 
     @classmethod
@@ -56,6 +66,8 @@ class Outcome:
                 k: str(v) for k, v in (data.get("unschedulableReasons") or {}).items()
             },
             binding_observed=bool(data.get("bindingObserved", True)),
+            flavors={k: str(v) for k, v in (data.get("flavors") or {}).items()},
+            preempted=bool(data.get("preempted", False)),
         )
 
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from harness.errors import HarnessError
+
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -63,16 +65,94 @@ class Topology:
 
 @dataclass(frozen=True)
 class Flavor:
+    """A ResourceFlavor. `topology_name` None: a flavor without TAS (version 2 only; the
+    version-1 shorthand always names its one Topology)."""
+
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    node_taints: tuple[Taint, ...] = ()
+    topology_name: str | None = None
 
 
 @dataclass(frozen=True)
 class Queue:
-    """ClusterQueue quota: listed resources are limited, all others are ample."""
+    """The version-1 `queue` shorthand: listed resources are limited, all others are ample."""
 
     nominal_quota: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """One resource of one flavor in a ClusterQueue (None: no limit of that kind)."""
+
+    name: str
+    nominal: Fraction
+    borrowing_limit: Fraction | None = None
+    lending_limit: Fraction | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    name: str
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    """Resources assigned together: every flavor lists exactly `covered`, in that order."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+WITHIN_CLUSTER_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
+WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")
+"""Kueue's enums; the first of each is its default (apis/kueue/v1beta2/clusterqueue_types.go)."""
+
+
+@dataclass(frozen=True)
+class Preemption:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class FlavorFungibility:
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    """A ClusterQueue (each has one LocalQueue of the same name)."""
+
+    name: str
+    resource_groups: tuple[ResourceGroup, ...]
+    cohort: str | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    preemption: Preemption = field(default_factory=Preemption)
+    fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        for group in self.resource_groups:
+            if resource in group.covered:
+                return group
+        return None
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    """A WorkloadPriorityClass."""
+
+    name: str
+    value: int
 
 
 @dataclass(frozen=True)
@@ -116,8 +196,31 @@ class PodSet:
 
 @dataclass(frozen=True)
 class Workload:
+    """`queue`: its ClusterQueue (always filled in by the loader); `priority_class`: None for
+    no class (priority 0)."""
+
     name: str
     pod_sets: tuple[PodSet, ...]
+    queue: str = ""
+    priority_class: str | None = None
+
+
+@dataclass(frozen=True)
+class AdmittedPodSet:
+    """A pod set of a workload admitted before the scenario starts: its flavor and, for a TAS
+    flavor, lowest-level domain -> pods as admitted (None for a flavor without TAS)."""
+
+    pod_set: PodSet
+    flavor: str
+    placement: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class AdmittedWorkload:
+    name: str
+    queue: str
+    pod_sets: tuple[AdmittedPodSet, ...]
+    priority_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +233,8 @@ class Expectation:
     message: str | None = None
     rejected: bool | None = None
     unschedulable: Mapping[str, int] | None = None
+    flavors: Mapping[str, str] | None = None
+    preempted: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -156,14 +261,25 @@ STEP_ACTIONS = (
 )
 
 
+class NotShorthand(HarnessError):
+    """A version-1 view (one topology, flavor and queue) asked of a version-2 scenario."""
+
+
 @dataclass(frozen=True)
 class Scenario:
+    """The world as version-2 lists; a version-1 file arrives desugared (harness/shorthand.py)
+    with `shorthand` holding its `queue`, so backends that only run version 1 keep reading
+    `topology`, `flavor` and `queue`."""
+
     name: str
-    topology: Topology
-    flavor: Flavor
-    queue: Queue
+    topologies: tuple[Topology, ...]
+    resource_flavors: tuple[Flavor, ...]
+    cluster_queues: tuple[ClusterQueue, ...]
     nodes: tuple[Node, ...]
     workloads: tuple[Workload, ...]
+    priority_classes: tuple[PriorityClass, ...] = ()
+    admitted: tuple[AdmittedWorkload, ...] = ()
+    shorthand: Queue | None = None
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""
@@ -178,3 +294,75 @@ class Scenario:
             if node.name == name:
                 return node
         raise KeyError(name)
+
+    @property
+    def topology(self) -> Topology:
+        """The one Topology of a version-1 file."""
+        self._need_shorthand()
+        return self.topologies[0]
+
+    @property
+    def flavor(self) -> Flavor:
+        """The one ResourceFlavor of a version-1 file."""
+        self._need_shorthand()
+        return self.resource_flavors[0]
+
+    @property
+    def queue(self) -> Queue:
+        """The `queue` of a version-1 file (its quota; other resources ample)."""
+        if self.shorthand is None:
+            raise NotShorthand(f"{self.path}: a version-2 scenario has no single queue")
+        return self.shorthand
+
+    def _need_shorthand(self) -> None:
+        if self.shorthand is None:
+            raise NotShorthand(f"{self.path}: a version-2 scenario has no single topology")
+
+    def version2_features(self) -> tuple[str, ...]:
+        """What this scenario uses beyond version 1, for backends that cannot run it yet."""
+        if self.shorthand is not None:
+            return ()
+        found = [
+            f"{len(self.topologies)} topologies" if len(self.topologies) != 1 else "",
+            f"{len(self.resource_flavors)} resource flavors"
+            if len(self.resource_flavors) != 1
+            else "",
+            f"{len(self.cluster_queues)} cluster queues" if len(self.cluster_queues) != 1 else "",
+            "cohorts" if any(cq.cohort for cq in self.cluster_queues) else "",
+            "priority classes" if self.priority_classes else "",
+            "admitted workloads" if self.admitted else "",
+        ]
+        return tuple(f for f in found if f) or ("ClusterQueues with explicit quota",)
+
+    def priority(self, workload: Workload | AdmittedWorkload) -> int:
+        """Its WorkloadPriorityClass value; 0 without a class."""
+        for pc in self.priority_classes:
+            if pc.name == workload.priority_class:
+                return pc.value
+        return 0
+
+    def resource_flavor(self, name: str) -> Flavor:
+        for flavor in self.resource_flavors:
+            if flavor.name == name:
+                return flavor
+        raise KeyError(name)
+
+    def topology_of(self, flavor: Flavor) -> Topology | None:
+        for topology in self.topologies:
+            if topology.name == flavor.topology_name:
+                return topology
+        return None
+
+    def cluster_queue(self, name: str) -> ClusterQueue:
+        for cq in self.cluster_queues:
+            if cq.name == name:
+                return cq
+        raise KeyError(name)
+
+    def flavors_of(self, node: Node) -> tuple[Flavor, ...]:
+        """Every flavor whose nodeLabels the node carries."""
+        return tuple(
+            f
+            for f in self.resource_flavors
+            if all(node.labels.get(k) == v for k, v in f.node_labels.items())
+        )

@@ -52,11 +52,15 @@ def against_expectations(
         if want.rejected is not None and want.rejected != got.rejected:
             lines.append(f"{name}: expected rejected={want.rejected}, got {_state(got)}")
             continue
+        if want.preempted is not None and want.preempted != got.preempted:
+            lines.append(f"{name}: expected preempted={want.preempted}, got {got.preempted}")
         if want.admitted != got.admitted:
             lines.append(
                 f"{name}: expected {'admitted' if want.admitted else 'pending'}, got {_state(got)}"
             )
             continue
+        if want.flavors is not None and dict(want.flavors) != dict(got.flavors):
+            lines.append(f"{name}: expected flavors {dict(want.flavors)}, got {dict(got.flavors)}")
         if want.placement is not None:
             lines += _placement_lines(name, want.placement, got.placement)
         if want.message is not None and not message_matches(want.message, got.message):
@@ -115,10 +119,16 @@ def against_prediction(
             if want.rejected != got.rejected:
                 lines.append(f"{name}: predicted {_state(want)}, observed {_state(got)}")
             continue
+        if want.preempted != got.preempted:
+            lines.append(f"{name}: predicted preempted={want.preempted}, observed {got.preempted}")
         if want.admitted != got.admitted:
             lines.append(f"{name}: predicted {_state(want)}, observed {_state(got)}")
         elif want.admitted:
             lines += _placement_lines(name, want.placement, got.placement)
+            if want.flavors and got.flavors and dict(want.flavors) != dict(got.flavors):
+                lines.append(
+                    f"{name}: predicted flavors {dict(want.flavors)}, observed {dict(got.flavors)}"
+                )
             if want.binding_observed and got.binding_observed:
                 lines += [
                     f"{name}/{ps}: predicted {want.unschedulable.get(ps, 0)} unschedulable "

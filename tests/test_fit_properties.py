@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from harness import shorthand
 from harness.fit import fit
 from harness.quantity import kueue_units
 from harness.scenario import (
@@ -81,7 +82,7 @@ def scenarios(draw: st.DrawFn, workloads: int = 3, sliced: bool = False) -> Scen
             topology=topology,
         )
         wls.append(Workload(name=f"w{index}", pod_sets=(pod_set,)))
-    return Scenario(
+    return shorthand.scenario(
         name="prop",
         topology=Topology(name="t", levels=levels),
         flavor=Flavor(name="f"),

@@ -68,6 +68,11 @@ class FitResult:
 
 def check_supported(scenario: Scenario) -> None:
     """Refuse Kueue versions and feature-gate values the model does not model."""
+    if missing := scenario.version2_features():
+        raise UnsupportedVersionError(
+            f"{scenario.path}: the fit model does not model version-2 scenarios yet: "
+            + ", ".join(missing)
+        )
     version = scenario.kueue
     if version is not None and version not in MODELLED_KUEUE_VERSIONS:
         raise UnsupportedVersionError(

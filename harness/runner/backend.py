@@ -175,6 +175,10 @@ class ClusterBackend:
         return names
 
     def run(self, scenario: Scenario) -> Observation:
+        if missing := scenario.version2_features():
+            raise Unsupported(
+                f"the cluster runner does not run version-2 scenarios yet: {', '.join(missing)}"
+            )
         kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
         if not self.jobsets:
             _refuse_unsupported(scenario)
