@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness import load_world, node_groups, shorthand
+from harness import load_admitted, load_world, node_groups, shorthand
 from harness.errors import ScenarioError
 from harness.k8s_rules import (
     container_resource_problem,
@@ -118,6 +118,7 @@ TOP_KEYS = (
     "resourceFlavors",
     "clusterQueues",
     "workloadPriorityClasses",
+    "admitted",
     "nodes",
     "nodeGroups",
     "usage",
@@ -145,18 +146,43 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     for entry, entry_at in zip(usage, top["usage"].items() if usage else [], strict=True):
         ledger.add(entry, entry_at)
     levels = topology.levels
+    admitted = (
+        load_admitted.admitted(
+            top["admitted"], world, nodes, ledger, lambda at: _workload(at, levels, world)
+        )
+        if "admitted" in top
+        else ()
+    )
+    held = _unique(
+        [Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue) for a in admitted],
+        top.get("admitted"),
+        "workload",
+    )
     workloads = _unique(
         [_workload(w, levels, world) for w in top["workloads"].items()],
         top["workloads"],
         "workload",
     )
+    for index, w in enumerate(workloads):
+        if any(h.name == w.name for h in held):
+            top["workloads"].child(index, None).child("name", None).fail(
+                f"{yaml_text(w.name)} is also the name of an admitted workload"
+            )
     lowest = world.lowest
     steps = (
-        _steps(top["steps"], topology, ledger, usage, workloads, _Domains(lowest, nodes), world)
+        _steps(
+            top["steps"],
+            topology,
+            ledger,
+            usage,
+            [*held, *workloads],
+            _Domains(lowest, nodes),
+            world,
+        )
         if "steps" in top
         else ()
     )
-    known = {w.name: w for w in workloads}
+    known = {w.name: w for w in [*held, *workloads]}
     for step in steps:
         if step.action == "submit" and isinstance(step.target, Workload):
             known[step.target.name] = step.target
@@ -176,6 +202,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         resource_flavors=flavors,
         cluster_queues=cluster_queues,
         priority_classes=world.priority_classes,
+        admitted=admitted,
         shorthand=world.shorthand,
         nodes=tuple(nodes),
         usage=usage,

@@ -208,7 +208,7 @@ class Workload:
 @dataclass(frozen=True)
 class AdmittedPodSet:
     """A pod set of a workload admitted before the scenario starts: its flavor and, for a TAS
-    flavor, lowest-level domain -> pods as admitted (None for a flavor without TAS)."""
+    flavor, node -> pods as admitted (None for a flavor without TAS)."""
 
     pod_set: PodSet
     flavor: str

@@ -32,24 +32,41 @@ class UsageLedger:
             at.child("node", usage.node).fail(
                 f"node {yaml_text(usage.node)} was deleted by an earlier step"
             )
+        resource = self._overcommitted(usage)
+        if resource is not None:
+            where = (
+                at.child("count", None)
+                if resource == PODS
+                else at.child("requests", None).child(resource, None)
+            )
+            where.fail(self._problem("the usage", usage, resource))
+        self.entries[usage.node].append(usage)
+
+    def add_admitted(self, pods: Usage, at: KeyPath) -> None:
+        """Record the pods of an admitted workload on one node, or fail at `at` (its
+        placement entry) when the node cannot hold them with what is already there."""
+        resource = self._overcommitted(pods)
+        if resource is not None:
+            at.fail(self._problem("what is placed", pods, resource))
+        self.entries[pods.node].append(pods)
+
+    def _overcommitted(self, usage: Usage) -> str | None:
         taken = self._taken(usage.node)
         allocatable = self.allocatable[usage.node]
-        wanted = {**usage.requests, PODS: Fraction(1)}
-        for resource, per_pod in wanted.items():
+        for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
             total = taken.get(resource, Fraction(0)) + per_pod * usage.count
-            limit = allocatable.get(resource, Fraction(0))
-            if total > limit:
-                where = (
-                    at.child("count", None)
-                    if resource == PODS
-                    else at.child("requests", None).child(resource, None)
-                )
-                where.fail(
-                    f"the usage on node {yaml_text(usage.node)} adds up to "
-                    f"{_text(resource, total)} {resource}, more than its allocatable "
-                    f"{_text(resource, limit)}"
-                )
-        self.entries[usage.node].append(usage)
+            if total > allocatable.get(resource, Fraction(0)):
+                return resource
+        return None
+
+    def _problem(self, what: str, usage: Usage, resource: str) -> str:
+        per_pod = usage.requests.get(resource, Fraction(1) if resource == PODS else Fraction(0))
+        total = self._taken(usage.node).get(resource, Fraction(0)) + per_pod * usage.count
+        limit = self.allocatable[usage.node].get(resource, Fraction(0))
+        return (
+            f"{what} on node {yaml_text(usage.node)} adds up to {_text(resource, total)} "
+            f"{resource}, more than its allocatable {_text(resource, limit)}"
+        )
 
     def add_node(self, node: Node) -> None:
         self.allocatable[node.name] = node.allocatable

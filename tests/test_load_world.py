@@ -107,3 +107,47 @@ def test_sim_refuses_a_v2_scenario_by_name_before_starting() -> None:
     sc = scenario_from_data(parse_yaml(V2, "x.yaml"), "x.yaml")
     with pytest.raises(Unsupported, match=r"version-2 scenarios yet: .*2 resource flavors"):
         SimBackend().run(sc)
+
+
+ADMITTED = """
+name: held
+topologies: [{name: t, levels: [example.com/rack, example.com/host]}]
+resourceFlavors: [{name: h100, nodeLabels: {gpu: h100}, topologyName: t}, {name: plain}]
+workloadPriorityClasses: [{name: low, value: 1}]
+clusterQueues:
+  - name: a
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu]
+        flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]
+      - coveredResources: [cpu]
+        flavors: [{name: plain, resources: [{name: cpu, nominalQuota: 1}]}]
+nodes:
+  - {name: n1, labels: {gpu: h100, example.com/rack: r1, example.com/host: h1},
+     allocatable: {nvidia.com/gpu: 4, cpu: 4, pods: 10}}
+admitted:
+  - name: old
+    priorityClass: low
+    podSets:
+      - {name: main, count: 4, requests: {nvidia.com/gpu: 1}, flavor: h100, placement: {h1: 4}}
+      - {name: side, count: 1, requests: {cpu: 1}, flavor: plain}
+workloads:
+  - name: w
+    podSets: [{name: main, count: 1, requests: {cpu: 1}}]
+steps:
+  - delete-workload: old
+expect:
+  old: {admitted: false, preempted: true}
+"""
+
+
+def test_admitted_workloads_load_with_flavor_and_node_placement() -> None:
+    sc = scenario_from_data(parse_yaml(ADMITTED, "x.yaml"), "x.yaml")
+    (old,) = sc.admitted
+    assert (old.queue, old.priority_class, sc.priority(old)) == ("a", "low", 1)
+    main, side = old.pod_sets
+    # Above nominal quota is accepted (Kueue accepts such writes); the domain value h1
+    # becomes the one node that carries it.
+    assert (main.flavor, main.placement, main.pod_set.count) == ("h100", {"n1": 4}, 4)
+    assert (side.flavor, side.placement) == ("plain", None)
+    assert sc.steps[0].target == "old"
+    assert "admitted workloads" in sc.version2_features()
