@@ -42,8 +42,7 @@ def world(
             covered.update(ps.requests)
     listed = queue.nominal_quota
     quotas = tuple(
-        ResourceQuota(r, listed[r] if r in listed else _ample(r, workloads))
-        for r in sorted(covered)
+        ResourceQuota(r, listed[r] if r in listed else ample(r, workloads)) for r in sorted(covered)
     )
     group = ResourceGroup(tuple(sorted(covered)), (FlavorQuotas(flavor.name, quotas),))
     tas_flavor = Flavor(
@@ -56,7 +55,9 @@ def world(
     return (topology,), (tas_flavor,), (cq,)
 
 
-def _ample(resource: str, workloads: list[Workload]) -> Fraction:
+def ample(resource: str, workloads: Iterable[Workload]) -> Fraction:
+    """The quota a version-1 ClusterQueue gets for a resource its `queue` does not limit."""
+    workloads = list(workloads)
     if resource == "pods":
         total = Fraction(sum(ps.count for w in workloads for ps in w.pod_sets))
     else:

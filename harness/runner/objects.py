@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from harness import shorthand
 from harness.install.kueue import JOBSET_API as JOBSET_API  # re-exported: callers build JobSets
 from harness.kube import KUEUE_API, RUN_LABEL
 from harness.kueue_keys import (
@@ -46,7 +47,6 @@ ALL_NODES_LABEL = {"kueue-tas-harness/node": "true"}
 IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: KWOK fakes the kubelet
 # Resources Kubernetes lets a container request without a limit; others need limit == request.
 OVERCOMMITTABLE = ("cpu", "memory", "ephemeral-storage")
-AMPLE = Fraction(10**15)
 
 
 @dataclass(frozen=True)
@@ -216,29 +216,18 @@ def covered_resources(scenario: Scenario) -> list[str]:
     return sorted(found)
 
 
-def _ample(scenario: Scenario, resource: str) -> Fraction:
-    total = sum(
-        (
-            ps.requests.get(resource, Fraction(0)) * ps.count
-            for w in all_workloads(scenario)
-            for ps in w.pod_sets
-        ),
-        Fraction(0),
-    )
-    if resource == "pods":
-        total = Fraction(sum(ps.count for w in all_workloads(scenario) for ps in w.pod_sets))
-    return max(AMPLE, 2 * total)
-
-
 def cluster_queue(scenario: Scenario, names: Names, cover: Iterable[str] = ()) -> Obj:
     """One resource group with the one flavor; BestEffortFIFO, no preemption, no cohort.
     `cover`: more resources to cover with ample quota (a shape's manifests are not known)."""
     covered = sorted(set(covered_resources(scenario)) | set(cover))
     quota = scenario.queue.nominal_quota
+    workloads = all_workloads(scenario)
     resources = [
         {
             "name": r,
-            "nominalQuota": format_quantity(quota[r] if r in quota else _ample(scenario, r)),
+            "nominalQuota": format_quantity(
+                quota[r] if r in quota else shorthand.ample(r, workloads)
+            ),
         }
         for r in covered
     ]
