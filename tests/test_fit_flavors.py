@@ -86,3 +86,12 @@ def test_within_nominal_but_used_is_pending_without_candidates() -> None:
     assert "insufficient unused quota for nvidia.com/gpu in flavor h100, 2 more needed" in (
         got.message(["main"])
     )
+
+
+def test_scan_progress_starts_at_the_recorded_flavor_and_records_where_it_stopped() -> None:
+    sc = world()
+    book = QuotaBook.of(sc.cluster_queues)
+    first = assign_flavors(sc, book, sc.workloads[0])
+    assert first.tried == {0: 0}  # MayStopSearch stopped at h100, before the last flavor
+    again = assign_flavors(sc, book, sc.workloads[0], start={0: 1})
+    assert again.flavors == {"main": {"nvidia.com/gpu": "a100"}} and again.tried == {0: -1}

@@ -6,7 +6,8 @@ shouldTryNextFlavor).
 Preemption is not searched here: a flavor short of unused quota where Kueue would ask its
 preemption oracle is given `no_candidates`, which is what the oracle answers for a
 ClusterQueue whose preemption policies are all Never. Callers refuse other policies until
-the victim search exists. The scan always starts at the first flavor (no scan progress).
+the victim search exists. Scan progress (rules §4.5): `start` gives, per resource group, the
+flavor to start at; `Assignment.tried` the last flavor looked at (-1: the last one).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class Assignment:
     modes: dict[str, Mode] = field(default_factory=dict)
     reasons: dict[str, list[str]] = field(default_factory=dict)
     usage: dict[FlavorResource, int] = field(default_factory=dict)
+    tried: dict[int, int] = field(default_factory=dict)
 
     @property
     def mode(self) -> Mode:
@@ -184,7 +186,12 @@ def group_requests(cq: ClusterQueue, members: list[PodSet]) -> dict[str, int]:
     return total
 
 
-def assign_flavors(scenario: Scenario, book: QuotaBook, workload: Workload) -> Assignment:
+def assign_flavors(
+    scenario: Scenario,
+    book: QuotaBook,
+    workload: Workload,
+    start: Mapping[int, int] | None = None,
+) -> Assignment:
     """Kueue's `assignFlavors` up to (not including) the TAS step."""
     cq = scenario.cluster_queue(workload.queue)
     out = Assignment()
@@ -205,10 +212,12 @@ def assign_flavors(scenario: Scenario, book: QuotaBook, workload: Workload) -> A
             index = cq.resource_groups.index(group)
             if index in chosen:
                 continue
-            found = _choose(scenario, book, cq, group, members, requests, out.usage)
-            if isinstance(found, list):
-                return _fail(out, members, found)
-            flavor, mode, reasons = found
+            first = (start or {}).get(index, 0)
+            found = _choose(scenario, book, cq, group, members, requests, out.usage, first)
+            out.tried[index] = found[-1]
+            flavor, mode, reasons, _ = found
+            if flavor is None:
+                return _fail(out, members, reasons)
             chosen[index] = (flavor, mode)
             for ps in members:
                 out.flavors.setdefault(ps.name, {}).update(
@@ -234,12 +243,16 @@ def _choose(
     members: list[PodSet],
     requests: Mapping[str, int],
     assumed: Mapping[FlavorResource, int],
-) -> tuple[str, Mode, list[str]] | list[str]:
-    """`findFlavorForPodSets`: the chosen flavor, its mode and every reason seen on the way,
-    or the reasons when no flavor can hold the group."""
+    first: int = 0,
+) -> tuple[str | None, Mode, list[str], int]:
+    """`findFlavorForPodSets`: the chosen flavor (None when no flavor can hold the group),
+    its mode, every reason seen on the way, and the index of the last flavor looked at
+    (-1 when that was the group's last flavor)."""
     reasons: list[str] = []
     best: tuple[str, Mode] | None = None
-    for fq in group.flavors:
+    looked = first
+    for looked in range(first, len(group.flavors)):
+        fq = group.flavors[looked]
         flavor = scenario.resource_flavor(fq.name)
         problem = next(
             (p for ps in members if (p := flavor_problem(scenario, cq, group, flavor, ps))),
@@ -260,9 +273,10 @@ def _choose(
             break
         if is_preferred(mode, best[1] if best else None):
             best = (fq.name, mode)
+    tried = -1 if looked == len(group.flavors) - 1 else looked
     if best is None:
-        return reasons
-    return best[0], best[1], [] if best[1].preemption == FIT else reasons
+        return None, Mode(NO_FIT), reasons, tried
+    return best[0], best[1], [] if best[1].preemption == FIT else reasons, tried
 
 
 def _fail(out: Assignment, members: list[PodSet], reasons: list[str]) -> Assignment:
