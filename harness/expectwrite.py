@@ -38,6 +38,8 @@ def expectation_data(outcomes: Mapping[str, Outcome]) -> Entries:
         as_json = outcome.to_json()
         entry: dict[str, Any] = {"admitted": outcome.admitted}
         if outcome.admitted:
+            if as_json.get("flavors"):
+                entry["flavors"] = as_json["flavors"]
             if as_json.get("placement"):
                 entry["placement"] = as_json["placement"]
             if as_json.get("unschedulable"):
@@ -47,6 +49,8 @@ def expectation_data(outcomes: Mapping[str, Outcome]) -> Entries:
                 entry["rejected"] = True
             if outcome.message:
                 entry["message"] = outcome.message
+        if outcome.preempted:
+            entry["preempted"] = True
         expect[name] = entry
     return expect
 
@@ -131,9 +135,12 @@ def _kept(scenario: Scenario, like: Scenario | None = None) -> tuple[object, ...
     return (
         scenario.name,
         scenario.feature_gates,
-        scenario.topology,
-        scenario.flavor,
-        scenario.queue,
+        scenario.topologies,
+        scenario.resource_flavors,
+        scenario.cluster_queues,
+        scenario.priority_classes,
+        scenario.admitted,
+        scenario.shorthand,
         scenario.nodes,
         scenario.usage,
         scenario.workloads,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder, Unplaceable
+from harness.fit.cycle import fit_v2, unsupported
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
@@ -68,10 +69,10 @@ class FitResult:
 
 def check_supported(scenario: Scenario) -> None:
     """Refuse Kueue versions and feature-gate values the model does not model."""
-    if missing := scenario.version2_features():
+    missing = unsupported(scenario) if scenario.shorthand is None else None
+    if missing:
         raise UnsupportedVersionError(
-            f"{scenario.path}: the fit model does not model version-2 scenarios yet: "
-            + ", ".join(missing)
+            f"{scenario.path}: the fit model does not model {missing} in version-2 scenarios yet"
         )
     version = scenario.kueue
     if version is not None and version not in MODELLED_KUEUE_VERSIONS:
@@ -89,6 +90,8 @@ def check_supported(scenario: Scenario) -> None:
 def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     """Predict what Kueue does with every workload of the scenario."""
     check_supported(scenario)
+    if scenario.shorthand is None:
+        return FitResult(outcomes=fit_v2(scenario), steps=[])
     state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage))
     for workload in scenario.workloads:
         state.outcomes[workload.name] = _attempt(state, workload, trace)
