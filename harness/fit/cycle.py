@@ -9,9 +9,11 @@ workload whose flavor scan stopped early is retried at once from the next flavor
 BestEffortFIFO parks it until a flush and StrictFIFO keeps it at the head. Cycles run until
 one changes nothing.
 
-Not modelled yet (refused by `unsupported`): preemption policies, steps, pod set groups;
-nor the TAS part of a capacity reservation, nor the reset of scan progress when a
-ClusterQueue's allocatable generation moves.
+A Preempt entry (it would need victims; with policies Never there are none) reserves its
+quota for the rest of the cycle (rules §3.4 step 3). Not modelled yet (refused by
+`unsupported`): preemption policies, steps, pod set groups; nor the TAS part of that
+reservation, nor the reset of scan progress when a ClusterQueue's allocatable generation
+moves.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from dataclasses import dataclass, field
 
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.flavors import FIT, NO_CANDIDATES, NO_FIT, Assignment, assign_flavors
+from harness.fit.placement import Assignment as PlacementResult
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.request import placement_request, with_pod
 from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.outcome import Outcome
-from harness.scenario import Flavor, Node, Preemption, Scenario, Workload
+from harness.scenario import Flavor, Node, PodSet, Preemption, Scenario, Workload
 
 SKIPPED = "Workload no longer fits after processing another workload"
 
@@ -58,6 +61,8 @@ class _Nomination:
     per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
     placement: dict[str, dict[str, int]] = field(default_factory=dict)
     message: str = ""
+    preempt: bool = False
+    """Mode Preempt (it would need victims, and there are none): its capacity is reserved."""
 
     @property
     def fits(self) -> bool:
@@ -96,24 +101,23 @@ class Cycles:
     def nominate(self, w: Workload, start: dict[int, int] | None) -> _Nomination:
         a = assign_flavors(self.scenario, self.book, w, start)
         names = [ps.name for ps in w.pod_sets]
-        if a.mode.preemption in (NO_FIT, NO_CANDIDATES):
+        if a.mode.preemption == NO_FIT:
             return _Nomination(a, message=a.message(names))
+        if a.mode.preemption == NO_CANDIDATES:
+            return _Nomination(a, message=a.message(names), preempt=self.fits_empty(w, a))
         out = _Nomination(a)
-        mixed = self.scenario.feature_gates.get("TASProfileMixed", True)
-        balanced = self.scenario.feature_gates.get("TASBalancedPlacement", False)
         for ps in w.pod_sets:
             flavor = self.scenario.resource_flavor(a.pod_set_flavor(ps.name).split(",")[0])
             tree = self.tree(flavor)
             if tree is None:
                 continue
-            request = placement_request(tree.topology, [ps])
-            algo = Algorithm(best_fit=not (request.unconstrained and mixed))
             try:
-                result = place(tree, request, flavor.tolerations, {}, algo, balanced)
+                result = self.place(tree, flavor, ps)
             except PlacementFailed as failed:
-                return _Nomination(
-                    a, message=f"couldn't assign flavors to pod set {ps.name}: {failed}"
-                )
+                # Rules §4.6: TAS turns Fit into Preempt when the pod set fits the flavor
+                # as if no TAS workload ran there, else NoFit.
+                message = f"couldn't assign flavors to pod set {ps.name}: {failed}"
+                return _Nomination(a, message=message, preempt=self.fits_empty(w, a))
             per_leaf = result.per_pod_set.get(ps.name, {})
             out.per_leaf[ps.name] = dict(per_leaf)
             lowest: dict[str, int] = {}
@@ -121,6 +125,39 @@ class Cycles:
                 label = key if isinstance(key, str) else key[-1]
                 lowest[label] = lowest.get(label, 0) + count
             out.placement[ps.name] = lowest
+        return out
+
+    def place(self, tree: Tree, flavor: Flavor, ps: PodSet) -> PlacementResult:
+        mixed = self.scenario.feature_gates.get("TASProfileMixed", True)
+        balanced = self.scenario.feature_gates.get("TASBalancedPlacement", False)
+        request = placement_request(tree.topology, [ps])
+        algo = Algorithm(best_fit=not (request.unconstrained and mixed))
+        return place(tree, request, flavor.tolerations, {}, algo, balanced)
+
+    def fits_empty(self, w: Workload, a: Assignment) -> bool:
+        """Every TAS pod set fits its flavor as if no TAS workload held any of it."""
+        for ps in w.pod_sets:
+            flavor = self.scenario.resource_flavor(a.pod_set_flavor(ps.name).split(",")[0])
+            tree = self.tree(flavor, empty=True)
+            if tree is None:
+                continue
+            try:
+                self.place(tree, flavor, ps)
+            except PlacementFailed:
+                return False
+        return True
+
+    def reservation(self, w: Workload, nom: _Nomination) -> dict[FlavorResource, int]:
+        """Rules §3.4 step 3 (quota part; reclaimWithinCohort is Never here): what a
+        Preempt entry without targets keeps from later entries of the same cycle."""
+        cq, book, out = w.queue, self.book, {}
+        for fr, request in nom.assignment.usage.items():
+            nominal, used = book.nominal(cq, fr), book.used(cq, fr)
+            if nom.assignment.borrowing:
+                limit = book.borrowing_limit(cq, fr)
+                out[fr] = request if limit is None else min(request, nominal + limit - used)
+            else:
+                out[fr] = max(0, min(request, nominal - used))
         return out
 
     def still_fits(self, w: Workload, nom: _Nomination) -> bool:
@@ -236,8 +273,12 @@ def _settle(run: Cycles, queues: _Queues) -> None:
             key=lambda e: (e[1].assignment.borrowing, -run.priority(e[0]), order[e[0].name])
         )
         changed = False
+        reserved: list[tuple[str, dict[FlavorResource, int]]] = []
         for w, nom in nominated:
             cq = scenario.cluster_queue(w.queue)
+            if nom.preempt:
+                reserved.append((w.queue, run.reservation(w, nom)))
+                run.book.add(*reserved[-1])
             if nom.fits and nom.assignment.mode.preemption == FIT:
                 if run.still_fits(w, nom):
                     run.admit(w, nom)
@@ -256,6 +297,8 @@ def _settle(run: Cycles, queues: _Queues) -> None:
                 if cq.queueing_strategy == "BestEffortFIFO":
                     parked.add(w.name)
                     changed = True
+        for owner, amounts in reserved:
+            run.book.add(owner, amounts, -1)
         state = (
             tuple((w.name, run.outcomes[w.name].message) for w, _ in nominated),
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in scan.items())),
