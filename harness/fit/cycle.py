@@ -32,14 +32,17 @@ from harness.outcome import Outcome
 from harness.scenario import Flavor, Node, PodSet, Preemption, Scenario, Workload
 
 SKIPPED = "Workload no longer fits after processing another workload"
+STEPS = ("delete-workload", "submit")
+NEVER_EVALUATED = Outcome(admitted=False, message="")
+"""A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
 
 
 def unsupported(scenario: Scenario) -> str | None:
     """What of this version-2 scenario the driver does not model yet, or None."""
     if any(cq.preemption != Preemption() for cq in scenario.cluster_queues):
         return "preemption policies"
-    if scenario.steps:
-        return "steps"
+    if any(step.action not in STEPS for step in scenario.steps):
+        return "steps other than " + " and ".join(STEPS)
     for w in scenario.workloads:
         if any(ps.topology is not None and ps.topology.group for ps in w.pod_sets):
             return "pod set groups (podSetGroupName)"
@@ -206,8 +209,9 @@ def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
     return tuple(node.labels.get(level, "") for level in levels)
 
 
-def fit_v2(scenario: Scenario) -> dict[str, Outcome]:
-    """Outcomes after every workload was submitted and the cycles settled."""
+def fit_v2(scenario: Scenario) -> tuple[dict[str, Outcome], list[dict[str, Outcome]]]:
+    """Outcomes after every workload was submitted and the cycles settled, and after each
+    step."""
     run = Cycles(scenario, QuotaBook.of(scenario.cluster_queues))
     for a in scenario.admitted:
         cq = scenario.cluster_queue(a.queue)
@@ -236,13 +240,39 @@ def fit_v2(scenario: Scenario) -> dict[str, Outcome]:
             placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
             flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
         )
-    queues = _Queues({w.name: i for i, w in enumerate(scenario.workloads)})
+    submitted = [*scenario.workloads]
+    submitted += [s.target for s in scenario.steps if isinstance(s.target, Workload)]
+    queues = _Queues({w.name: i for i, w in enumerate(submitted)})
     for workload in scenario.workloads:
         # Each submission settles before the next (contract v2, "Rules").
         queues.pending.append(workload)
+        run.outcomes.setdefault(workload.name, NEVER_EVALUATED)
         _settle(run, queues)
-    names = [a.name for a in scenario.admitted] + [w.name for w in scenario.workloads]
-    return {n: run.outcomes.get(n, Outcome(admitted=False, message="")) for n in names}
+    initial = dict(run.outcomes)
+    after_steps = []
+    for step in scenario.steps:
+        if isinstance(step.target, Workload):
+            queues.pending.append(step.target)
+            run.outcomes.setdefault(step.target.name, NEVER_EVALUATED)
+        else:
+            _delete(run, queues, str(step.target))
+        _settle(run, queues)
+        after_steps.append(dict(run.outcomes))
+    return initial, after_steps
+
+
+def _delete(run: Cycles, queues: _Queues, name: str) -> None:
+    """A workload deleted: its quota and nodes free up; if it held quota, the parked
+    workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued (rules §3.7)."""
+    run.outcomes.pop(name, None)
+    queues.pending[:] = [w for w in queues.pending if w.name != name]
+    queues.parked.discard(name)
+    held = run.holding.pop(name, None)
+    if held is None:
+        return
+    run.book.add(held.cq, held.quota, -1)
+    flushed = set(run.book.members(held.cq)) | {held.cq}
+    queues.parked -= {w.name for w in queues.pending if w.queue in flushed}
 
 
 @dataclass

@@ -91,7 +91,8 @@ def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     """Predict what Kueue does with every workload of the scenario."""
     check_supported(scenario)
     if scenario.shorthand is None:
-        return FitResult(outcomes=fit_v2(scenario), steps=[])
+        initial, after_steps = fit_v2(scenario)
+        return FitResult(outcomes=initial, steps=after_steps)
     state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage))
     for workload in scenario.workloads:
         state.outcomes[workload.name] = _attempt(state, workload, trace)
