@@ -371,7 +371,7 @@ def _resource_flavor(at: _At) -> Flavor:
         name=fields["name"].string(is_dns_subdomain, "ResourceFlavor name"),
         node_labels=_labels(fields["nodeLabels"]) if "nodeLabels" in fields else {},
         tolerations=_tolerations(fields.get("tolerations")),
-        node_taints=tuple(_taint(t) for t in fields["nodeTaints"].items())
+        node_taints=_taints(fields["nodeTaints"])
         if "nodeTaints" in fields and fields["nodeTaints"].value is not None
         else (),
         topology_name=fields["topologyName"].string() if "topologyName" in fields else None,
@@ -384,6 +384,18 @@ def _queue(at: _At | None) -> Queue:
     fields = at.mapping(("nominalQuota",))
     quota = _resources(fields["nominalQuota"], kubernetes=False) if "nominalQuota" in fields else {}
     return Queue(nominal_quota=quota)
+
+
+def _taints(at: _At) -> tuple[Taint, ...]:
+    """A node's or a flavor's taints; the API server (ValidateNodeSpec) and Kueue's
+    ResourceFlavor webhook both refuse two taints with the same key and effect."""
+    taints: list[Taint] = []
+    for item in at.items():
+        taint = _taint(item)
+        if any((t.key, t.effect) == (taint.key, taint.effect) for t in taints):
+            item.fail("taints must be unique by key and effect pair")
+        taints.append(taint)
+    return tuple(taints)
 
 
 def _taint(at: _At) -> Taint:
@@ -467,7 +479,7 @@ def _node(at: _At, topology: Topology) -> Node:
         name=name,
         labels={**labels, HOSTNAME: name},
         allocatable=_resources(fields["allocatable"]),
-        taints=tuple(_taint(t) for t in fields["taints"].items()) if "taints" in fields else (),
+        taints=_taints(fields["taints"]) if "taints" in fields else (),
         ready=fields["ready"].boolean() if "ready" in fields else True,
         unschedulable=fields["unschedulable"].boolean() if "unschedulable" in fields else False,
     )

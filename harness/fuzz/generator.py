@@ -97,13 +97,14 @@ class _Case:
     def _taint_pool(self) -> list[Data]:
         if self.chance(0.6):
             return []
-        taints = []
+        taints: list[Data] = []
         for _ in range(self.rng.randint(1, 2)):
             taint = {"key": self.rng.choice(TAINT_KEYS), "effect": self.rng.choice(EFFECTS)}
             value = self.rng.choice(TAINT_VALUES)
             if value:
                 taint["value"] = value
-            taints.append(taint)
+            if all((t["key"], t["effect"]) != (taint["key"], taint["effect"]) for t in taints):
+                taints.append(taint)  # the API server refuses a key and effect twice on a node
         return taints
 
     def _domain_paths(self) -> list[list[str]]:
