@@ -162,13 +162,21 @@ def apiserver_args(ports: Ports, layout: Layout) -> list[str]:
     ]
 
 
-def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
+def _control_loop_args(port: int, layout: Layout, certs: str) -> list[str]:
+    """What kube-controller-manager and kube-scheduler share: our kubeconfig, one replica
+    (no leader election), serving on loopback only, certificates in the run dir."""
     return [
         f"--kubeconfig={layout.kubeconfig}",
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
-        f"--secure-port={ports.controller_manager}",
-        f"--cert-dir={layout.run_dir / 'kcm-certs'}",
+        f"--secure-port={port}",
+        f"--cert-dir={layout.run_dir / certs}",
+    ]
+
+
+def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
+    return [
+        *_control_loop_args(ports.controller_manager, layout, "kcm-certs"),
         f"--root-ca-file={layout.pki / 'ca.crt'}",
         f"--service-account-private-key-file={layout.pki / 'sa.key'}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -180,11 +188,7 @@ def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
 
 def scheduler_args(ports: Ports, layout: Layout) -> list[str]:
     return [
-        f"--kubeconfig={layout.kubeconfig}",
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={ports.scheduler}",
-        f"--cert-dir={layout.run_dir / 'scheduler-certs'}",
+        *_control_loop_args(ports.scheduler, layout, "scheduler-certs"),
         *CLIENT_RATE,  # default 50 QPS: binding hundreds of pods would wait on the limiter
     ]
 
