@@ -1,0 +1,106 @@
+"""The shared admission builder (harness/admission.py): what the sim and the runner write for
+an `admitted` entry must decode back to the entry's flavor and placement, in the shape Kueue
+itself writes (hostname-only levels when hostname is the lowest level; `pods` only when the
+ClusterQueue covers it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from harness.admission import admission_conditions, admission_status, reservation_times
+from harness.loader import scenario_from_data
+from harness.runner.decode import domains, lowest_level_pods
+from harness.strict_yaml import parse_yaml
+
+WORLD = """
+name: admitted-shapes
+topologies:
+  - {name: hosts, levels: [example.com/rack, kubernetes.io/hostname]}
+  - {name: racks, levels: [example.com/block, example.com/rack]}
+resourceFlavors:
+  - {name: h100, nodeLabels: {example.com/gpu: h100}, topologyName: hosts}
+  - {name: a100, nodeLabels: {example.com/gpu: a100}, topologyName: racks}
+  - {name: plain, nodeLabels: {example.com/gpu: none}}
+clusterQueues:
+  - name: team-a
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu, cpu, pods]
+        flavors:
+          - name: h100
+            resources: [{name: nvidia.com/gpu, nominalQuota: 16}, {name: cpu, nominalQuota: 64},
+                        {name: pods, nominalQuota: 100}]
+          - name: a100
+            resources: [{name: nvidia.com/gpu, nominalQuota: 16}, {name: cpu, nominalQuota: 64},
+                        {name: pods, nominalQuota: 100}]
+  - name: team-b
+    resourceGroups:
+      - coveredResources: [cpu]
+        flavors: [{name: plain, resources: [{name: cpu, nominalQuota: 64}]}]
+nodes:
+  - {name: h-2, labels: {example.com/gpu: h100, example.com/rack: r1}, allocatable: {nvidia.com/gpu: 8, cpu: 32, pods: 110}}
+  - {name: h-1, labels: {example.com/gpu: h100, example.com/rack: r1}, allocatable: {nvidia.com/gpu: 8, cpu: 32, pods: 110}}
+  - {name: a-1, labels: {example.com/gpu: a100, example.com/block: b1, example.com/rack: ra}, allocatable: {nvidia.com/gpu: 8, cpu: 32, pods: 110}}
+  - {name: p-1, labels: {example.com/gpu: none}, allocatable: {cpu: 32, pods: 110}}
+admitted:
+  - name: on-hosts
+    queue: team-a
+    podSets:
+      - {name: main, count: 5, requests: {nvidia.com/gpu: 1, cpu: 500m}, flavor: h100,
+         placement: {h-2: 2, h-1: 3}}
+  - name: on-racks
+    queue: team-a
+    podSets:
+      - {name: main, count: 2, requests: {nvidia.com/gpu: 2}, flavor: a100, placement: {ra: 2}}
+  - name: no-tas
+    queue: team-b
+    podSets:
+      - {name: main, count: 3, requests: {cpu: 1}, flavor: plain}
+workloads: []
+"""
+
+
+def _scenario():  # type: ignore[no-untyped-def]
+    return scenario_from_data(parse_yaml(WORLD, "world.yaml"), "world.yaml")
+
+
+def test_hostname_lowest_level_writes_hostnames_only_and_decodes_to_the_placement() -> None:
+    scenario = _scenario()
+    status = admission_status(scenario, scenario.admitted[0])
+    assert status["clusterQueue"] == "team-a"
+    (psa,) = status["podSetAssignments"]
+    assert psa["name"] == "main" and psa["count"] == 5
+    assert psa["flavors"] == {"nvidia.com/gpu": "h100", "cpu": "h100", "pods": "h100"}
+    assert psa["resourceUsage"] == {"nvidia.com/gpu": "5", "cpu": "2500m", "pods": "5"}
+    ta = psa["topologyAssignment"]
+    assert ta["levels"] == ["kubernetes.io/hostname"]
+    assert [values for values, _ in domains(ta)] == [("h-1",), ("h-2",)]  # sorted, as Kueue
+    assert lowest_level_pods(ta) == {"h-1": 3, "h-2": 2}
+
+
+def test_non_hostname_lowest_level_writes_every_level() -> None:
+    scenario = _scenario()
+    (psa,) = admission_status(scenario, scenario.admitted[1])["podSetAssignments"]
+    ta = psa["topologyAssignment"]
+    assert ta["levels"] == ["example.com/block", "example.com/rack"]
+    assert list(domains(ta)) == [(("b1", "ra"), 2)]
+
+
+def test_flavor_without_topology_has_no_assignment_and_no_pods_unless_covered() -> None:
+    scenario = _scenario()
+    (psa,) = admission_status(scenario, scenario.admitted[2])["podSetAssignments"]
+    assert "topologyAssignment" not in psa
+    assert psa["flavors"] == {"cpu": "plain"}
+    assert psa["resourceUsage"] == {"cpu": "3"}
+
+
+def test_reservations_are_whole_seconds_in_file_order_before_now() -> None:
+    scenario = _scenario()
+    now = datetime(2026, 1, 1, 12, 0, 0, 700000, tzinfo=UTC)
+    times = reservation_times(scenario, now)
+    assert list(times) == ["on-hosts", "on-racks", "no-tas"]
+    stamps = [t.timestamp() for t in times.values()]
+    assert stamps == [now.replace(microsecond=0).timestamp() - 3 + i for i in range(3)]
+    quota, admitted = admission_conditions("team-a", times["on-hosts"])
+    assert quota["type"] == "QuotaReserved" and quota["status"] == "True"
+    assert quota["message"] == "Quota reserved in ClusterQueue team-a"
+    assert admitted["type"] == "Admitted" and admitted["lastTransitionTime"].endswith("Z")
