@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from harness.admission import admission_conditions, admission_status, reservation_times
 from harness.loader import scenario_from_data
 from harness.runner.decode import domains, lowest_level_pods
+from harness.scenario import Scenario
 from harness.strict_yaml import parse_yaml
 
 WORLD = """
@@ -59,7 +60,7 @@ workloads: []
 """
 
 
-def _scenario():  # type: ignore[no-untyped-def]
+def _scenario() -> Scenario:
     return scenario_from_data(parse_yaml(WORLD, "world.yaml"), "world.yaml")
 
 
