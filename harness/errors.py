@@ -23,3 +23,9 @@ class ScenarioError(InputError):
 
 class UnsupportedVersionError(HarnessError):
     """The fit model was asked for a Kueue version it does not model."""
+
+
+class Nondeterministic(HarnessError):
+    """Kueue's own answer depends on a tie it breaks by UID, map order or timing (rules §8 of
+    docs/dev/kueue-v0.19.2-rules-v2.md): no engine can predict it, so suites must avoid it
+    and the fuzzer skips such cases."""

@@ -25,6 +25,7 @@ import yaml
 from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker, Verdict, make_observer
 from harness.fuzz.shrink import shrink
+from harness.fuzz.world_v2 import generate_v2
 from harness.loader import scenario_from_data
 from harness.sim.build import build_sim
 
@@ -63,6 +64,8 @@ class Summary:
     flaky: list[Finding] = field(default_factory=list)
     # Admitted by Kueue with pods kube-scheduler (or the ungater) never runs: Kueue findings.
     unplaceable: list[Finding] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Why cases were not compared (the fit model's reason, first words) -> how many."""
     out: Path | None = None
 
     @property
@@ -113,6 +116,7 @@ def run_campaign(
     start: int = 0,
     sim_binary: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    world: str = "v1",
 ) -> Summary:
     out_dir = out or Path("run") / f"fuzz-{seed}"
     summary = Summary(seed=seed, cases=cases, out=out_dir)
@@ -125,14 +129,17 @@ def run_campaign(
             began = time.monotonic()
 
             def check(index: int) -> tuple[int, Data, Verdict]:
-                data = generate(seed, index)
+                data = GENERATORS[world](seed, index)
                 with checkers.lend() as checker:
                     return index, data, checker.check(data)
 
             for done, (index, data, verdict) in enumerate(
                 pool.map(check, range(start, start + cases)), 1
             ):
-                if verdict.error:
+                if verdict.skipped:
+                    reason = verdict.skipped.split(": ", 1)[-1][:90]
+                    summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
+                elif verdict.error:
                     summary.errors.append(Finding(index, data, verdict))
                 elif verdict.disagrees:
                     summary.disagreements.append(Finding(index, data, verdict))
@@ -173,6 +180,10 @@ def run_campaign(
     return summary
 
 
+GENERATORS = {"v1": generate, "v2": generate_v2}
+"""`--world`: the version-1 generator (one topology, flavor and queue) or version 2."""
+
+
 def _same(first: Verdict, again: Verdict | None) -> bool:
     return again is not None and first.lines == again.lines and not again.error
 
@@ -201,7 +212,7 @@ def write_finding(out: Path, seed: int, finding: Finding) -> Path:
     nodes, workloads = len(finding.original["nodes"]), len(finding.original["workloads"])
     notes = [
         f"case {finding.index} of seed {seed} "
-        f"(harness.fuzz.generator.generate({seed}, {finding.index}))",
+        f"({_generator_call(finding.original, seed, finding.index)})",
         f"original: {nodes} nodes, {workloads} workloads; "
         f"shrunk: {len(data['nodes'])} nodes, {len(data['workloads'])} workloads "
         f"in {finding.shrink_checks} checks",
@@ -211,6 +222,13 @@ def write_finding(out: Path, seed: int, finding: Finding) -> Path:
         notes += ["", "FLAKY: the same scenario checked again gave:", finding.recheck.report()]
     path.with_suffix(".txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
     return path
+
+
+def _generator_call(original: Data, seed: int, index: int) -> str:
+    """The call that regenerates a case, whichever generator made it."""
+    if str(original.get("name", "")).startswith("fuzz2-"):
+        return f"harness.fuzz.world_v2.generate_v2({seed}, {index})"
+    return f"harness.fuzz.generator.generate({seed}, {index})"
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

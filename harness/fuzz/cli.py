@@ -56,6 +56,13 @@ def register(sub: Any) -> None:
         default=None,
         help="where disagreements are written (default: run/fuzz-SEED/)",
     )
+    fuzz.add_argument(
+        "--world",
+        choices=("v1", "v2"),
+        default="v1",
+        help="v1: one topology, flavor and queue; v2: several flavors, ClusterQueues in a "
+        "cohort, priorities, preemption, admitted workloads (default: v1)",
+    )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
     fuzz.add_argument(
         "--jobs", type=_positive, default=2, help="backend processes in parallel (sim only)"
@@ -102,6 +109,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         start=args.start,
         sim_binary=args.sim_binary,
         progress=progress,
+        world=args.world,
     )
     print(render(summary))
     return 1 if summary.disagreements or summary.errors or summary.flaky else 0
@@ -113,6 +121,10 @@ def render(summary: Summary) -> str:
         f"({summary.rate:.1f} scenarios/s), {len(summary.disagreements)} disagreements, "
         f"{len(summary.errors)} backend errors, {len(summary.flaky)} flaky"
     ]
+    if summary.skipped:
+        lines.append(f"{sum(summary.skipped.values())} cases not compared:")
+        for reason, count in sorted(summary.skipped.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {count} x {reason}")
     if summary.disagreements:
         lines.append(f"shrinking took {summary.shrink_seconds:.1f} s")
     for kind, findings in sorted(summary.by_kind().items(), key=lambda kv: -len(kv[1])):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends import Backend, create_backend
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
 from harness.loader import scenario_from_data
 from harness.outcome import Outcome, outcomes_to_json
@@ -42,6 +42,9 @@ class Verdict:
     observed: dict[str, Outcome] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     error: str = ""
+    skipped: str = ""
+    """Why the case was not compared: the fit model does not model it, or Kueue's answer is a
+    tie it breaks at random."""
 
     @property
     def unplaceable(self) -> dict[str, Mapping[str, int]]:
@@ -68,7 +71,7 @@ class Verdict:
 
     @property
     def disagrees(self) -> bool:
-        return bool(self.disagreement_lines) and not self.error
+        return bool(self.disagreement_lines) and not self.error and not self.skipped
 
     def kinds(self) -> list[str]:
         """Kinds of difference per workload, in submission order: what differs and Kueue's
@@ -179,6 +182,10 @@ class Checker:
         verdict = Verdict()
         try:
             verdict.predicted = fit(scenario).outcomes
+        except (UnsupportedVersionError, Nondeterministic) as err:
+            verdict.skipped = str(err)
+            future.cancel()
+            return verdict
         except Exception as err:  # a crash of the model is a finding, not the end of the run
             verdict.lines.append(f"fit model raised {type(err).__name__}: {err}")
         try:

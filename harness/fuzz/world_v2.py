@@ -1,0 +1,238 @@
+"""Seeded random version-2 scenarios (docs/scenario-format-v2.md): several GPU flavors each
+with its own Topology, 1-4 ClusterQueues (usually in one cohort) with tight quotas,
+borrowing and lending limits, priority classes, every preemption policy and fungibility
+setting, StrictFIFO, workloads admitted before the scenario starts, and deletions of them.
+
+Nodes, usage and pod sets come from the version-1 generator (`generator._Case`), so the TAS
+corners it reaches (modes, slices, taints, tight nodes) are reached per flavor too. Case `i`
+of seed `s` depends on nothing but `(s, i)`.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import Any
+
+from harness.fuzz.generator import GPU, LEVEL_POOL, _Case, case_rng
+from harness.quantity import parse_quantity
+from harness.scenario import HOSTNAME
+
+Data = dict[str, Any]
+FLAVOR_LABEL = "example.com/gpu"
+FLAVOR_NAMES = ("h100", "a100", "l4")
+WITHIN_CQ = ("Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM = ("Never", "LowerPriority", "Any")
+PRIORITY_VALUES = (0, 10, 100, 1000)
+
+
+def generate_v2(seed: int, index: int) -> Data:
+    """Version-2 scenario `index` of `seed`, a dict the loader accepts (no `expect`)."""
+    rng = case_rng(seed, index)
+    rng.random()  # not the same stream as the version-1 case of the same (seed, index)
+    return _WorldCase(rng).build_v2(f"fuzz2-{seed}-{index}")
+
+
+class _WorldCase(_Case):
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.flavors: list[Data] = []
+        self.topologies: list[Data] = []
+
+    def build_v2(self, name: str) -> Data:
+        rng = self.rng
+        data: Data = {"name": name}
+        if self.chance(0.2):
+            data["featureGates"] = {"TASBalancedPlacement": True}
+        self.taints = self._taint_pool()
+        all_nodes: list[Data] = []
+        all_levels: list[str] = []
+        for f in range(rng.randint(1, 3)):
+            flavor_name = FLAVOR_NAMES[f]
+            self.levels = self._levels()
+            topology = {"name": f"{flavor_name}-topology", "levels": self.levels}
+            flavor: Data = {"name": flavor_name, "nodeLabels": {FLAVOR_LABEL: flavor_name}}
+            flavor["topologyName"] = topology["name"]
+            if self.chance(0.1):
+                flavor["tolerations"] = [self._toleration()]
+            nodes = self._nodes(pooled=False)[: rng.randint(2, 8)]
+            for node in nodes:
+                node["name"] = f"{flavor_name}-{node['name']}"
+                node["labels"][FLAVOR_LABEL] = flavor_name
+            self.topologies.append(topology)
+            self.flavors.append(flavor)
+            all_nodes += nodes
+            all_levels += [lv for lv in self.levels if lv not in all_levels]
+        order = {level: i for i, (level, _) in enumerate(LEVEL_POOL)}
+        self.levels = sorted(all_levels, key=lambda lv: order.get(lv, len(order)))
+        self.nodes = all_nodes
+        data["topologies"] = self.topologies
+        data["resourceFlavors"] = self.flavors
+        classes = self._priority_classes()
+        if classes:
+            data["workloadPriorityClasses"] = classes
+        queues = self._cluster_queues()
+        data["clusterQueues"] = queues
+        data["nodes"] = all_nodes
+        usage = self._usage()
+        if usage:
+            data["usage"] = usage
+        admitted = self._admitted(queues, classes, usage)
+        if admitted:
+            data["admitted"] = admitted
+        workloads = []
+        count = rng.randint(1, 4)
+        for i in range(count):
+            workload = self._workload(f"wl-{i}", last=i == count - 1)
+            workload["queue"] = rng.choice(queues)["name"]
+            if classes and not self.chance(0.2):
+                workload["priorityClass"] = rng.choice(classes)["name"]
+            workloads.append(workload)
+        data["workloads"] = workloads
+        if admitted and self.chance(0.25):
+            victim = rng.choice(admitted)["name"]
+            data["steps"] = [{"delete-workload": victim}]
+        return data
+
+    def _priority_classes(self) -> list[Data]:
+        if self.chance(0.2):
+            return []
+        values = sorted(self.rng.sample(PRIORITY_VALUES, self.rng.randint(1, 3)))
+        names = ("low", "mid", "high")[3 - len(values) :]
+        return [{"name": n, "value": v} for n, v in zip(names, values, strict=True)]
+
+    def _capacity(self, flavor: str, resource: str) -> Fraction:
+        return sum(
+            (
+                parse_quantity(n["allocatable"].get(resource, 0))
+                for n in self.nodes
+                if n["labels"][FLAVOR_LABEL] == flavor
+            ),
+            Fraction(0),
+        )
+
+    def _cluster_queues(self) -> list[Data]:
+        rng = self.rng
+        count = rng.randint(1, 4)
+        cohort = count > 1 and not self.chance(0.15)
+        covered = [GPU, "cpu", "memory"] + (["pods"] if self.chance(0.15) else [])
+        queues = []
+        for q in range(count):
+            names = [f["name"] for f in self.flavors]
+            offered = rng.sample(names, rng.randint(1, len(names)))
+            flavors = []
+            for flavor in offered:
+                resources = []
+                for resource in covered:
+                    share = self._capacity(flavor, resource) / count
+                    nominal = int(share * Fraction(rng.choice((0, 1, 2, 3, 4, 6)), 4))
+                    quota: Data = {"name": resource}
+                    if resource == "memory":
+                        quota["nominalQuota"] = f"{max(nominal // 2**30, 0)}Gi"
+                    else:
+                        quota["nominalQuota"] = nominal
+                    if cohort and self.chance(0.15):
+                        quota["borrowingLimit"] = rng.randint(0, 8)
+                    if cohort and resource == GPU and self.chance(0.15):
+                        quota["lendingLimit"] = rng.randint(0, nominal)
+                    resources.append(quota)
+                flavors.append({"name": flavor, "resources": resources})
+            queue: Data = {
+                "name": f"team-{'abcd'[q]}",
+                "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
+            }
+            if cohort:
+                queue["cohortName"] = "research"
+            if self.chance(0.2):
+                queue["queueingStrategy"] = "StrictFIFO"
+            preemption: Data = {}
+            if self.chance(0.7):
+                preemption["withinClusterQueue"] = rng.choice(WITHIN_CQ)
+            if cohort and self.chance(0.6):
+                preemption["reclaimWithinCohort"] = rng.choice(RECLAIM)
+                if preemption["reclaimWithinCohort"] != "Never" and self.chance(0.4):
+                    borrow: Data = {"policy": "LowerPriority"}
+                    if self.chance(0.5):
+                        borrow["maxPriorityThreshold"] = rng.choice(PRIORITY_VALUES)
+                    preemption["borrowWithinCohort"] = borrow
+            if preemption:
+                queue["preemption"] = preemption
+            fungibility: Data = {}
+            if self.chance(0.25):
+                fungibility["whenCanBorrow"] = "TryNextFlavor"
+            if self.chance(0.25):
+                fungibility["whenCanPreempt"] = "MayStopSearch"
+            if fungibility:
+                queue["flavorFungibility"] = fungibility
+            queues.append(queue)
+        return queues
+
+    def _admitted(self, queues: list[Data], classes: list[Data], usage: list[Data]) -> list[Data]:
+        """Workloads already running: each pod set on nodes of one flavor its queue offers,
+        packed where capacity is left (the loader refuses more than a node holds)."""
+        rng = self.rng
+        free = {
+            n["name"]: {r: parse_quantity(q) for r, q in n["allocatable"].items()}
+            for n in self.nodes
+        }
+        for entry in usage:
+            left = free[entry["node"]]
+            count = entry.get("count", 1)
+            for resource, q in (*entry["requests"].items(), ("pods", 1)):
+                left[resource] = left.get(resource, Fraction(0)) - parse_quantity(q) * count
+        out = []
+        for i in range(rng.choice((0, 0, 1, 2, 3, 4))):
+            queue = rng.choice(queues)
+            group = queue["resourceGroups"][0]
+            flavor = rng.choice(group["flavors"])["name"]
+            requests: Data = {GPU: rng.choice((1, 1, 2, 4))}
+            if self.chance(0.4):
+                requests["cpu"] = rng.choice(("500m", "1", "2"))
+            count = rng.choice((1, 2, rng.randint(1, 8)))
+            placement: dict[str, int] = {}
+            if HOSTNAME not in self._levels_of(flavor):
+                continue  # placements name nodes; keep admitted entries to hostname topologies
+            nodes = [n for n in self.nodes if n["labels"][FLAVOR_LABEL] == flavor]
+            if self.chance(0.5):
+                rng.shuffle(nodes)
+            for node in nodes:
+                levels = [lv for lv in self._levels_of(flavor) if lv != HOSTNAME]
+                if any(level not in node["labels"] for level in levels):
+                    continue
+                left = free[node["name"]]
+                while sum(placement.values()) < count and _fits(left, requests):
+                    for r, q in (*requests.items(), ("pods", 1)):
+                        left[r] = left.get(r, Fraction(0)) - parse_quantity(q)
+                    placement[node["name"]] = placement.get(node["name"], 0) + 1
+            if sum(placement.values()) != count:
+                continue
+            admitted_entry: Data = {
+                "name": f"old-{i}",
+                "queue": queue["name"],
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": count,
+                        "requests": requests,
+                        "flavor": flavor,
+                        "placement": placement,
+                    }
+                ],
+            }
+            if classes and not self.chance(0.2):
+                admitted_entry["priorityClass"] = rng.choice(classes)["name"]
+            out.append(admitted_entry)
+        return out
+
+    def _levels_of(self, flavor: str) -> list[str]:
+        for topology in self.topologies:
+            if topology["name"] == f"{flavor}-topology":
+                return list(topology["levels"])
+        return []
+
+
+def _fits(left: dict[str, Fraction], requests: Data) -> bool:
+    """One more pod with these requests fits what is left on a node (pods included)."""
+    return left.get("pods", Fraction(0)) >= 1 and all(
+        left.get(r, Fraction(0)) >= parse_quantity(q) for r, q in requests.items()
+    )
