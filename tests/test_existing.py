@@ -6,28 +6,24 @@ cluster (Kueue with TAS) and the embedded cluster with TAS switched off.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from harness import pki, toolchain
 from harness.backends import Unsupported
 from harness.kube import RUN_LABEL, Kube, absent, poll_until
 from harness.loader import load_scenario
-from harness.providers import health
 from harness.providers.base import ClusterError
 from harness.providers.existing.cluster import ExistingCluster, KueueMissing, pinned_kubeconfig
 from harness.providers.kind import prereqs
 from harness.providers.kind.cluster import KindCluster
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.kwokrun import free_port
-from harness.providers.local import spec as localspec
 from harness.providers.local.cluster import LocalCluster
-from harness.providers.process import Process
 from harness.runner.backend import ClusterBackend
 from harness.toolchain import tools
 
@@ -115,38 +111,10 @@ def test_unreachable_cluster_fails_in_one_line(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def bare_apiserver() -> Iterator[Path]:
+def bare_apiserver(apiserver_only: Callable[[], AbstractContextManager[Any]]) -> Iterator[Path]:
     """etcd + kube-apiserver only: a real cluster on which Kueue was never installed."""
-    run = Path(tempfile.mkdtemp(prefix="kth-bare-"))
-    layout = localspec.Layout(run, run / "etcd")
-    ports = localspec.Ports.allocate()
-    ca = pki.Authority.create()
-    ca.pair.write(layout.pki, "ca")
-    ca.issue("kube-apiserver", ips=localspec.APISERVER_SANS_IP, dns=localspec.APISERVER_SANS_DNS,
-             server=True).write(layout.pki, "apiserver")  # fmt: skip
-    ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(layout.pki, "admin")
-    sa = pki.signing_key()
-    (layout.pki / "sa.pub").write_bytes(sa.cert_pem)
-    (layout.pki / "sa.key").write_bytes(sa.key_pem)
-    server = f"https://127.0.0.1:{ports.apiserver}"
-    layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
-    procs = []
-    try:
-        for name, args in (("etcd", localspec.etcd_args(ports, layout)),
-                           ("kube-apiserver", localspec.apiserver_args(ports, layout))):  # fmt: skip
-            proc = Process(name, [str(toolchain.binary(name)), *args],
-                           layout.logs / f"{name}.log", {}, run)  # fmt: skip
-            procs.append(proc)
-            proc.start()
-        tls = health.client_tls(layout.pki / "ca.crt", layout.pki / "admin.crt",
-                                layout.pki / "admin.key")  # fmt: skip
-        health.wait_healthy(procs[-1], health.http_probe(f"{server}/readyz", tls),
-                            what="/readyz", timeout=90)  # fmt: skip
-        yield layout.kubeconfig
-    finally:
-        for proc in reversed(procs):
-            proc.stop()
-        shutil.rmtree(run, ignore_errors=True)
+    with apiserver_only() as api:
+        yield api.kubeconfig
 
 
 @pytest.mark.cluster

@@ -1,24 +1,25 @@
 """The one object that talks to an API server: plain-dict CRUD over JSON REST.
 
 Why not the generated `kubernetes` client: Kueue's CRDs are read as plain dicts anyway, and
-the generated ApiClient's internals changed shape between releases (31 -> 37). We keep
-`kubernetes.config` for kubeconfig loading (inline data, exec plugins, tokens) and send
-requests with urllib3, resolving kind -> resource path through API discovery.
+the generated ApiClient's internals changed shape between releases (31 -> 37). Kubeconfigs
+are read by harness.kube.kubeconfig the way kubectl reads them (tokens, tokenFile, client
+certificates, exec plugins with refresh, tls-server-name, proxies); requests go out with
+urllib3 (harness.kube.transport), resolving kind -> resource path through API discovery.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
+from harness.kube import auth, kubeconfig, transport
 from harness.kube.errors import Conflict, KubeError, NotFound
 
 Obj = dict[str, Any]
@@ -59,31 +60,40 @@ def in_parallel(call: Callable[[T], object], items: Iterable[T]) -> None:
 
 
 class Kube:
-    """A connection to one cluster, loaded from a kubeconfig file (never ~/.kube)."""
+    """A connection to one cluster, from a kubeconfig file (or $KUBECONFIG's files; never
+    ~/.kube/config) and a context (default: its current-context)."""
 
-    def __init__(self, kubeconfig: Path, *, timeout: float = 30.0) -> None:
-        cfg = k8s_client.Configuration()
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig), client_configuration=cfg, persist_config=False
-        )
-        self.kubeconfig = kubeconfig
-        self.host = str(cfg.host).rstrip("/")
+    def __init__(
+        self,
+        kubeconfig_file: str | os.PathLike[str] | None,
+        *,
+        timeout: float = 30.0,
+        context: str | None = None,
+    ) -> None:
+        files = kubeconfig.files_from(kubeconfig_file)
+        self.kubeconfig = files[0]
+        self.access = kubeconfig.load(files, context)
+        self.host = self.access.server
+        self.timeout = timeout
+        self._auth = auth.authenticator(self.access)
         self._headers = {"Accept": "application/json", "User-Agent": FIELD_MANAGER}
-        token = cfg.api_key.get("authorization") if cfg.api_key else None
-        if token:
-            self._headers["Authorization"] = str(token)
-        self._http = urllib3.PoolManager(
-            maxsize=CREATE_WORKERS,
-            cert_reqs="CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
-            ca_certs=cfg.ssl_ca_cert,
-            cert_file=cfg.cert_file,
-            key_file=cfg.key_file,
-            timeout=urllib3.Timeout(connect=5.0, read=timeout),
-            retries=urllib3.Retry(
-                total=3, connect=3, read=0, status=0, other=0, redirect=0, backoff_factor=0.2
-            ),
-        )
+        self._lock = threading.Lock()
+        self._pools: dict[tuple[bytes, bytes] | None, urllib3.PoolManager] = {}
         self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    def _pool(self, cert: tuple[bytes, bytes] | None) -> urllib3.PoolManager:
+        """The pool presenting `cert`; a rotated certificate closes the old connections (as
+        client-go does when an exec plugin returns a new one)."""
+        with self._lock:
+            found = self._pools.get(cert)
+            if found is None:
+                for old in self._pools.values():
+                    old.clear()
+                found = transport.pool(
+                    self.access, cert, maxsize=CREATE_WORKERS, timeout=self.timeout
+                )
+                self._pools = {cert: found}
+            return found
 
     # -- transport ---------------------------------------------------------------------
 
@@ -98,15 +108,17 @@ class Kube:
     ) -> Any:
         """Send one request; returns the decoded JSON body or raises a named KubeError."""
         url = self.host + path + (("?" + urlencode(query)) if query else "")
-        headers = dict(self._headers)
         data = None
+        headers = urllib3.HTTPHeaderDict(self._headers)
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
-        try:
-            resp = self._http.request(method, url, body=data, headers=headers)
-        except urllib3.exceptions.HTTPError as err:
-            raise KubeError(f"{method} {path}: cannot reach API server {self.host}: {err}") from err
+        creds = self._auth.current()
+        resp = self._send(method, url, data, headers, creds)
+        if resp.status == 401 and self._auth.after_unauthorized(creds):
+            # Rules of client-go's exec and tokenFile sources: refresh after a 401; a 401
+            # means the request was not processed, so sending it again is safe.
+            resp = self._send(method, url, data, headers, self._auth.current())
         try:
             payload: Any = json.loads(resp.data) if resp.data else None
         except ValueError:  # e.g. a plain-text 503 from a starting API server
@@ -116,11 +128,34 @@ class Kube:
         status = payload if isinstance(payload, dict) else {}
         message = f"{method} {path}: {resp.status} {status.get('message') or resp.data[:300]!r}"
         reason = str(status.get("reason", ""))
+        if resp.status == 401:
+            who = f"user {self.access.user!r}" if self.access.user else "no user"
+            message += (
+                f" (the API server did not accept the credentials of {who}, context "
+                f"{self.access.context!r} in {self.access.source})"
+            )
         if resp.status == 404:
             raise NotFound(message, resp.status, reason)
         if resp.status == 409:
             raise Conflict(message, resp.status, reason)
         raise KubeError(message, resp.status, reason)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        headers: urllib3.HTTPHeaderDict,
+        creds: auth.Credentials,
+    ) -> urllib3.BaseHTTPResponse:
+        sent = urllib3.HTTPHeaderDict(headers)
+        for name, value in creds.headers:
+            sent.add(name, value)
+        try:
+            return self._pool(creds.cert).request(method, url, body=data, headers=sent)
+        except urllib3.exceptions.HTTPError as err:
+            path = url[len(self.host) :].split("?")[0]
+            raise KubeError(f"{method} {path}: cannot reach API server {self.host}: {err}") from err
 
     # -- discovery ---------------------------------------------------------------------
 
@@ -207,14 +242,15 @@ class Kube:
             self.create(objs[0])
         in_parallel(self.create, objs[1:])
 
-    def apply(self, obj: Obj, *, subresource: str = "") -> Obj:
-        """Server-side apply (create or update the fields we own), forcing conflicts."""
+    def apply(self, obj: Obj, *, subresource: str = "", field_manager: str = FIELD_MANAGER) -> Obj:
+        """Server-side apply (create or update the fields `field_manager` owns), forcing
+        conflicts."""
         api_version, kind, name, namespace = _ref(obj)
         out: Obj = self.request(
             "PATCH",
             self.path(api_version, kind, name, namespace, subresource),
             obj,
-            query={"fieldManager": FIELD_MANAGER, "force": "true"},
+            query={"fieldManager": field_manager, "force": "true"},
             content_type=_PATCH_TYPES["apply"],
         )
         return out
@@ -285,4 +321,6 @@ class Kube:
         return str(version.get("gitVersion", ""))
 
     def close(self) -> None:
-        self._http.clear()
+        with self._lock:
+            for pool in self._pools.values():
+                pool.clear()

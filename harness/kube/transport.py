@@ -1,0 +1,104 @@
+"""The HTTP(S) connection pool for one cluster: TLS as the kubeconfig says, through a proxy
+when it names one (or the environment does, as Go's http.ProxyFromEnvironment).
+
+TLS: the cluster's CA (or the system's trust store), insecure-skip-tls-verify, the client
+certificate, and tls-server-name, which client-go uses both as the SNI name and as the name
+the server's certificate must carry (so a server reached by IP or through a tunnel can
+present a certificate issued for its DNS name).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+import tempfile
+import urllib.request
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import urllib3
+
+from harness.kube.errors import KubeError
+from harness.kube.kubeconfig import Access
+
+
+def ssl_context(access: Access, cert: tuple[bytes, bytes] | None) -> ssl.SSLContext:
+    """Verification per the kubeconfig, presenting `cert` (PEM certificate, PEM key)."""
+    ctx = ssl.create_default_context(cadata=access.ca_pem.decode() if access.ca_pem else None)
+    if access.insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        # ssl loads a key pair only from files: write them privately, load, remove.
+        with tempfile.TemporaryDirectory(prefix="kth-client-cert-") as tmp:
+            crt, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            for path, data in ((crt, cert[0]), (key, cert[1])):
+                path.touch(mode=0o600)
+                path.write_bytes(data)
+            try:
+                ctx.load_cert_chain(str(crt), str(key))
+            except ssl.SSLError as err:
+                raise KubeError(f"{access.source}: user {access.user}: bad client certificate "
+                                f"or key: {err.reason or err}") from None  # fmt: skip
+    return ctx
+
+
+def proxy_for(access: Access) -> str | None:
+    """The kubeconfig's proxy-url, else $HTTPS_PROXY/$HTTP_PROXY unless $NO_PROXY matches;
+    never for loopback (Go's httpproxy rule: localhost and loopback are never proxied)."""
+    if access.proxy_url:
+        return access.proxy_url
+    url = urlsplit(access.server)
+    host = url.hostname or ""
+    if host == "localhost" or _is_loopback(host):
+        return None
+    proxies = urllib.request.getproxies_environment()
+    chosen = proxies.get(url.scheme)
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # untyped
+    if chosen and not bypass(host, proxies):
+        return chosen
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def pool(
+    access: Access,
+    cert: tuple[bytes, bytes] | None,
+    *,
+    maxsize: int,
+    timeout: float,
+) -> urllib3.PoolManager:
+    """A pool for this cluster presenting `cert` (a new pool when the certificate rotates)."""
+    options: dict[str, object] = {
+        "maxsize": maxsize,
+        "timeout": urllib3.Timeout(connect=5.0, read=timeout),
+        "retries": urllib3.Retry(
+            total=3, connect=3, read=0, status=0, other=0, redirect=0, backoff_factor=0.2
+        ),
+    }
+    if access.server.startswith("https://"):
+        options["ssl_context"] = ssl_context(access, cert)
+        if access.tls_server_name:
+            options["server_hostname"] = access.tls_server_name
+            options["assert_hostname"] = access.tls_server_name
+    proxy = proxy_for(access)
+    if proxy is None:
+        return urllib3.PoolManager(**options)  # type: ignore[arg-type]
+    parsed = urlsplit(proxy)
+    if parsed.scheme == "socks5":
+        raise KubeError(
+            f"{access.source}: proxy-url {proxy}: SOCKS5 proxies are not supported by the "
+            "harness; use an HTTP(S) proxy (kubectl's CONNECT tunnel works the same)"
+        )
+    headers = None
+    if parsed.username is not None:
+        auth = f"{unquote(parsed.username)}:{unquote(parsed.password or '')}"
+        headers = urllib3.make_headers(proxy_basic_auth=auth)
+        proxy = proxy.replace(f"{parsed.netloc.rsplit('@', 1)[0]}@", "", 1)
+    return urllib3.ProxyManager(proxy, proxy_headers=headers, **options)  # type: ignore[arg-type]
