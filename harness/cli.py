@@ -51,7 +51,11 @@ def _oracle(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file)
     explainer = Explainer() if args.explain else None
     result = fit(scenario, trace=explainer.trace if explainer else None)
-    if args.format == "json":
+    if args.format == "html":
+        from harness.html import oracle_page
+
+        sys.stdout.write(oracle_page(scenario, result))
+    elif args.format == "json":
         payload = outcomes_to_json(result.outcomes)
         if result.steps:
             payload["_steps"] = [outcomes_to_json(s) for s in result.steps]
@@ -62,7 +66,7 @@ def _oracle(args: argparse.Namespace) -> int:
             print(f"after step {index} ({scenario.steps[index - 1].action}):")
             print(render_text(after))
     if explainer is not None:
-        print(explainer.render(), file=sys.stderr if args.format == "json" else sys.stdout)
+        print(explainer.render(), file=sys.stdout if args.format == "text" else sys.stderr)
     return 0
 
 
@@ -90,15 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument("file", help="scenario YAML file")
     oracle.add_argument(
         "--format",
-        choices=("json", "text"),
+        choices=("json", "text", "html"),
         default="json",
-        help="json: the outcomes as JSON (as `run` prints them); text: one line a workload",
+        help="json: the outcomes as JSON (as `run` prints them); text: one line a workload; "
+        "html: a self-contained page with the rack-and-GPU map of each flavor",
     )
     oracle.add_argument(
         "--explain",
         action="store_true",
         help="also show free capacity per domain and why candidates were rejected: on "
-        "stdout after the outcomes with --format text, on stderr with --format json",
+        "stdout after the outcomes with --format text, on stderr with json or html",
     )
     oracle.set_defaults(handler=_oracle)
     for register in _extra_commands():

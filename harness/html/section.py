@@ -106,7 +106,8 @@ def _state(
 def _map(view: MapView, palette: Palette, key: str, differs: Disagreement) -> str:
     levels = " → ".join([*view.levels, "node"])
     slots = " · ".join(
-        f"{escape(s.level)} {num(s.largest)}" + (f" ({escape(s.domain)})" if s.largest else "")
+        f"{escape(s.level)} {num(s.largest)}"
+        + (f" ({escape(s.domain)}; free in {s.with_free} of {s.domains})" if s.largest else "")
         for s in largest_free(view)
     )
     caption = (

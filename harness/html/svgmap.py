@@ -272,15 +272,16 @@ def _svg(box: _Box, label: str) -> str:
 
 def _frame(label: str, level: str, width: float, height: float, body: str, cls: str) -> _Box:
     """A titled frame around `body` (whose size is width x height)."""
+    top = HEAD_H if label else PAD
     width = max(width, len(label) * CHAR_W) + 2 * PAD
-    height = HEAD_H + height + PAD
+    height = top + height + PAD
     title = f"<title>{escape(level)}={escape(label)}</title>" if level else ""
     head = f'<text class="h" x="{PAD}" y="11">{title}{escape(label)}</text>' if label else ""
     return _Box(
         width,
         height,
         f'<rect class="{cls}" width="{num(width)}" height="{num(height)}" rx="3"/>{head}'
-        f'<g transform="translate({PAD},{HEAD_H})">{body}</g>',
+        f'<g transform="translate({PAD},{top})">{body}</g>',
     )
 
 
