@@ -119,6 +119,7 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], No
         "harness.runcli",
         "harness.fuzz.cli",
         "harness.leftovers",
+        "harness.live.cli",
     ):
         try:
             module = __import__(module_name, fromlist=["register"])

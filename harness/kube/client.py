@@ -26,6 +26,7 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 FIELD_MANAGER = "kueue-tas-harness"
 CREATE_WORKERS = 8  # parallel POSTs in create_all; also the connection pool size
+LIST_PAGE = 500  # kubectl's default --chunk-size
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -212,18 +213,31 @@ class Kube:
         kind: str,
         namespace: str | None = None,
         labels: Mapping[str, str] | str | None = None,
+        *,
+        fields: str | None = None,
+        page_size: int = LIST_PAGE,
     ) -> list[Obj]:
-        """Items of a kind (all namespaces when a namespaced kind gets no namespace)."""
+        """Items of a kind (all namespaces when a namespaced kind gets no namespace), read in
+        pages as kubectl does (`limit` and `continue`), so a large cluster answers in pieces."""
         plural, namespaced = self._resource(api_version, kind)
         if namespaced and namespace:
             path = self.path(api_version, kind, namespace=namespace)
         else:
             path = ("/api/v1" if api_version == "v1" else f"/apis/{api_version}") + f"/{plural}"
+        query = {"limit": str(page_size)}
         sel = selector(labels)
-        items: list[Obj] = self.request("GET", path, query={"labelSelector": sel} if sel else None)[
-            "items"
-        ]
-        return items
+        if sel:
+            query["labelSelector"] = sel
+        if fields:
+            query["fieldSelector"] = fields
+        items: list[Obj] = []
+        while True:
+            page = self.request("GET", path, query=query)
+            items += page["items"]
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            query["continue"] = token
 
     def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
         """POST an object; with dry_run the server runs admission (webhooks) but stores nothing."""

@@ -1,0 +1,206 @@
+"""A cluster's Kueue objects -> the version-2 world keys (docs/scenario-format-v2.md):
+Topologies, ResourceFlavors, WorkloadPriorityClasses, ClusterQueues, written in Kueue's own
+field names. What the contract has no words for is told to Gaps, naming the object."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.kube import Obj
+from harness.live.gaps import Gaps
+
+CQ_UNREPRESENTED = {
+    "fairSharing": "fair sharing (weight)",
+    "admissionChecks": "admission checks",
+    "admissionChecksStrategy": "admission checks",
+    "admissionScope": "admission scope (admission fair sharing)",
+    "concurrentAdmissionPolicy": "concurrent admission",
+}
+"""ClusterQueue spec fields contract v2 leaves out (load_world.CQ_NOT_IN_V2 refuses them)."""
+
+
+def _name(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _spec(obj: Obj) -> dict[str, Any]:
+    return dict(obj.get("spec") or {})
+
+
+def topologies(items: Iterable[Obj]) -> list[Obj]:
+    return [
+        {"name": _name(t), "levels": [lv["nodeLabel"] for lv in _spec(t).get("levels") or []]}
+        for t in sorted(items, key=_name)
+    ]
+
+
+def taint(t: Mapping[str, Any]) -> Obj:
+    """A Kubernetes taint without timeAdded (the contract's key, value, effect)."""
+    out: Obj = {"key": t["key"], "effect": t["effect"]}
+    if t.get("value"):
+        out["value"] = t["value"]
+    return out
+
+
+def toleration(t: Mapping[str, Any]) -> Obj:
+    keys = ("key", "operator", "value", "effect", "tolerationSeconds")
+    return {k: t[k] for k in keys if t.get(k) not in (None, "")}
+
+
+def resource_flavors(items: Iterable[Obj], topology_names: set[str], gaps: Gaps) -> list[Obj]:
+    out = []
+    for rf in sorted(items, key=_name):
+        spec, name = _spec(rf), _name(rf)
+        entry: Obj = {"name": name}
+        if spec.get("nodeLabels"):
+            entry["nodeLabels"] = dict(spec["nodeLabels"])
+        if spec.get("nodeTaints"):
+            entry["nodeTaints"] = [taint(t) for t in spec["nodeTaints"]]
+        if spec.get("tolerations"):
+            entry["tolerations"] = [toleration(t) for t in spec["tolerations"]]
+        topology = spec.get("topologyName")
+        if topology and topology not in topology_names:
+            gaps.add(
+                f"ResourceFlavor {name}: its Topology {topology} does not exist (Kueue keeps "
+                "ClusterQueues using it inactive); written without topologyName"
+            )
+        elif topology:
+            entry["topologyName"] = topology
+        out.append(entry)
+    return out
+
+
+def priority_classes(items: Iterable[Obj]) -> list[Obj]:
+    return [
+        {"name": _name(pc), "value": int(pc.get("value", 0))} for pc in sorted(items, key=_name)
+    ]
+
+
+def cluster_queues(items: Iterable[Obj], flavors: set[str], gaps: Gaps) -> list[Obj]:
+    """Representable ClusterQueues; one naming a flavor that does not exist is left out
+    (Kueue keeps it inactive: it admits nothing)."""
+    out = []
+    for cq in sorted(items, key=_name):
+        entry = _cluster_queue(cq, flavors, gaps)
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
+def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
+    spec, name = _spec(cq), _name(cq)
+    groups = []
+    for group in spec.get("resourceGroups") or []:
+        missing = [f["name"] for f in group.get("flavors") or [] if f["name"] not in flavors]
+        if missing:
+            gaps.add(
+                f"ClusterQueue {name}: left out, its ResourceFlavor {', '.join(missing)} does "
+                "not exist (Kueue keeps it inactive)"
+            )
+            return None
+        groups.append(
+            {
+                "coveredResources": list(group.get("coveredResources") or []),
+                "flavors": [_flavor_quotas(f) for f in group.get("flavors") or []],
+            }
+        )
+    entry: Obj = {"name": name}
+    if spec.get("cohortName"):
+        entry["cohortName"] = spec["cohortName"]
+    if spec.get("queueingStrategy"):
+        entry["queueingStrategy"] = spec["queueingStrategy"]
+    preemption = _preemption(spec.get("preemption") or {})
+    if preemption:
+        entry["preemption"] = preemption
+    fungibility = spec.get("flavorFungibility") or {}
+    kept = {k: fungibility[k] for k in ("whenCanBorrow", "whenCanPreempt") if k in fungibility}
+    if kept:
+        entry["flavorFungibility"] = kept
+    if fungibility.get("preference"):
+        gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
+    entry["resourceGroups"] = groups
+    _unrepresented(cq, gaps)
+    return entry
+
+
+def _flavor_quotas(f: Mapping[str, Any]) -> Obj:
+    resources = []
+    for r in f.get("resources") or []:
+        quota: Obj = {"name": r["name"], "nominalQuota": str(r.get("nominalQuota", "0"))}
+        for key in ("borrowingLimit", "lendingLimit"):
+            if r.get(key) is not None:
+                quota[key] = str(r[key])
+        resources.append(quota)
+    return {"name": f["name"], "resources": resources}
+
+
+def _preemption(p: Mapping[str, Any]) -> Obj:
+    out: Obj = {}
+    for key in ("withinClusterQueue", "reclaimWithinCohort"):
+        if p.get(key) and p[key] != "Never":
+            out[key] = p[key]
+    borrow = p.get("borrowWithinCohort") or {}
+    if borrow.get("policy") and borrow["policy"] != "Never":
+        out["borrowWithinCohort"] = {"policy": borrow["policy"]}
+        if borrow.get("maxPriorityThreshold") is not None:
+            out["borrowWithinCohort"]["maxPriorityThreshold"] = borrow["maxPriorityThreshold"]
+    return out
+
+
+def _unrepresented(cq: Obj, gaps: Gaps) -> None:
+    spec, name = _spec(cq), _name(cq)
+    for key, what in CQ_UNREPRESENTED.items():
+        if spec.get(key):
+            gaps.add(f"ClusterQueue {name}: {what} ({key})")
+    if spec.get("stopPolicy") not in (None, "None"):
+        gaps.add(f"ClusterQueue {name}: stopPolicy {spec['stopPolicy']} (Kueue admits nothing)")
+    selector = spec.get("namespaceSelector")
+    if selector:  # {} (every namespace) is what the snapshot assumes
+        gaps.add(
+            f"ClusterQueue {name}: namespaceSelector {selector} (the snapshot lets every "
+            "namespace's LocalQueues use it)"
+        )
+    for cond in (cq.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Active" and cond.get("status") != "True":
+            gaps.add(
+                f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "
+                f"{cond.get('message')}); the snapshot's copy admits"
+            )
+
+
+def cohorts(items: Iterable[Obj], gaps: Gaps) -> None:
+    """Cohort objects: a flat cohort needs none; quota, a parent or fair sharing on one is
+    a hierarchical cohort, which contract v2 leaves out."""
+    for cohort in sorted(items, key=_name):
+        spec, name = _spec(cohort), _name(cohort)
+        for key, what in (
+            ("parentName", "a parent (hierarchical cohorts)"),
+            ("resourceGroups", "quota of its own (hierarchical cohorts)"),
+            ("fairSharing", "fair sharing"),
+        ):
+            if spec.get(key):
+                gaps.add(f"Cohort {name}: {what}")
+
+
+def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:
+    """namespace, name and ClusterQueue of every LocalQueue (x-snapshot.localQueues: the
+    scenario names ClusterQueues; `simulate` maps a manifest's queue-name through these)."""
+    out = []
+    for lq in sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), _name(o))):
+        spec, meta = _spec(lq), lq["metadata"]
+        out.append(
+            {
+                "namespace": meta.get("namespace", ""),
+                "name": meta["name"],
+                "clusterQueue": spec.get("clusterQueue", ""),
+            }
+        )
+        if spec.get("stopPolicy") not in (None, "None"):
+            gaps.add(
+                f"LocalQueue {meta.get('namespace')}/{meta['name']}: stopPolicy "
+                f"{spec['stopPolicy']}"
+            )
+        if spec.get("fairSharing"):
+            gaps.add(f"LocalQueue {meta.get('namespace')}/{meta['name']}: fair sharing")
+    return out

@@ -1,0 +1,292 @@
+"""Snapshot's pure part: cluster objects (as the API server returns them) -> a version-2
+scenario that loads, keeps what Kueue decides with, and names what it cannot represent."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from harness.fit import fit
+from harness.live.cluster_read import ClusterState
+from harness.live.snapshot import render, snapshot
+from harness.loader import scenario_from_data
+
+API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+LEVELS = ["example.com/block", "example.com/rack", "kubernetes.io/hostname"]
+
+
+def meta(name: str, namespace: str | None = None, **more: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, **more}
+    if namespace:
+        out["namespace"] = namespace
+    return out
+
+
+def node(
+    name: str, rack: str, *, ready: bool = True, gpu: str = "h100", **spec: Any
+) -> dict[str, Any]:
+    labels = {
+        "example.com/block": "b1",
+        "example.com/rack": rack,
+        "kubernetes.io/hostname": name,
+        "example.com/gpu": gpu,
+        "kubernetes.io/os": "linux",
+        "kwok.x-k8s.io/extra": "x",
+    }
+    return {
+        "apiVersion": "v1", "kind": "Node", "metadata": meta(name, labels=labels), "spec": spec,
+        "status": {"allocatable": {GPU: "4", "cpu": "32", "memory": "256Gi", "pods": "110"},
+                   "conditions": [{"type": "MemoryPressure", "status": "False"},
+                                  {"type": "Ready", "status": "True" if ready else "Unknown"}]},
+    }  # fmt: skip
+
+
+def pod(
+    name: str,
+    node_name: str,
+    requests: dict[str, str],
+    *,
+    owner: tuple[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    refs = [{"kind": owner[0], "name": owner[1], "controller": True}] if owner else []
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": meta(name, "apps", ownerReferences=refs, annotations=annotations or {}),
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": requests}}]},
+        "status": {"phase": phase},
+    }  # fmt: skip
+
+
+def template(gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"annotations": annotations or {}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}}  # fmt: skip
+
+
+def workload(
+    name: str,
+    owner: str,
+    created: str,
+    *,
+    queue: str = "lq-a",
+    count: int = 2,
+    priority: int | None = None,
+    ref: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    active: bool | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "queueName": queue,
+        "podSets": [
+            {
+                "name": "main",
+                "count": count,
+                "template": template(1),
+                "topologyRequest": {"required": "example.com/rack"},
+            }
+        ],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    if ref is not None:
+        spec["priorityClassRef"] = ref
+    if active is not None:
+        spec["active"] = active
+    return {"apiVersion": API, "kind": "Workload",
+            "metadata": meta(name, "ml", creationTimestamp=created,
+                             ownerReferences=[{"kind": "Job", "name": owner, "controller": True}]),
+            "spec": spec, "status": status or {}}  # fmt: skip
+
+
+def admitted_status(nodes: list[str], counts: list[int]) -> dict[str, Any]:
+    assignment = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [{"domainCount": len(nodes), "valuesPerLevel": [{"individual": {"roots": nodes}}],
+                    "podCounts": {"individual": counts}}],
+    }  # fmt: skip
+    return {
+        "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}],
+        "admission": {"clusterQueue": "team-a", "podSetAssignments": [
+            {"name": "main", "count": sum(counts), "flavors": {GPU: "h100"},
+             "resourceUsage": {GPU: str(sum(counts))}, "topologyAssignment": assignment}]},
+    }  # fmt: skip
+
+
+def quotas(flavor: str, gpus: str) -> dict[str, Any]:
+    return {"name": flavor, "resources": [{"name": GPU, "nominalQuota": gpus}]}
+
+
+def state() -> ClusterState:
+    cq_a = {
+        "metadata": meta("team-a"),
+        "spec": {
+            "cohortName": "research",
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {
+                "withinClusterQueue": "Never",
+                "reclaimWithinCohort": "Never",
+                "borrowWithinCohort": {"policy": "Never"},
+            },
+            "flavorFungibility": {
+                "whenCanBorrow": "MayStopSearch",
+                "whenCanPreempt": "TryNextFlavor",
+            },
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": [GPU], "flavors": [quotas("h100", "8")]}],
+        },
+        "status": {"conditions": [{"type": "Active", "status": "True"}]},
+    }
+    cq_b = {
+        "metadata": meta("team-b"),
+        "spec": {
+            "cohortName": "research",
+            "fairSharing": {"weight": "2"},
+            "namespaceSelector": {"matchLabels": {"team": "b"}},
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU],
+                    "flavors": [
+                        {
+                            "name": "h100",
+                            "resources": [{"name": GPU, "nominalQuota": "4", "lendingLimit": "2"}],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+    cq_gone = {
+        "metadata": meta("team-c"),
+        "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [quotas("a100", "4")]}]},
+    }
+    return ClusterState(
+        server="https://10.0.0.1:6443", context="prod",
+        topologies=[{"metadata": meta("gpu-topology"), "spec": {"levels": [{"nodeLabel": lv} for lv in LEVELS]}}],
+        resource_flavors=[{"metadata": meta("h100"), "spec": {
+            "nodeLabels": {"example.com/gpu": "h100"}, "topologyName": "gpu-topology",
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}}],
+        cluster_queues=[cq_a, cq_b, cq_gone],
+        local_queues=[{"metadata": meta("lq-a", "ml"), "spec": {"clusterQueue": "team-a"}},
+                      {"metadata": meta("lq-b", "ml"), "spec": {"clusterQueue": "team-b"}}],
+        priority_classes=[{"metadata": meta("high"), "value": 1000}],
+        nodes=[node("n1", "r1"), node("n2", "r1"),
+               node("n3", "r2", taints=[{"key": "gpu", "effect": "NoSchedule", "timeAdded": "2024-01-01T00:00:00Z"}]),
+               node("n4", "r2", ready=False, unschedulable=True), node("cpu-1", "r9", gpu="none")],
+        pods=[
+            pod("ds-a", "n1", {"cpu": "100m"}, owner=("DaemonSet", "agent")),
+            pod("rs-1", "n2", {GPU: "1"}, owner=("ReplicaSet", "web-7d9")),
+            pod("rs-2", "n2", {GPU: "1"}, owner=("ReplicaSet", "web-7d9")),
+            pod("tas-1", "n3", {GPU: "1"}, annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "true"}),
+            pod("on-cpu", "cpu-1", {"cpu": "1"}),
+            pod("done", "n1", {GPU: "4"}, phase="Succeeded"),
+        ],
+        workloads=[
+            workload("job-old-abc12", "old", "2024-01-01T00:00:00Z", status=admitted_status(["n3", "n1"], [1, 1])),
+            workload("job-next-def34", "next", "2024-01-02T00:00:00Z", count=6, priority=1000,
+                     ref={"kind": "WorkloadPriorityClass", "name": "high"}),
+            workload("job-pc-1", "urgent", "2024-01-03T00:00:00Z", priority=50,
+                     ref={"kind": "PriorityClass", "name": "system-ish"}),
+            workload("job-gone", "gone", "2024-01-04T00:00:00Z", queue="no-such-lq"),
+            workload("job-off", "off", "2024-01-05T00:00:00Z", active=False),
+            workload("job-done", "done", "2023-12-01T00:00:00Z",
+                     status={"conditions": [{"type": "Finished", "status": "True"}]}),
+        ],
+        pod_priority_classes=[{"metadata": meta("system-ish"), "value": 50, "globalDefault": True}],
+        missing=["Cohort (not served)"],
+    )  # fmt: skip
+
+
+def test_a_cluster_becomes_a_loadable_version2_scenario() -> None:
+    snap = snapshot(state(), "prod-now")
+    data = snap.data
+    scenario = scenario_from_data(yaml.safe_load(render(snap)), "snap.yaml")
+    assert [t.levels for t in scenario.topologies] == [tuple(LEVELS)]
+    h100 = scenario.resource_flavor("h100")
+    assert h100.topology_name == "gpu-topology" and dict(h100.node_labels) == {
+        "example.com/gpu": "h100"
+    }
+    assert [cq.name for cq in scenario.cluster_queues] == ["team-a", "team-b"]
+    team_b = scenario.cluster_queue("team-b")
+    assert team_b.cohort == "research"
+    assert team_b.resource_groups[0].flavors[0].resources[0].lending_limit == 2
+    # Nodes: the flavor's; labels those the topology and flavor use; taints without timeAdded.
+    assert [n.name for n in scenario.nodes] == ["n1", "n2", "n3", "n4"]
+    assert dict(scenario.node("n1").labels) == {
+        "example.com/block": "b1", "example.com/rack": "r1", "example.com/gpu": "h100",
+        "kubernetes.io/hostname": "n1"}  # fmt: skip
+    assert [(t.key, t.effect) for t in scenario.node("n3").taints] == [("gpu", "NoSchedule")]
+    n4 = scenario.node("n4")
+    assert (n4.ready, n4.unschedulable) == (False, True)
+    assert scenario.node("n1").allocatable[GPU] == 4
+    # Usage: non-TAS running pods on kept nodes, per node, owner and requests.
+    usage = {(u.name, u.node, u.count): dict(u.requests) for u in scenario.usage}
+    assert usage == {
+        ("apps.daemonset-agent.n1", "n1", 1): {"cpu": Fraction(1, 10)},
+        ("apps.replicaset-web-7d9.n2", "n2", 2): {GPU: 1},
+    }
+    # Admitted: named after its Job, with Kueue's flavor and placement.
+    (old,) = scenario.admitted
+    assert (old.name, old.queue) == ("old", "team-a")
+    assert [(p.flavor, dict(p.placement or {})) for p in old.pod_sets] == [
+        ("h100", {"n1": 1, "n3": 1})
+    ]
+    # Pending: in creation order, with their priority; a k8s PriorityClass's value becomes a
+    # WorkloadPriorityClass named after it.
+    assert [(w.name, w.queue, w.priority_class) for w in scenario.workloads] == [
+        ("next", "team-a", "high"), ("urgent", "team-a", "priority-50")]  # fmt: skip
+    assert scenario.priority(scenario.workloads[1]) == 50
+    assert data["x-snapshot"]["workloads"] == {"old": "ml/job-old-abc12", "next": "ml/job-next-def34",
+                                               "urgent": "ml/job-pc-1"}  # fmt: skip
+    assert data["x-snapshot"]["localQueues"][0] == {
+        "namespace": "ml",
+        "name": "lq-a",
+        "clusterQueue": "team-a",
+    }
+    assert data["x-snapshot"]["globalDefaultPriorityClass"] == "system-ish"
+
+
+def test_what_cannot_be_represented_is_said() -> None:
+    snap = snapshot(state())
+    lines = snap.gaps.lines
+    expected = [
+        "Cohort (not served): not read",
+        "ClusterQueue team-b: fair sharing (weight) (fairSharing)",
+        "ClusterQueue team-b: namespaceSelector {'matchLabels': {'team': 'b'}} (the snapshot lets every namespace's LocalQueues use it)",
+        "ClusterQueue team-c: left out, its ResourceFlavor a100 does not exist (Kueue keeps it inactive)",
+        "1 node(s) in no ResourceFlavor left out (Kueue places nothing there)",
+        "priority 50 (PriorityClass system-ish) has no WorkloadPriorityClass of that value: written as WorkloadPriorityClass priority-50",
+        "1 deactivated Workload(s) left out (spec.active: false)",
+        "1 pending Workload(s) of a LocalQueue that does not exist left out",
+    ]
+    for line in expected:
+        assert line in lines
+    text = render(snap)
+    assert "# Not represented (Kueue may decide differently where these matter):" in text
+    assert "#   - ClusterQueue team-b: fair sharing (weight) (fairSharing)" in text
+    assert snap.data["x-snapshot"]["notRepresented"] == lines
+
+
+def test_the_fit_model_answers_on_the_snapshot() -> None:
+    """Hand-worked: 'next' asks 6 pods of 1 GPU in one rack; team-a's 8 GPUs minus old's 2
+    leave 6 (quota fits). Rack r1: n1 4 - old's 1, n2 4 - the ReplicaSet's 2 = 5; rack r2:
+    n3 4 - old's 1 = 3 (n4 is not Ready). So it waits, able to fit 5: without the usage or
+    without old's placement r1 would hold 6 or more."""
+    scenario = scenario_from_data(snapshot(state()).data, "snap.yaml")
+    outcome = fit(scenario).outcomes["next"]
+    assert not outcome.admitted
+    assert "allows to fit only 5 out of 6 pod(s)" in outcome.message
+
+
+def test_an_admitted_placement_outside_the_snapshot_leaves_the_workload_out() -> None:
+    cluster = state()
+    cluster.workloads[0] = copy.deepcopy(cluster.workloads[0])
+    cluster.workloads[0]["status"] = admitted_status(["n3", "cpu-1"], [1, 1])
+    snap = snapshot(cluster)
+    assert snap.data["admitted"] == []
+    assert ("Workload ml/job-old-abc12: left out, pod set main is placed on node cpu-1, not in "
+            "the snapshot") in snap.gaps.lines  # fmt: skip
