@@ -23,6 +23,22 @@ class QuotaBook:
 
     queues: Mapping[str, ClusterQueue]
     usage: dict[str, dict[FlavorResource, int]] = field(default_factory=dict)
+    _quotas: dict[tuple[str, FlavorResource], ResourceQuota] = field(
+        init=False, default_factory=dict
+    )
+    _members: dict[str, list[str]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for cq in self.queues.values():
+            for group in cq.resource_groups:
+                for flavor in group.flavors:
+                    for quota in flavor.resources:
+                        self._quotas[(cq.name, (flavor.name, quota.name))] = quota
+        for name, cq in self.queues.items():
+            cohort = cq.cohort
+            self._members[name] = [
+                n for n, q in self.queues.items() if cohort and q.cohort == cohort
+            ]
 
     @classmethod
     def of(cls, queues: Iterable[ClusterQueue]) -> QuotaBook:
@@ -38,13 +54,7 @@ class QuotaBook:
         return self.usage.get(cq, {}).get(fr, 0)
 
     def _quota(self, cq: str, fr: FlavorResource) -> ResourceQuota | None:
-        for group in self.queues[cq].resource_groups:
-            for flavor in group.flavors:
-                if flavor.name == fr[0]:
-                    for quota in flavor.resources:
-                        if quota.name == fr[1]:
-                            return quota
-        return None
+        return self._quotas.get((cq, fr))
 
     def nominal(self, cq: str, fr: FlavorResource) -> int:
         quota = self._quota(cq, fr)
@@ -67,8 +77,8 @@ class QuotaBook:
         return self.nominal(cq, fr) - self.local(cq, fr)
 
     def members(self, cq: str) -> list[str]:
-        cohort = self.queues[cq].cohort
-        return [name for name, q in self.queues.items() if cohort and q.cohort == cohort]
+        """The ClusterQueues of the cohort of `cq` (itself included); empty without a cohort."""
+        return self._members[cq]
 
     def subtree(self, cq: str, fr: FlavorResource) -> int:
         """What the cohort of `cq` can lend of fr: the sum of its members' lendable quota."""
@@ -106,3 +116,16 @@ class QuotaBook:
     def borrow_height(self, cq: str, fr: FlavorResource, value: int) -> int:
         """Rules §2.4: 1 exactly when the ClusterQueue (in a cohort) would exceed nominal."""
         return int(bool(self.queues[cq].cohort) and self.borrowing_with(cq, fr, value))
+
+    def within_nominal(self, cq: str, frs: Iterable[FlavorResource]) -> bool:
+        """`IsWithinNominalInResources`: usage at most nominal for every fr."""
+        return all(self.used(cq, fr) <= self.nominal(cq, fr) for fr in frs)
+
+    def under_nominal(self, cq: str, frs: Iterable[FlavorResource]) -> bool:
+        """Usage strictly below nominal for every fr
+        (`queueUnderNominalInResourcesNeedingPreemption`)."""
+        return all(self.used(cq, fr) < self.nominal(cq, fr) for fr in frs)
+
+    def fits_in_nominal(self, cq: str, requests: Mapping[FlavorResource, int]) -> bool:
+        """`QuantitiesFitInQuota` for a ClusterQueue: every request fits within nominal."""
+        return all(self.used(cq, fr) + v <= self.nominal(cq, fr) for fr, v in requests.items())

@@ -1,46 +1,64 @@
-"""The version-2 driver: Kueue's scheduling cycles over several ClusterQueues, without
-preemption (rules §3: heads, nomination, entry order, processEntry, requeue).
+"""The version-2 driver: Kueue's scheduling cycles over several ClusterQueues (rules §3.2-3.4,
+§6, §7: pkg/scheduler/scheduler.go schedule, nominate, getAssignments,
+updateAssignmentForTAS, processEntry, fits, reserveCapacityForUnreclaimablePreempt,
+requeueAndUpdate).
 
-Per cycle: the head of every ClusterQueue (higher priority first, then file order), each
-nominated against the same state (flavor assignment, then TAS on the chosen flavor), the
-entries ordered (non-borrowing first, higher priority, earlier), then processed: admitted
-if it still fits, skipped if an earlier entry took its room, else pending. A pending
-workload whose flavor scan stopped early is retried at once from the next flavor; else
-BestEffortFIFO parks it until a flush and StrictFIFO keeps it at the head. Cycles run until
-one changes nothing.
-
-A Preempt entry (it would need victims; with policies Never there are none) reserves its
-quota for the rest of the cycle (rules §3.4 step 3). Not modelled yet (refused by
-`unsupported`): preemption policies, steps, pod set groups; nor the TAS part of that
-reservation, nor the reset of scan progress when a ClusterQueue's allocatable generation
-moves.
+Per cycle: the head of every ClusterQueue is nominated against the same snapshot (flavor
+assignment with the preemption oracle, the TAS step, victims when it needs preemption); the
+entries are ordered (non-borrowing first, higher priority, earlier) and processed: admitted,
+preempting, skipped (an earlier entry took the room or the victims), or pending. Victims are
+released after the cycle (rules §6: evicted, then their quota and nodes free up, they are
+requeued and their cohort's parked workloads flushed); the preemptor is admitted in a later
+cycle. Cycles run until one changes nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from harness.fit.cohort import FlavorResource, QuotaBook
-from harness.fit.flavors import FIT, NO_CANDIDATES, NO_FIT, Assignment, assign_flavors
-from harness.fit.placement import Assignment as PlacementResult
-from harness.fit.placement import PlacementFailed, place
-from harness.fit.request import placement_request, with_pod
-from harness.fit.resources import ResourceVector, add_into, from_quantities
-from harness.fit.sorting import Algorithm
-from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.errors import HarnessError
+from harness.fit import explain
+from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
+from harness.fit.queueing import (
+    FAILED_AFTER_NOMINATION,
+    NO_CANDIDATES,
+    PENDING_PREEMPTION,
+    Pending,
+    Queues,
+    Scan,
+    scheduling_hash,
+)
+from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
+from harness.fit.snapshot import Holding, Snapshot
+from harness.fit.tas_step import (
+    TasRequest,
+    TasResult,
+    fits_check,
+    lowest_values,
+    place_workload,
+    usage_of,
+)
+from harness.fit.ties import Nondeterministic, TieBreak
+from harness.fit.tree import LeafKey
+from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.outcome import Outcome
-from harness.scenario import Flavor, Node, PodSet, Preemption, Scenario, Workload
+from harness.quantity import kueue_units
+from harness.scenario import AdmittedWorkload, ClusterQueue, Node, Scenario, Workload
 
 SKIPPED = "Workload no longer fits after processing another workload"
+OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 STEPS = ("delete-workload", "submit")
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
+MAX_CYCLES = 1_000
+
+Note = Callable[[str, str], None]
+"""--explain: (workload, line)."""
 
 
 def unsupported(scenario: Scenario) -> str | None:
     """What of this version-2 scenario the driver does not model yet, or None."""
-    if any(cq.preemption != Preemption() for cq in scenario.cluster_queues):
-        return "preemption policies"
     if any(step.action not in STEPS for step in scenario.steps):
         return "steps other than " + " and ".join(STEPS)
     for w in scenario.workloads:
@@ -50,157 +68,440 @@ def unsupported(scenario: Scenario) -> str | None:
 
 
 @dataclass
-class _Holding:
-    """A workload holding quota: per fr, and TAS usage per flavor and leaf."""
+class Entry:
+    """A nominated head (`entry`): its assignment, TAS requests and placement, victims."""
 
-    cq: str
-    quota: dict[FlavorResource, int]
-    tas: dict[str, dict[LeafKey, ResourceVector]] = field(default_factory=dict)
-
-
-@dataclass
-class _Nomination:
+    pending: Pending
+    cq: ClusterQueue
     assignment: Assignment
+    tas: list[TasRequest] = field(default_factory=list)
     per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
-    placement: dict[str, dict[str, int]] = field(default_factory=dict)
-    message: str = ""
-    preempt: bool = False
-    """Mode Preempt (it would need victims, and there are none): its capacity is reserved."""
+    targets: list[Target] = field(default_factory=list)
 
     @property
-    def fits(self) -> bool:
-        return not self.message
+    def name(self) -> str:
+        return self.pending.workload.name
+
+    def message(self) -> str:
+        return self.assignment.message([ps.name for ps in self.pending.workload.pod_sets])
 
 
-@dataclass
-class Cycles:
-    scenario: Scenario
-    book: QuotaBook
-    holding: dict[str, _Holding] = field(default_factory=dict)
-    order: dict[str, int] = field(default_factory=dict)
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
+class Model:
+    """Kueue's scheduler, queues and cache for one scenario."""
 
-    def priority(self, w: Workload) -> int:
-        return self.scenario.priority(w)
+    def __init__(self, scenario: Scenario, ties: TieBreak, note: Note | None) -> None:
+        self.scenario = scenario
+        self.snap = Snapshot(scenario)
+        self.queues = Queues(scenario)
+        self.ties = ties
+        self.note = note
+        self.outcomes: dict[str, Outcome] = {}
+        self.preempted: set[str] = set()
+        self.cycle = 0
+        self.generation = {cq.name: 0 for cq in scenario.cluster_queues}
+        self.tick = 0
+        submitted = [*scenario.workloads]
+        submitted += [s.target for s in scenario.steps if isinstance(s.target, Workload)]
+        names = [a.name for a in scenario.admitted] + [w.name for w in submitted]
+        self.created = {name: i for i, name in enumerate(names)}
+        self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
 
-    def tas_usage(self, flavor: Flavor) -> dict[LeafKey, ResourceVector]:
-        out: dict[LeafKey, ResourceVector] = {}
-        for held in self.holding.values():
-            for key, vector in held.tas.get(flavor.name, {}).items():
-                add_into(out.setdefault(key, {}), vector)
+    # -- the world outside the scheduler ------------------------------------------------------
+
+    def hold_admitted(self, a: AdmittedWorkload, index: int) -> None:
+        """A workload admitted before the scenario starts, reserved one second apart in file
+        order before anything else."""
+        cq = self.scenario.cluster_queue(a.queue)
+        quota: dict[tuple[str, str], int] = {}
+        tas: dict[str, dict[LeafKey, dict[str, int]]] = {}
+        for aps in a.pod_sets:
+            ps = aps.pod_set
+            units = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            if cq.group_of("pods") is not None:
+                units["pods"] = units.get("pods", 0) + 1
+            for r, v in units.items():
+                if cq.group_of(r) is not None:
+                    fr = (aps.flavor, r)
+                    quota[fr] = quota.get(fr, 0) + v * ps.count
+            topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
+            if topology is None:
+                continue
+            per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            per_pod["pods"] = per_pod.get("pods", 0) + 1
+            for node, count in (aps.placement or {}).items():
+                key = leaf_key(self.scenario.node(node), topology.levels)
+                target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
+                for r, v in per_pod.items():
+                    target[r] = target.get(r, 0) + v * count
+        self.snap.hold(
+            Holding(
+                name=a.name,
+                cq=a.queue,
+                priority=self.scenario.priority(a),
+                created=self.created[a.name],
+                reserved=index - len(self.scenario.admitted),
+                quota=quota,
+                frs=frozenset(quota),
+                tas=tas,
+                flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+                placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+            )
+        )
+        self.workloads[a.name] = Workload(
+            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
+        )
+        self.outcomes[a.name] = Outcome(
+            admitted=True,
+            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+        )
+
+    def submit(self, w: Workload) -> None:
+        self.tick += 1
+        self.queues.push(self._pending(w))
+        self.outcomes.setdefault(w.name, NEVER_EVALUATED)
+
+    def delete(self, name: str) -> None:
+        """A workload deleted: its quota and nodes free up; if it held quota, the parked
+        workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued."""
+        self.tick += 1
+        self.outcomes.pop(name, None)
+        self.queues.delete(name)
+        held = self.snap.release(name)
+        if held is not None:
+            self.generation[held.cq] += 1
+            self.queues.flush(self._cohort_of(held.cq))
+
+    def _pending(self, w: Workload) -> Pending:
+        priority = self.scenario.priority(w)
+        return Pending(w, priority, self.created[w.name], scheduling_hash(w, priority))
+
+    def _cohort_of(self, cq: str) -> list[str]:
+        return self.snap.book.members(cq) or [cq]
+
+    # -- settling -----------------------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Cycles until one changes nothing; a state seen before whose outcomes differ along
+        the way means Kueue's answer depends on when one looks (rules §8)."""
+        seen: dict[Hashable, int] = {}
+        history: list[Hashable] = []
+        for _ in range(MAX_CYCLES):
+            if not any(self.queues.heap.values()):
+                return
+            self.run_cycle()
+            state = (self.queues.signature(), tuple(sorted(self.snap.holding)), self._outcome_key())
+            if state in seen:
+                loop = history[seen[state] :]
+                if len({key[2] for key in loop if isinstance(key, tuple)}) > 1:
+                    raise Nondeterministic(
+                        f"{self.scenario.path}: the cycles repeat without settling (a "
+                        f"StrictFIFO scan or a preemption cycle): messages keep changing"
+                    )
+                return
+            seen[state] = len(history)
+            history.append(state)
+        raise HarnessError(f"{self.scenario.path}: no fixpoint after {MAX_CYCLES} cycles")
+
+    def _outcome_key(self) -> Hashable:
+        return tuple(
+            (n, o.admitted, o.message, o.preempted, tuple(sorted(o.flavors.items())))
+            for n, o in sorted(self.outcomes.items())
+        )
+
+    # -- one cycle ----------------------------------------------------------------------------
+
+    def run_cycle(self) -> None:
+        self.cycle += 1
+        heads = self.queues.heads()
+        self.snap.begin_cycle()
+        entries = [self.nominate(p) for p in heads]
+        entries.sort(
+            key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created)
+        )
+        claimed: dict[str, Holding] = {}
+        admitted: list[Holding] = []
+        victims: list[tuple[Holding, Entry, str]] = []
+        requeue: list[tuple[Entry, str]] = []
+        for entry in entries:
+            reason, message = self.process(entry, claimed, admitted, victims)
+            if reason:
+                requeue.append((entry, reason))
+                self._pending_outcome(entry.name, message)
+            if self.note:
+                self.note(entry.name, f"cycle {self.cycle}: " + (message or "admitted"))
+        for entry, reason in requeue:
+            self.queues.requeue(entry.pending, reason)
+        self.snap.end_cycle()
+        for held in admitted:
+            self.snap.hold(held)
+            self.generation[held.cq] += 1
+        for victim, entry, why in victims:
+            self._evict(victim, entry, why)
+
+    def _pending_outcome(self, name: str, message: str) -> None:
+        self.outcomes[name] = Outcome(
+            admitted=False, message=message, preempted=name in self.preempted
+        )
+
+    def nominate(self, pending: Pending, pinned: dict[str, dict[str, str]] | None = None) -> Entry:
+        """`getAssignments`: flavors (asking the preemption oracle), the TAS step, victims if
+        it needs preemption, and the TAS placement it would take (`updateAssignmentForTAS`)."""
+        w = pending.workload
+        cq = self.scenario.cluster_queue(w.queue)
+        scan = pending.scan
+        # lastAssignmentOutdated: a scan older than the previous cycle restarts when the
+        # ClusterQueue's allocatable generation moved since.
+        if (
+            scan is not None
+            and self.cycle - scan.cycle > 1
+            and self.generation[cq.name] > scan.generation
+        ):
+            scan = None
+        base = Preemptor(w.name, cq, pending.priority, pending.created, {}, frozenset())
+        a = assign_flavors(
+            self.scenario,
+            self.snap.book,
+            w,
+            start=scan.start() if scan is not None and pinned is None else None,
+            oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
+            pinned=pinned,
+        )
+        entry = Entry(pending, cq, a)
+        self._tas_step(entry)
+        if a.mode.visible == "Preempt":
+            pre = Preemptor(
+                w.name,
+                cq,
+                pending.priority,
+                pending.created,
+                total_requests(w, a),
+                frozenset(a.needs_preemption()),
+                tuple(entry.tas),
+            )
+            entry.targets = find_targets(self.snap, pre, self.ties)
+            self._tas_for_preemption(entry)
+        pending.scan = Scan(dict(a.tried), self.cycle, self.generation[cq.name])
+        if self.note:
+            for line in explain.nomination(self.scenario, w, a, entry.targets):
+                self.note(w.name, line)
+        return entry
+
+    def _tas_requests(self, entry: Entry) -> list[TasRequest]:
+        """`WorkloadsTopologyRequests`: pod sets requesting TAS, on their one TAS flavor."""
+        a, cq, out = entry.assignment, entry.cq, []
+        tas_flavors = {
+            f.name
+            for g in cq.resource_groups
+            for f in g.flavors
+            if self.scenario.resource_flavor(f.name).topology_name is not None
+        }
+        for ps in entry.pending.workload.pod_sets:
+            if not requests_tas(cq, self.scenario, ps):
+                continue
+            mine = sorted({f for f in a.flavors.get(ps.name, {}).values() if f in tas_flavors})
+            problem = None
+            if not tas_flavors:
+                problem = "workload requires Topology, but there is no TAS cache information"
+            elif not mine:
+                problem = "no TAS flavor assigned"
+            elif len(mine) > 1:
+                problem = f"more than one TAS flavor assigned: {', '.join(mine)}"
+            if problem is not None:
+                if a.error is None:
+                    a.error = (ps.name, problem)
+                continue
+            out.append(TasRequest(ps, mine[0]))
         return out
 
-    def tree(self, flavor: Flavor, empty: bool = False) -> Tree | None:
-        topology = self.scenario.topology_of(flavor)
-        if topology is None:
-            return None
-        usage = {} if empty else self.tas_usage(flavor)
-        return build_tree(topology, flavor, self.scenario.nodes, self.scenario.usage, usage)
-
-    def hold(self, name: str, held: _Holding) -> None:
-        self.holding[name] = held
-        self.book.add(held.cq, held.quota)
-
-    def nominate(self, w: Workload, start: dict[int, int] | None) -> _Nomination:
-        a = assign_flavors(self.scenario, self.book, w, start)
-        names = [ps.name for ps in w.pod_sets]
+    def _tas_step(self, entry: Entry) -> None:
+        """The tail of `assignFlavors` (rules §4.6): placement on the chosen flavors turns
+        Fit into Preempt where it fails; a Preempt assignment must fit as if empty, else
+        NoFit, and then all its TAS pod sets need preemption."""
+        a = entry.assignment
         if a.mode.preemption == NO_FIT:
-            return _Nomination(a, message=a.message(names))
-        if a.mode.preemption == NO_CANDIDATES:
-            return _Nomination(a, message=a.message(names), preempt=self.fits_empty(w, a))
-        out = _Nomination(a)
-        for ps in w.pod_sets:
-            flavor = self.scenario.resource_flavor(a.pod_set_flavor(ps.name).split(",")[0])
-            tree = self.tree(flavor)
-            if tree is None:
-                continue
-            try:
-                result = self.place(tree, flavor, ps)
-            except PlacementFailed as failed:
-                # Rules §4.6: TAS turns Fit into Preempt when the pod set fits the flavor
-                # as if no TAS workload ran there, else NoFit.
-                message = f"couldn't assign flavors to pod set {ps.name}: {failed}"
-                return _Nomination(a, message=message, preempt=self.fits_empty(w, a))
-            per_leaf = result.per_pod_set.get(ps.name, {})
-            out.per_leaf[ps.name] = dict(per_leaf)
-            lowest: dict[str, int] = {}
-            for key, count in per_leaf.items():
-                label = key if isinstance(key, str) else key[-1]
-                lowest[label] = lowest.get(label, 0) + count
-            out.placement[ps.name] = lowest
-        return out
+            return
+        entry.tas = self._tas_requests(entry)
+        if a.error is not None or not entry.tas:
+            return
+        if a.mode.visible == "Fit":
+            result = place_workload(self.snap.tas, entry.tas)
+            if result.failures:
+                ps, reason = self._failure(entry, result)
+                a.reasons.setdefault(ps, []).append(reason)
+                a.set_mode(ps, PREEMPT)
+            else:
+                entry.per_leaf = result.per_leaf
+                return
+        empty = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
+        if empty.failures:
+            ps, _ = self._failure(entry, empty)
+            a.set_mode(ps, NO_FIT)
+            return
+        for tr in entry.tas:
+            a.set_mode(tr.pod_set.name, PREEMPT)
 
-    def place(self, tree: Tree, flavor: Flavor, ps: PodSet) -> PlacementResult:
-        mixed = self.scenario.feature_gates.get("TASProfileMixed", True)
-        balanced = self.scenario.feature_gates.get("TASBalancedPlacement", False)
-        request = placement_request(tree.topology, [ps])
-        algo = Algorithm(best_fit=not (request.unconstrained and mixed))
-        return place(tree, request, flavor.tolerations, {}, algo, balanced)
+    def _failure(self, entry: Entry, result: TasResult) -> tuple[str, str]:
+        """`TASAssignmentsResult.Failure`: one failing pod set, in Go map order (rules §8)."""
+        per_flavor: dict[str, tuple[str, str]] = {}
+        for ps, reason, flavor in result.failures:
+            per_flavor.setdefault(flavor, (ps, reason))
+        return self.ties.pick(
+            list(per_flavor.values()),
+            f"{entry.name}: TAS fails on pod sets of several flavors (Kueue names one at random)",
+        )
 
-    def fits_empty(self, w: Workload, a: Assignment) -> bool:
-        """Every TAS pod set fits its flavor as if no TAS workload held any of it."""
-        for ps in w.pod_sets:
-            flavor = self.scenario.resource_flavor(a.pod_set_flavor(ps.name).split(",")[0])
-            tree = self.tree(flavor, empty=True)
-            if tree is None:
-                continue
-            try:
-                self.place(tree, flavor, ps)
-            except PlacementFailed:
-                return False
-        return True
+    def _tas_for_preemption(self, entry: Entry) -> None:
+        """`updateAssignmentForTAS`: the placement a Preempt entry would take, with its
+        victims removed, or as if empty when it has none."""
+        w, cq = entry.pending.workload, entry.cq
+        tas_only = all(
+            self.scenario.resource_flavor(f.name).topology_name is not None
+            for g in cq.resource_groups
+            for f in g.flavors
+        )
+        if not (any(ps.topology is not None for ps in w.pod_sets) or tas_only):
+            return
+        entry.tas = self._tas_requests(entry)
+        if not entry.targets:
+            result = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
+        else:
+            for t in entry.targets:
+                self.snap.remove(t.holding)
+            result = place_workload(self.snap.tas, entry.tas)
+            for t in entry.targets:
+                self.snap.restore(t.holding)
+        entry.per_leaf = result.per_leaf
 
-    def reservation(self, w: Workload, nom: _Nomination) -> dict[FlavorResource, int]:
-        """Rules §3.4 step 3 (quota part; reclaimWithinCohort is Never here): what a
-        Preempt entry without targets keeps from later entries of the same cycle."""
-        cq, book, out = w.queue, self.book, {}
-        for fr, request in nom.assignment.usage.items():
+    # -- processEntry -------------------------------------------------------------------------
+
+    def _fits(self, entry: Entry, claimed: dict[str, Holding]) -> str:
+        """`fits`: with every victim claimed so far and this entry's own removed, the
+        entry's quota and TAS usage fit: "ok", "quota" or "tas"."""
+        merged = dict(claimed)
+        merged.update({t.holding.name: t.holding for t in entry.targets})
+        for held in merged.values():
+            self.snap.remove(held)
+        book, cq = self.snap.book, entry.cq.name
+        result = "ok"
+        if any(book.available(cq, fr) < v for fr, v in entry.assignment.usage.items()):
+            result = "quota"
+        elif not self.snap.tas.domains_fit(fits_check(entry.tas, entry.per_leaf)):
+            result = "tas"
+        for held in merged.values():
+            self.snap.restore(held)
+        return result
+
+    def process(
+        self,
+        entry: Entry,
+        claimed: dict[str, Holding],
+        admitted: list[Holding],
+        victims: list[tuple[Holding, Entry, str]],
+    ) -> tuple[str, str]:
+        """`processEntry`: (requeue reason, message), or ("", "") when admitted."""
+        check = self._fits(entry, claimed)
+        if check == "tas":
+            # TASRecomputeAssignmentWithinSchedulingCycle: assign again from the first
+            # flavor, each pod set pinned to the flavors nominated (rules §3.4 step 1).
+            pinned = {ps: dict(f) for ps, f in entry.assignment.flavors.items()}
+            entry.pending.scan = None
+            fresh = self.nominate(entry.pending, pinned)
+            entry.assignment, entry.tas = fresh.assignment, fresh.tas
+            entry.per_leaf, entry.targets = fresh.per_leaf, fresh.targets
+            check = self._fits(entry, claimed)
+        a, cq = entry.assignment, entry.cq
+        mode = a.mode.visible
+        tas_usage = usage_of(entry.tas, entry.per_leaf)
+        if mode == "NoFit":
+            return REQUEUE_NO_FIT, entry.message()
+        if mode == "Preempt" and not entry.targets:
+            if cq.preemption.reclaim_within_cohort != "Any":
+                self.snap.add_usage(cq.name, self._to_reserve(entry), tas_usage)
+            return NO_CANDIDATES, entry.message()
+        if any(t.holding.name in claimed for t in entry.targets):
+            return FAILED_AFTER_NOMINATION, OVERLAPPING
+        if check != "ok":
+            return FAILED_AFTER_NOMINATION, SKIPPED
+        claimed.update({t.holding.name: t.holding for t in entry.targets})
+        self.snap.add_usage(cq.name, a.usage, tas_usage)
+        if mode == "Preempt":
+            victims += [(t.holding, entry, t.reason) for t in entry.targets]
+            entry.pending.scan = None
+            message = entry.message() + (
+                f". Pending the preemption of {len(entry.targets)} workload(s)"
+            )
+            return PENDING_PREEMPTION, message
+        admitted.append(self._admit(entry, tas_usage))
+        return "", ""
+
+    def _to_reserve(self, entry: Entry) -> dict[tuple[str, str], int]:
+        """`quotaResourcesToReserve` of a Preempt entry without victims (rules §3.4 step 3)."""
+        book, cq, out = self.snap.book, entry.cq.name, {}
+        for fr, request in entry.assignment.usage.items():
             nominal, used = book.nominal(cq, fr), book.used(cq, fr)
-            if nom.assignment.borrowing:
+            if entry.assignment.borrowing:
                 limit = book.borrowing_limit(cq, fr)
                 out[fr] = request if limit is None else min(request, nominal + limit - used)
             else:
                 out[fr] = max(0, min(request, nominal - used))
         return out
 
-    def still_fits(self, w: Workload, nom: _Nomination) -> bool:
-        """`fits` at processing time: quota available, and room on every assigned leaf."""
-        cq = w.queue
-        if any(self.book.available(cq, fr) < v for fr, v in nom.assignment.usage.items()):
-            return False
-        for ps in w.pod_sets:
-            if ps.name not in nom.per_leaf:
-                continue
-            flavor = self.scenario.resource_flavor(nom.assignment.pod_set_flavor(ps.name))
-            tree = self.tree(flavor)
-            assert tree is not None
-            per_pod = with_pod(from_quantities(ps.requests))
-            for key, count in nom.per_leaf[ps.name].items():
-                leaf = tree.leaves[key]
-                for r, v in per_pod.items():
-                    free = leaf.capacity.get(r, 0) - leaf.non_tas.get(r, 0) - leaf.tas.get(r, 0)
-                    if free < v * count:
-                        return False
-        return True
-
-    def admit(self, w: Workload, nom: _Nomination) -> None:
-        held = _Holding(w.queue, dict(nom.assignment.usage))
-        for ps in w.pod_sets:
-            if ps.name not in nom.per_leaf:
-                continue
-            flavor = nom.assignment.pod_set_flavor(ps.name)
-            per_pod = with_pod(from_quantities(ps.requests))
-            for key, count in nom.per_leaf[ps.name].items():
-                target = held.tas.setdefault(flavor, {}).setdefault(key, {})
-                add_into(target, {r: v * count for r, v in per_pod.items()})
-        self.hold(w.name, held)
+    def _admit(self, entry: Entry, tas_usage: dict[str, dict[LeafKey, dict[str, int]]]) -> Holding:
+        a, w = entry.assignment, entry.pending.workload
+        placement = {
+            ps.name: lowest_values(entry.per_leaf[ps.name])
+            for ps in w.pod_sets
+            if ps.name in entry.per_leaf
+        }
+        flavors = {ps.name: a.pod_set_flavor(ps.name) for ps in w.pod_sets}
+        self.queues.delete(w.name)
         self.outcomes[w.name] = Outcome(
             admitted=True,
-            placement={
-                p: nom.placement[p] for p in (ps.name for ps in w.pod_sets) if p in nom.placement
-            },
-            flavors={ps.name: nom.assignment.pod_set_flavor(ps.name) for ps in w.pod_sets},
+            placement=placement,
+            flavors=flavors,
+            preempted=w.name in self.preempted,
         )
+        return Holding(
+            name=w.name,
+            cq=w.queue,
+            priority=entry.pending.priority,
+            created=entry.pending.created,
+            reserved=self.tick,
+            quota=dict(a.usage),
+            frs=frozenset((f, r) for per in a.flavors.values() for r, f in per.items()),
+            tas=tas_usage,
+            flavors=flavors,
+            placement=placement,
+        )
+
+    def _evict(self, victim: Holding, entry: Entry, reason: str) -> None:
+        """Rules §6: the victim is evicted; once its job stops, its quota and nodes are
+        released, it is requeued at once and its cohort's parked workloads are flushed."""
+        if victim.name not in self.snap.holding:
+            return
+        self.preempted.add(victim.name)
+        message = eviction_message(
+            entry.name, reason, entry.cq, self.scenario.cluster_queue(victim.cq)
+        )
+        self._pending_outcome(victim.name, message)
+        self.snap.release(victim.name)
+        self.generation[victim.cq] += 1
+        self.queues.push(self._pending(self.workloads[victim.name]))
+        self.queues.flush(self._cohort_of(victim.cq))
+
+
+def total_requests(w: Workload, a: Assignment) -> dict[tuple[str, str], int]:
+    """`TotalRequestsFor`: the quota a workload asks, per fr, without `pods` and zeros."""
+    out: dict[tuple[str, str], int] = {}
+    for ps in w.pod_sets:
+        for r, q in ps.requests.items():
+            value = kueue_units(r, q) * ps.count
+            flavor = a.flavors.get(ps.name, {}).get(r)
+            if value == 0 or flavor is None:
+                continue
+            out[(flavor, r)] = out.get((flavor, r), 0) + value
+    return out
 
 
 def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
@@ -209,130 +510,40 @@ def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
     return tuple(node.labels.get(level, "") for level in levels)
 
 
-def fit_v2(scenario: Scenario) -> tuple[dict[str, Outcome], list[dict[str, Outcome]]]:
-    """Outcomes after every workload was submitted and the cycles settled, and after each
-    step."""
-    run = Cycles(scenario, QuotaBook.of(scenario.cluster_queues))
-    for a in scenario.admitted:
-        cq = scenario.cluster_queue(a.queue)
-        held = _Holding(a.queue, {})
-        for aps in a.pod_sets:
-            ps = aps.pod_set
-            wanted = {r: q for r, q in ps.requests.items()}
-            units = from_quantities(wanted)
-            if cq.group_of("pods") is not None:
-                units["pods"] = units.get("pods", 0) + 1
-            for r, v in units.items():
-                if cq.group_of(r) is not None:
-                    fr = (aps.flavor, r)
-                    held.quota[fr] = held.quota.get(fr, 0) + v * ps.count
-            topology = scenario.topology_of(scenario.resource_flavor(aps.flavor))
-            per_pod = with_pod(from_quantities(ps.requests))
-            for node, count in (aps.placement or {}).items():
-                if topology is None:
-                    continue
-                key = leaf_key(scenario.node(node), topology.levels)
-                target = held.tas.setdefault(aps.flavor, {}).setdefault(key, {})
-                add_into(target, {r: v * count for r, v in per_pod.items()})
-        run.hold(a.name, held)
-        run.outcomes[a.name] = Outcome(
-            admitted=True,
-            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
-            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
-        )
-    submitted = [*scenario.workloads]
-    submitted += [s.target for s in scenario.steps if isinstance(s.target, Workload)]
-    queues = _Queues({w.name: i for i, w in enumerate(submitted)})
+Outcomes = tuple[dict[str, Outcome], list[dict[str, Outcome]]]
+
+
+def _run(scenario: Scenario, ties: TieBreak, note: Note | None) -> Outcomes:
+    model = Model(scenario, ties, note)
+    for index, a in enumerate(scenario.admitted):
+        model.hold_admitted(a, index)
     for workload in scenario.workloads:
         # Each submission settles before the next (contract v2, "Rules").
-        queues.pending.append(workload)
-        run.outcomes.setdefault(workload.name, NEVER_EVALUATED)
-        _settle(run, queues)
-    initial = dict(run.outcomes)
+        model.submit(workload)
+        model.settle()
+    initial = dict(model.outcomes)
     after_steps = []
     for step in scenario.steps:
         if isinstance(step.target, Workload):
-            queues.pending.append(step.target)
-            run.outcomes.setdefault(step.target.name, NEVER_EVALUATED)
+            model.submit(step.target)
         else:
-            _delete(run, queues, str(step.target))
-        _settle(run, queues)
-        after_steps.append(dict(run.outcomes))
+            model.delete(str(step.target))
+        model.settle()
+        after_steps.append(dict(model.outcomes))
     return initial, after_steps
 
 
-def _delete(run: Cycles, queues: _Queues, name: str) -> None:
-    """A workload deleted: its quota and nodes free up; if it held quota, the parked
-    workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued (rules §3.7)."""
-    run.outcomes.pop(name, None)
-    queues.pending[:] = [w for w in queues.pending if w.name != name]
-    queues.parked.discard(name)
-    held = run.holding.pop(name, None)
-    if held is None:
-        return
-    run.book.add(held.cq, held.quota, -1)
-    flushed = set(run.book.members(held.cq)) | {held.cq}
-    queues.parked -= {w.name for w in queues.pending if w.queue in flushed}
-
-
-@dataclass
-class _Queues:
-    """Pending workloads, those parked as inadmissible, and each one's flavor scan."""
-
-    order: dict[str, int]
-    pending: list[Workload] = field(default_factory=list)
-    parked: set[str] = field(default_factory=set)
-    scan: dict[str, dict[int, int]] = field(default_factory=dict)
-
-
-def _settle(run: Cycles, queues: _Queues) -> None:
-    """Run cycles until one changes nothing (bounded: a StrictFIFO scan may wrap forever)."""
-    scenario, order, pending = run.scenario, queues.order, queues.pending
-    parked, scan = queues.parked, queues.scan
-    last: object = None
-    for _ in range(1_000):
-        heads = []
-        for cq in scenario.cluster_queues:
-            queue = [w for w in pending if w.queue == cq.name and w.name not in parked]
-            if queue:
-                heads.append(min(queue, key=lambda w: (-run.priority(w), order[w.name])))
-        if not heads:
-            break
-        nominated = [(w, run.nominate(w, scan.get(w.name))) for w in heads]
-        nominated.sort(
-            key=lambda e: (e[1].assignment.borrowing, -run.priority(e[0]), order[e[0].name])
-        )
-        changed = False
-        reserved: list[tuple[str, dict[FlavorResource, int]]] = []
-        for w, nom in nominated:
-            cq = scenario.cluster_queue(w.queue)
-            if nom.preempt:
-                reserved.append((w.queue, run.reservation(w, nom)))
-                run.book.add(*reserved[-1])
-            if nom.fits and nom.assignment.mode.preemption == FIT:
-                if run.still_fits(w, nom):
-                    run.admit(w, nom)
-                    pending.remove(w)
-                    scan.pop(w.name, None)
-                    changed = True
-                else:
-                    run.outcomes[w.name] = Outcome(admitted=False, message=SKIPPED)
-                continue
-            run.outcomes[w.name] = Outcome(admitted=False, message=nom.message)
-            tried = nom.assignment.tried
-            if any(t != -1 for t in tried.values()):
-                scan[w.name] = {g: t + 1 for g, t in tried.items() if t != -1}
-            else:
-                scan.pop(w.name, None)
-                if cq.queueing_strategy == "BestEffortFIFO":
-                    parked.add(w.name)
-                    changed = True
-        for owner, amounts in reserved:
-            run.book.add(owner, amounts, -1)
-        state = (
-            tuple((w.name, run.outcomes[w.name].message) for w, _ in nominated),
-            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in scan.items())),
-        )
-        if not changed and state == last:
-            break
-        last = state
+def fit_v2(scenario: Scenario, note: Note | None = None) -> Outcomes:
+    """Outcomes after every workload was submitted and the cycles settled, and after each
+    step. Where Kueue breaks a tie at random the scenario is replayed with the ties broken
+    the other way; if that changes an outcome, Nondeterministic (rules §8)."""
+    ties = TieBreak()
+    initial, after_steps = _run(scenario, ties, note)
+    if ties.seen:
+        again = _run(scenario, TieBreak(reverse=True), None)
+        if again != (initial, after_steps):
+            raise Nondeterministic(
+                f"{scenario.path}: Kueue's outcome depends on a tie it breaks at random: "
+                f"{ties.seen[0]}"
+            )
+    return initial, after_steps

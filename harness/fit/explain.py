@@ -1,15 +1,18 @@
-"""`--explain`: free capacity per domain at each level and why candidates were rejected.
+"""`--explain`: free capacity per domain at each level and why candidates were rejected
+(version 1); the flavors tried per pod set and the victims chosen (version 2).
 
-Reads the tree the model just evaluated (counts right after phase 1, before descent);
-it adds nothing to the decision itself.
+Reads what the model just evaluated; it adds nothing to the decision itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.fit.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, Assignment, Mode
 from harness.fit.tree import Domain, Tree
+from harness.fit.victims import HUMAN_REASONS, Target
 from harness.quantity import format_kueue_units
+from harness.scenario import Scenario, Workload
 
 
 @dataclass
@@ -45,3 +48,43 @@ def _describe(tree: Tree, domain: Domain) -> str:
     if leaf.key in tree.excluded:
         text += f"; REJECTED: {tree.excluded[leaf.key]}"
     return text
+
+
+_MODES = {
+    NO_FIT: "NoFit",
+    NO_CANDIDATES: "Preempt (no candidates)",
+    PREEMPT: "Preempt",
+    RECLAIM: "Preempt (reclaim within the cohort)",
+    FIT: "Fit",
+}
+
+
+def describe_mode(mode: Mode) -> str:
+    return _MODES[mode.preemption] + (", borrowing" if mode.borrow else "")
+
+
+def nomination(scenario: Scenario, w: Workload, a: Assignment, targets: list[Target]) -> list[str]:
+    """Version 2: each flavor looked at for each pod set (its mode, why it was passed over),
+    the flavor chosen, and the victims chosen with their reasons."""
+    lines = []
+    for ps in w.pod_sets:
+        for attempt in a.attempts.get(ps.name, []):
+            why = f": {'; '.join(attempt.reasons)}" if attempt.reasons else ""
+            lines.append(
+                f"pod set {ps.name}: flavor {attempt.flavor}: {describe_mode(attempt.mode)}{why}"
+            )
+        chosen = a.pod_set_flavor(ps.name)
+        mode = a.pod_set_mode(ps.name)
+        lines.append(
+            f"pod set {ps.name}: "
+            + (f"chose {chosen} ({describe_mode(mode)})" if chosen else "no flavor")
+        )
+    if a.error is not None:
+        lines.append(f"pod set {a.error[0]}: {a.error[1]}")
+    for t in targets:
+        held = t.holding
+        lines.append(
+            f"victim {held.name} (ClusterQueue {held.cq}, priority {held.priority}): "
+            f"{HUMAN_REASONS[t.reason]}"
+        )
+    return lines

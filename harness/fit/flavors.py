@@ -1,18 +1,18 @@
 """Kueue v0.19.2's flavor assignment across resource groups and flavors, before topology
-(rules §4.1-4.4, §4.7: pkg/scheduler/flavorassigner/flavorassigner.go assignFlavors,
+(rules §4.1-4.5, §4.7: pkg/scheduler/flavorassigner/flavorassigner.go assignFlavors,
 findFlavorForPodSets, checkFlavorForPodSets, fitsResourceQuota, isPreferred,
 shouldTryNextFlavor).
 
-Preemption is not searched here: a flavor short of unused quota where Kueue would ask its
-preemption oracle is given `no_candidates`, which is what the oracle answers for a
-ClusterQueue whose preemption policies are all Never. Callers refuse other policies until
-the victim search exists. Scan progress (rules §4.5): `start` gives, per resource group, the
-flavor to start at; `Assignment.tried` the last flavor looked at (-1: the last one).
+Where Kueue asks its preemption oracle (a flavor short of unused quota that preemption might
+free), `assign_flavors` calls the `oracle` it is given (harness.fit.victims); without one the
+answer is "no candidates", exact for ClusterQueues whose policies are all Never. Scan
+progress (rules §4.5): `start` gives, per (first pod set of a group, resource group), the
+flavor to start at; `Assignment.tried` the last flavor looked at (-1: the group's last).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.cohort import FlavorResource, QuotaBook
@@ -21,6 +21,9 @@ from harness.scenario import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenar
 
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 """Kueue's preemptionMode, worst first."""
+
+ScanKey = tuple[int, int]
+"""(index of the first pod set of a pod set group, index of the resource group)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -35,6 +38,11 @@ class Mode:
         if self.preemption == NO_FIT:
             return "NoFit"
         return "Fit" if self.preemption == FIT else "Preempt"
+
+
+Oracle = Callable[[FlavorResource, int], Mode]
+"""Kueue's SimulatePreemption for one fr and amount: NO_CANDIDATES, PREEMPT or RECLAIM, with
+the borrowing height after removing the victims found."""
 
 
 def is_preferred(a: Mode, b: Mode | None) -> bool:
@@ -68,33 +76,78 @@ def resource_order(names: list[str]) -> list[str]:
 
 
 @dataclass
+class Attempt:
+    """One flavor looked at for a pod set group (for --explain): its mode and reasons."""
+
+    flavor: str
+    mode: Mode
+    reasons: list[str]
+
+
+@dataclass
 class Assignment:
-    """Per pod set: resource -> flavor, the visible mode and the reasons it is not Fit;
-    `usage` is the quota the assignment takes; `borrowing` whether any fr borrows."""
+    """Per pod set: resource -> flavor, resource -> granular mode, and the reasons it is not
+    Fit; `error` a pod set whose assignment failed outright; `usage` the quota it takes."""
 
     flavors: dict[str, dict[str, str]] = field(default_factory=dict)
-    modes: dict[str, Mode] = field(default_factory=dict)
+    resource_modes: dict[str, dict[str, Mode]] = field(default_factory=dict)
     reasons: dict[str, list[str]] = field(default_factory=dict)
+    error: tuple[str, str] | None = None
     usage: dict[FlavorResource, int] = field(default_factory=dict)
-    tried: dict[int, int] = field(default_factory=dict)
+    tried: dict[ScanKey, int] = field(default_factory=dict)
+    attempts: dict[str, list[Attempt]] = field(default_factory=dict)
+    borrow: int = 0
 
-    @property
-    def mode(self) -> Mode:
+    def pod_set_mode(self, name: str) -> Mode:
+        """`PodSetAssignment.RepresentativeMode`: NoFit without flavors or on error."""
+        modes = self.resource_modes.get(name)
+        if not modes or (self.error is not None and self.error[0] == name):
+            return Mode(NO_FIT)
         out = Mode(FIT)
-        for mode in self.modes.values():
+        for mode in modes.values():
             out = worst(out, mode)
         return out
 
     @property
+    def mode(self) -> Mode:
+        out = Mode(FIT)
+        for name in self.resource_modes:
+            out = worst(out, self.pod_set_mode(name))
+        if self.error is not None:
+            return Mode(NO_FIT)
+        return out
+
+    @property
+    def modes(self) -> dict[str, Mode]:
+        return {name: self.pod_set_mode(name) for name in self.resource_modes}
+
+    @property
     def borrowing(self) -> bool:
-        return any(m.borrow > 0 for m in self.modes.values())
+        return self.borrow > 0
+
+    def set_mode(self, pod_set: str, preemption: int) -> None:
+        """`updateMode`: every resource of the pod set gets this mode (the TAS step)."""
+        modes = self.resource_modes.get(pod_set, {})
+        for resource, mode in modes.items():
+            modes[resource] = Mode(preemption, mode.borrow)
+
+    def needs_preemption(self) -> set[FlavorResource]:
+        """`flavorResourcesNeedPreemption`: every fr whose visible mode is Preempt."""
+        return {
+            (self.flavors[ps][r], r)
+            for ps, modes in self.resource_modes.items()
+            for r, mode in modes.items()
+            if mode.visible == "Preempt"
+        }
 
     def message(self, order: list[str]) -> str:
-        """Kueue's pending message: pod sets not Fit, in order (rules §4.7)."""
+        """Kueue's pending message: pod sets with reasons, in order (rules §4.7)."""
+        if self.error is not None:
+            return f"failed to assign flavors to pod set {self.error[0]}: {self.error[1]}"
         return "; ".join(
             f"couldn't assign flavors to pod set {name}: {', '.join(sorted(self.reasons[name]))}"
             for name in order
-            if name in self.reasons and self.modes.get(name, Mode(NO_FIT)).visible != "Fit"
+            if self.reasons.get(name)
         )
 
     def pod_set_flavor(self, name: str) -> str:
@@ -125,7 +178,7 @@ def flavor_problem(
         wanted = [lv for lv in (tr.level, tr.slice_level) if lv] if tr else []
         if any(level not in topology.levels for level in wanted):
             return f'Flavor "{flavor.name}" does not contain the requested level'
-    elif topology is not None:
+    elif not tas and topology is not None:
         return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
     for taint in flavor.node_taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
@@ -139,9 +192,14 @@ def flavor_problem(
 
 
 def fits_resource_quota(
-    book: QuotaBook, cq: ClusterQueue, fr: FlavorResource, assumed: int, value: int
+    book: QuotaBook,
+    cq: ClusterQueue,
+    fr: FlavorResource,
+    assumed: int,
+    value: int,
+    oracle: Oracle | None = None,
 ) -> tuple[Mode, str | None]:
-    """`fitsResourceQuota` for one fr, without the preemption oracle (see the module)."""
+    """`fitsResourceQuota` for one fr; the oracle answers where preemption may help."""
     name, flavor = fr[1], fr[0]
     total = assumed + value
     cap = book.potential(cq.name, fr)
@@ -161,7 +219,11 @@ def fits_resource_quota(
         f"{format_kueue_units(name, total - available)} more needed"
     )
     considered = book.nominal(cq.name, fr) >= total or cq.preemption.borrow_within_cohort != "Never"
-    return Mode(NO_CANDIDATES if considered else NO_FIT, borrow), reason
+    if not considered:
+        return Mode(NO_FIT, borrow), reason
+    if oracle is None:
+        return Mode(NO_CANDIDATES, borrow), reason
+    return oracle(fr, total), reason
 
 
 def should_try_next(cq: ClusterQueue, mode: Mode) -> bool:
@@ -174,85 +236,134 @@ def should_try_next(cq: ClusterQueue, mode: Mode) -> bool:
     return mode.borrow > 0 and cq.fungibility.when_can_borrow == "TryNextFlavor"
 
 
-def group_requests(cq: ClusterQueue, members: list[PodSet]) -> dict[str, int]:
-    """What a pod set group asks of the ClusterQueue, in Kueue's units."""
-    covers_pods = cq.group_of("pods") is not None
-    total: dict[str, int] = {}
-    for ps in members:
-        for name, quantity in ps.requests.items():
-            total[name] = total.get(name, 0) + kueue_units(name, quantity) * ps.count
-        if covers_pods:
-            total["pods"] = total.get("pods", 0) + ps.count
+def pod_set_requests(cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
+    """What a pod set asks of the ClusterQueue, in Kueue's units (`pods` when covered)."""
+    total = {name: kueue_units(name, q) * pod_set.count for name, q in pod_set.requests.items()}
+    if cq.group_of("pods") is not None:
+        total["pods"] = pod_set.count
     return total
+
+
+def pod_set_groups(workload: Workload) -> list[list[int]]:
+    """Pod set indices grouped by podSetGroupName (else each alone), in first-appearance order."""
+    groups: dict[str, list[int]] = {}
+    for index, ps in enumerate(workload.pod_sets):
+        key = ps.topology.group if ps.topology and ps.topology.group else f"\0{index}"
+        groups.setdefault(key, []).append(index)
+    return list(groups.values())
+
+
+@dataclass
+class _Search:
+    """What one flavor search needs besides the flavors themselves."""
+
+    scenario: Scenario
+    book: QuotaBook
+    cq: ClusterQueue
+    oracle: Oracle | None
+    pinned: Mapping[str, Mapping[str, str]] | None
 
 
 def assign_flavors(
     scenario: Scenario,
     book: QuotaBook,
     workload: Workload,
-    start: Mapping[int, int] | None = None,
+    start: Mapping[ScanKey, int] | None = None,
+    oracle: Oracle | None = None,
+    pinned: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Assignment:
-    """Kueue's `assignFlavors` up to (not including) the TAS step."""
+    """Kueue's `assignFlavors` up to (not including) the TAS step. `pinned` is the
+    nomination mapping of a same-cycle recompute (rules §3.4 step 1)."""
     cq = scenario.cluster_queue(workload.queue)
+    search = _Search(scenario, book, cq, oracle, pinned)
     out = Assignment()
-    groups: dict[str, list[PodSet]] = {}
-    for ps in workload.pod_sets:
-        key = ps.topology.group if ps.topology and ps.topology.group else f"\0{ps.name}"
-        groups.setdefault(key, []).append(ps)
-    for members in groups.values():
-        requests = group_requests(cq, members)
-        chosen: dict[int, tuple[str, Mode]] = {}
+    for indices in pod_set_groups(workload):
+        members = [workload.pod_sets[i] for i in indices]
+        own = {ps.name: pod_set_requests(cq, ps) for ps in members}
+        requests: dict[str, int] = {}
+        for values in own.values():
+            for r, v in values.items():
+                requests[r] = requests.get(r, 0) + v
+        chosen: dict[str, tuple[str, Mode]] = {}
+        tried: dict[ScanKey, int] = {}
+        reasons: list[str] = []
+        failed: list[str] | None = None
         for resource in resource_order(list(requests)):
-            value = requests[resource]
             group = cq.group_of(resource)
             if group is None:
-                if value > 0:
-                    return _fail(out, members, [f"resource {resource} unavailable in ClusterQueue"])
+                if requests[resource] > 0:
+                    failed = [f"resource {resource} unavailable in ClusterQueue"]
+                    break
+                continue
+            if resource in chosen:
                 continue
             index = cq.resource_groups.index(group)
-            if index in chosen:
-                continue
-            first = (start or {}).get(index, 0)
-            found = _choose(scenario, book, cq, group, members, requests, out.usage, first)
-            out.tried[index] = found[-1]
-            flavor, mode, reasons, _ = found
+            first = (start or {}).get((indices[0], index), 0)
+            found = _choose(search, group, members, requests, out.usage, first, out.attempts)
+            flavor, modes, group_reasons, looked = found
             if flavor is None:
-                return _fail(out, members, reasons)
-            chosen[index] = (flavor, mode)
-            for ps in members:
-                out.flavors.setdefault(ps.name, {}).update(
-                    {r: flavor for r in group.covered if r in requests}
-                )
-                out.modes[ps.name] = worst(out.modes.get(ps.name, Mode(FIT)), mode)
-                if reasons:
-                    out.reasons.setdefault(ps.name, []).extend(reasons)
-            for r in group.covered:
-                if r in requests:
-                    fr = (flavor, r)
-                    out.usage[fr] = out.usage.get(fr, 0) + requests[r]
+                failed = group_reasons
+                break
+            tried[(indices[0], index)] = looked
+            reasons += group_reasons
+            for r, mode in modes.items():
+                chosen[r] = (flavor, mode)
         for ps in members:
-            out.modes.setdefault(ps.name, Mode(FIT))
+            out.reasons[ps.name] = list(failed if failed is not None else reasons)
+            mine = {r: chosen[r] for r in own[ps.name] if r in chosen}
+            if failed is not None:
+                mine = {}
+            elif not own[ps.name] and ps.topology is not None and ps.topology.group:
+                mine = _tas_only(scenario, chosen)
+            out.flavors[ps.name] = {r: f for r, (f, _) in mine.items()}
+            out.resource_modes[ps.name] = {r: m for r, (_, m) in mine.items()}
+            for r, (f, m) in mine.items():
+                out.usage[(f, r)] = out.usage.get((f, r), 0) + own[ps.name].get(r, 0)
+                out.borrow = max(out.borrow, m.borrow)
+        if failed is not None:
+            return out
+        out.tried.update(tried)
     return out
 
 
+def _tas_only(
+    scenario: Scenario, chosen: Mapping[str, tuple[str, Mode]]
+) -> dict[str, tuple[str, Mode]]:
+    """A group member requesting nothing keeps its group's TAS flavors (resolvePodSetFlavors)."""
+    return {
+        r: (f, m)
+        for r, (f, m) in chosen.items()
+        if scenario.resource_flavor(f).topology_name is not None
+    }
+
+
 def _choose(
-    scenario: Scenario,
-    book: QuotaBook,
-    cq: ClusterQueue,
+    search: _Search,
     group: ResourceGroup,
     members: list[PodSet],
     requests: Mapping[str, int],
     assumed: Mapping[FlavorResource, int],
-    first: int = 0,
-) -> tuple[str | None, Mode, list[str], int]:
+    first: int,
+    attempts: dict[str, list[Attempt]],
+) -> tuple[str | None, dict[str, Mode], list[str], int]:
     """`findFlavorForPodSets`: the chosen flavor (None when no flavor can hold the group),
-    its mode, every reason seen on the way, and the index of the last flavor looked at
-    (-1 when that was the group's last flavor)."""
+    the mode of each of its resources, every reason seen on the way (none when it fits), and
+    the index of the last flavor looked at (-1 when that was the group's last flavor)."""
+    scenario, cq = search.scenario, search.cq
     reasons: list[str] = []
-    best: tuple[str, Mode] | None = None
+    best: tuple[str, Mode, dict[str, Mode]] | None = None
     looked = first
+    resources = resource_order([r for r in group.covered if r in requests])
     for looked in range(first, len(group.flavors)):
         fq = group.flavors[looked]
+        if search.pinned is not None and not any(
+            search.pinned.get(ps.name, {}).get(resources[0]) == fq.name for ps in members
+        ):
+            reasons.append(
+                f"skipping flavor {fq.name} as it is not found in the nomination mapping "
+                f"for resource {resources[0]}"
+            )
+            continue
         flavor = scenario.resource_flavor(fq.name)
         problem = next(
             (p for ps in members if (p := flavor_problem(scenario, cq, group, flavor, ps))),
@@ -260,27 +371,33 @@ def _choose(
         )
         if problem is not None:
             reasons.append(problem)
+            _attempted(attempts, members, Attempt(fq.name, Mode(NO_FIT), [problem]))
             continue
         mode = Mode(FIT)
-        for resource in resource_order([r for r in group.covered if r in requests]):
+        per_resource: dict[str, Mode] = {}
+        mine: list[str] = []
+        for resource in resources:
             fr = (fq.name, resource)
-            got, reason = fits_resource_quota(book, cq, fr, assumed.get(fr, 0), requests[resource])
+            got, reason = fits_resource_quota(
+                search.book, cq, fr, assumed.get(fr, 0), requests[resource], search.oracle
+            )
             mode = worst(mode, got)
+            per_resource[resource] = got
             if reason:
-                reasons.append(reason)
+                mine.append(reason)
+        reasons += mine
+        _attempted(attempts, members, Attempt(fq.name, mode, sorted(mine)))
         if not should_try_next(cq, mode):
-            best = (fq.name, mode)
+            best = (fq.name, mode, per_resource)
             break
         if is_preferred(mode, best[1] if best else None):
-            best = (fq.name, mode)
+            best = (fq.name, mode, per_resource)
     tried = -1 if looked == len(group.flavors) - 1 else looked
     if best is None:
-        return None, Mode(NO_FIT), reasons, tried
-    return best[0], best[1], [] if best[1].preemption == FIT else reasons, tried
+        return None, {}, reasons, tried
+    return best[0], best[2], [] if best[1].preemption == FIT else reasons, tried
 
 
-def _fail(out: Assignment, members: list[PodSet], reasons: list[str]) -> Assignment:
-    """A resource group found no flavor: its reasons alone, and assignment stops."""
-    out.reasons = {ps.name: list(reasons) for ps in members}
-    out.modes = {**out.modes, **{ps.name: Mode(NO_FIT) for ps in members}}
-    return out
+def _attempted(attempts: dict[str, list[Attempt]], members: list[PodSet], attempt: Attempt) -> None:
+    for ps in members:
+        attempts.setdefault(ps.name, []).append(attempt)

@@ -91,7 +91,8 @@ def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     """Predict what Kueue does with every workload of the scenario."""
     check_supported(scenario)
     if scenario.shorthand is None:
-        initial, after_steps = fit_v2(scenario)
+        note = (lambda name, line: trace(name, None, line)) if trace else None
+        initial, after_steps = fit_v2(scenario, note)
         return FitResult(outcomes=initial, steps=after_steps)
     state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage))
     for workload in scenario.workloads:

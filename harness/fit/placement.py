@@ -48,8 +48,10 @@ def place(
     algo: Algorithm,
     balanced_gate: bool,
     observe: Callable[[Tree], None] | None = None,
+    simulate_empty: bool = False,
 ) -> Assignment:
-    """Place the request or raise PlacementFailed with Kueue's message."""
+    """Place the request or raise PlacementFailed with Kueue's message. `simulate_empty`:
+    as if no TAS workload held any capacity (Kueue's WithSimulateEmpty)."""
     run = _Run(tree, request, algo, ExclusionStats())
     if request.level_index > request.slice_level_index:
         levels = tree.topology.levels
@@ -57,7 +59,7 @@ def place(
             f"podset slice topology {levels[request.slice_level_index]} is above the podset "
             f"topology {levels[request.level_index]}"
         )
-    _fill_counts(run, flavor_tolerations, assumed)
+    _fill_counts(run, flavor_tolerations, assumed, simulate_empty)
     if observe is not None:
         observe(tree)
     chosen: list[Domain] | None = None
@@ -112,6 +114,7 @@ def _fill_counts(
     run: _Run,
     flavor_tolerations: tuple[Toleration, ...],
     assumed: Mapping[LeafKey, ResourceVector],
+    simulate_empty: bool = False,
 ) -> None:
     for domain in run.tree.domains():
         domain.reset()
@@ -120,7 +123,7 @@ def _fill_counts(
     for domain in _feasible(run, flavor_tolerations):
         leaf = domain.leaf
         assert leaf is not None
-        remaining = leaf.free()
+        remaining = leaf.free(simulate_empty)
         if leaf.key in assumed:
             sub_into(remaining, assumed[leaf.key])
         domain.pods, limiting = count_in(request.worker_requests, remaining)

@@ -1,0 +1,158 @@
+"""Kueue v0.19.2's per-ClusterQueue queues of pending workloads (rules §3.1, §3.5-3.7:
+pkg/cache/queue/cluster_queue.go baseCompareFunc, requeueIfNotPresent, RequeueIfNotPresent,
+handleInadmissibleHash, PushOrUpdate; inadmissible_workloads.go; manager.go heads).
+
+Each ClusterQueue has a heap (popped once per cycle for its head) and an inadmissible set
+(not popped until a flush). A workload requeued after it issued preemptions becomes its
+queue's preemptor and, under BestEffortFIFO, sorts ahead of everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+
+from harness.fit.flavors import ScanKey
+from harness.scenario import Scenario, Workload
+
+NO_FIT = "NoFit"
+NO_CANDIDATES = "PreemptionNoCandidates"
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+PENDING_PREEMPTION = "PendingPreemption"
+
+
+@dataclass
+class Scan:
+    """A workload's last flavor assignment (`AssignmentClusterQueueState`): where each
+    scan stopped, and the cycle and ClusterQueue generation it was made in."""
+
+    tried: dict[ScanKey, int]
+    cycle: int
+    generation: int
+
+    @property
+    def pending_flavors(self) -> bool:
+        return any(index != -1 for index in self.tried.values())
+
+    def start(self) -> dict[ScanKey, int]:
+        return {key: index + 1 for key, index in self.tried.items()}
+
+
+@dataclass
+class Pending:
+    """A pending workload as its queue knows it."""
+
+    workload: Workload
+    priority: int
+    created: int
+    shape: Hashable
+    scan: Scan | None = None
+
+
+def scheduling_hash(workload: Workload, priority: int) -> Hashable:
+    """What Kueue's scheduling equivalence hash covers (workload.computeSchedulingHash):
+    the priority and every pod set's name, shape, count and topology request."""
+    return (
+        priority,
+        tuple(
+            (
+                p.name,
+                p.count,
+                tuple(sorted(p.requests.items())),
+                p.topology,
+                tuple(sorted(p.node_selector.items())),
+                p.tolerations,
+            )
+            for p in workload.pod_sets
+        ),
+    )
+
+
+@dataclass
+class Queues:
+    """Every ClusterQueue's heap, inadmissible set, parked hashes and preemptor."""
+
+    scenario: Scenario
+    info: dict[str, Pending] = field(default_factory=dict)
+    heap: dict[str, set[str]] = field(default_factory=dict)
+    parked: dict[str, set[str]] = field(default_factory=dict)
+    hashes: dict[str, set[Hashable]] = field(default_factory=dict)
+    preemptor: dict[str, str] = field(default_factory=dict)
+
+    def _strategy(self, cq: str) -> str:
+        return self.scenario.cluster_queue(cq).queueing_strategy
+
+    def push(self, pending: Pending) -> None:
+        """`PushOrUpdate`: a new (or requeued-after-eviction) workload enters the heap, or the
+        inadmissible set if its equivalence class was parked (BestEffortFIFO)."""
+        cq = pending.workload.queue
+        self.info[pending.workload.name] = pending
+        if self._strategy(cq) == "BestEffortFIFO" and pending.shape in self.hashes.get(cq, ()):
+            self.parked.setdefault(cq, set()).add(pending.workload.name)
+        else:
+            self.heap.setdefault(cq, set()).add(pending.workload.name)
+
+    def _key(self, cq: str, name: str) -> tuple[int, int, int]:
+        pending = self.info[name]
+        sticky = self.preemptor.get(cq) == name and self._strategy(cq) == "BestEffortFIFO"
+        return (0 if sticky else 1, -pending.priority, pending.created)
+
+    def heads(self) -> list[Pending]:
+        """Pop the head of every ClusterQueue's heap (`Manager.Heads`)."""
+        out = []
+        for cq in self.scenario.cluster_queues:
+            names = self.heap.get(cq.name)
+            if names:
+                name = min(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
+                names.discard(name)
+                out.append(self.info[name])
+        return out
+
+    def requeue(self, pending: Pending, reason: str) -> None:
+        """`RequeueIfNotPresent` after a cycle that did not admit the workload."""
+        cq, name = pending.workload.queue, pending.workload.name
+        strict = self._strategy(cq) == "StrictFIFO"
+        if reason == PENDING_PREEMPTION:
+            self.preemptor[cq] = name
+        immediate = strict or reason in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION)
+        if immediate or (pending.scan is not None and pending.scan.pending_flavors):
+            self.heap.setdefault(cq, set()).add(name)
+            return
+        self.parked.setdefault(cq, set()).add(name)
+        if not strict and reason in (NO_FIT, NO_CANDIDATES):
+            heap = self.heap.get(cq, set())
+            same = {n for n in heap if self.info[n].shape == pending.shape}
+            heap -= same
+            self.parked[cq] |= same
+            self.hashes.setdefault(cq, set()).add(pending.shape)
+
+    def delete(self, name: str) -> None:
+        """Admitted or deleted: out of its queue, and no longer its queue's preemptor."""
+        pending = self.info.pop(name, None)
+        if pending is None:
+            return
+        cq = pending.workload.queue
+        self.heap.get(cq, set()).discard(name)
+        self.parked.get(cq, set()).discard(name)
+        if self.preemptor.get(cq) == name:
+            del self.preemptor[cq]
+
+    def flush(self, cqs: Iterable[str]) -> None:
+        """`queueInadmissibleWorkloads`: parked workloads back to their heaps."""
+        for cq in cqs:
+            self.heap.setdefault(cq, set()).update(self.parked.pop(cq, set()))
+            self.hashes.pop(cq, None)
+
+    def signature(self) -> Hashable:
+        """The queues' state, to see when cycles stop changing it."""
+        return (
+            tuple(sorted((cq, tuple(sorted(v))) for cq, v in self.heap.items())),
+            tuple(sorted((cq, tuple(sorted(v))) for cq, v in self.parked.items())),
+            tuple(sorted(self.preemptor.items())),
+            tuple(
+                sorted(
+                    (n, tuple(sorted(p.scan.tried.items())) if p.scan else ())
+                    for n, p in self.info.items()
+                )
+            ),
+        )

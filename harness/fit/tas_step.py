@@ -1,0 +1,209 @@
+"""Every TAS flavor's topology tree as Kueue's scheduling snapshot sees it, and the TAS step
+of a workload across flavors (rules §4.6: pkg/cache/scheduler/snapshot.go Snapshot,
+clusterqueue_snapshot.go FindTopologyAssignmentsForWorkload, tas_flavor_snapshot.go
+FindTopologyAssignmentsForFlavor and Fits).
+
+The trees are built once and then changed by deltas: usage added or removed on a leaf. Kueue
+builds a hostname-level flavor's snapshot from the TAS usage of every flavor on that node
+(TASHandleOverlappingFlavors), but a change made during a cycle reaches only the flavor it
+was made on; `add_cache` is the first kind (between cycles), `add` the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from harness.fit.placement import PlacementFailed, place
+from harness.fit.request import placement_request, with_pod
+from harness.fit.resources import ResourceVector, add_into, count_in, from_quantities
+from harness.fit.sorting import Algorithm
+from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.scenario import Node, PodSet, Scenario, Usage
+
+TasUsage = dict[str, dict[LeafKey, ResourceVector]]
+"""Flavor -> leaf -> usage (the per-pod requests times the pods, plus `pods`)."""
+
+
+@dataclass(frozen=True)
+class TasRequest:
+    """One pod set placed by TAS on one flavor (`TASPodSetRequests`)."""
+
+    pod_set: PodSet
+    flavor: str
+
+
+@dataclass
+class TasResult:
+    """Pods per leaf for every pod set placed, and the failures (pod set, reason, flavor):
+    at most one group fails per flavor, as placement on a flavor stops at the first."""
+
+    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+class TasTrees:
+    """The trees of every TAS flavor, their usage, and a journal of this cycle's changes."""
+
+    def __init__(self, scenario: Scenario, nodes: Iterable[Node], usage: Iterable[Usage]) -> None:
+        self.scenario = scenario
+        self.trees: dict[str, Tree] = {}
+        nodes, usage = list(nodes), list(usage)
+        for flavor in scenario.resource_flavors:
+            topology = scenario.topology_of(flavor)
+            if topology is not None:
+                self.trees[flavor.name] = build_tree(topology, flavor, nodes, usage, {})
+        self.sharing: dict[LeafKey, list[str]] = {}
+        for name, tree in self.trees.items():
+            if tree.hostname_lowest:
+                for key in tree.leaves:
+                    self.sharing.setdefault(key, []).append(name)
+        self.free: dict[str, ResourceVector] = {}
+        for name, tree in self.trees.items():
+            total: ResourceVector = {}
+            for leaf in tree.leaves.values():
+                add_into(total, {r: max(0, v) for r, v in leaf.free().items()})
+            self.free[name] = total
+        self.journal: list[tuple[str, LeafKey, ResourceVector, int]] | None = None
+
+    def add(self, flavor: str, key: LeafKey, vector: Mapping[str, int], sign: int = 1) -> None:
+        """Usage on one flavor's leaf, as the scheduling snapshot changes it in a cycle."""
+        tree = self.trees.get(flavor)
+        leaf = tree.leaves.get(key) if tree is not None else None
+        if leaf is None:
+            return
+        free = self.free[flavor]
+        for r, v in vector.items():
+            before = leaf.capacity.get(r, 0) - leaf.non_tas.get(r, 0) - leaf.tas.get(r, 0)
+            leaf.tas[r] = leaf.tas.get(r, 0) + sign * v
+            after = before - sign * v
+            free[r] = free.get(r, 0) + max(0, after) - max(0, before)
+        if self.journal is not None:
+            self.journal.append((flavor, key, dict(vector), sign))
+
+    def add_usage(self, usage: Mapping[str, Mapping[LeafKey, ResourceVector]], sign: int) -> None:
+        for flavor, per_leaf in usage.items():
+            for key, vector in per_leaf.items():
+                self.add(flavor, key, vector, sign)
+
+    def add_cache(self, usage: Mapping[str, Mapping[LeafKey, ResourceVector]], sign: int) -> None:
+        """A workload starts or stops holding TAS capacity in Kueue's cache: the next
+        snapshot of its flavor, and of every hostname-level flavor on those nodes, sees it."""
+        saved, self.journal = self.journal, None
+        for flavor, per_leaf in usage.items():
+            for key, vector in per_leaf.items():
+                # Only hostname-level leaves are keyed by a node name (a str).
+                for other in self.sharing.get(key, []) if isinstance(key, str) else [flavor]:
+                    self.add(other, key, vector, sign)
+        self.journal = saved
+
+    def begin_cycle(self) -> None:
+        self.journal = []
+
+    def end_cycle(self) -> None:
+        """Forget this cycle's snapshot changes."""
+        journal, self.journal = self.journal or [], None
+        for flavor, key, vector, sign in reversed(journal):
+            self.add(flavor, key, vector, -sign)
+
+    def surely_short(self, requests: Iterable[TasRequest]) -> bool:
+        """A necessary condition of placement: all free capacity of a flavor, summed over its
+        leaves, holds the pods asked of it (so a placement need not be run to say no)."""
+        wanted: dict[str, ResourceVector] = {}
+        for tr in requests:
+            per_pod = with_pod(from_quantities(tr.pod_set.requests))
+            add_into(
+                wanted.setdefault(tr.flavor, {}),
+                {r: v * tr.pod_set.count for r, v in per_pod.items()},
+            )
+        for flavor, vector in wanted.items():
+            free = self.free.get(flavor, {})
+            if any(v > free.get(r, 0) for r, v in vector.items()):
+                return True
+        return False
+
+    def domains_fit(self, usage: Iterable[tuple[str, LeafKey, ResourceVector, int]]) -> bool:
+        """`TASFlavorSnapshot.Fits`: each (flavor, leaf, per-pod request, pods) still has room
+        for that many pods; the per-pod request has no `pods`, and an empty one never fits."""
+        for flavor, key, per_pod, count in usage:
+            tree = self.trees.get(flavor)
+            leaf = tree.leaves.get(key) if tree is not None else None
+            if leaf is None or count_in(per_pod, leaf.free())[0] < count:
+                return False
+        return True
+
+
+def place_workload(
+    trees: TasTrees, requests: list[TasRequest], simulate_empty: bool = False
+) -> TasResult:
+    """`FindTopologyAssignmentsForWorkload`: flavors in name order; on each, pod set groups
+    in order, each placed with the earlier ones' usage assumed (shared across hostname-level
+    flavors); a flavor stops at its first failing group."""
+    scenario, out = trees.scenario, TasResult()
+    shared: dict[LeafKey, ResourceVector] = {}
+    for flavor_name in sorted({tr.flavor for tr in requests}):
+        tree = trees.trees[flavor_name]
+        flavor = scenario.resource_flavor(flavor_name)
+        assumed = shared if tree.hostname_lowest else {}
+        groups: dict[str, list[PodSet]] = {}
+        for index, tr in enumerate(r for r in requests if r.flavor == flavor_name):
+            tp = tr.pod_set.topology
+            groups.setdefault(tp.group if tp and tp.group else f"\0{index}", []).append(tr.pod_set)
+        for members in groups.values():
+            request = placement_request(tree.topology, members)
+            mixed = scenario.feature_gates.get("TASProfileMixed", True)
+            balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
+            algo = Algorithm(best_fit=not (request.unconstrained and mixed))
+            try:
+                result = place(
+                    tree,
+                    request,
+                    flavor.tolerations,
+                    assumed,
+                    algo,
+                    balanced,
+                    simulate_empty=simulate_empty,
+                )
+            except PlacementFailed as failed:
+                out.failures += [(ps.name, str(failed), flavor_name) for ps in members]
+                break
+            for ps in members:
+                per_leaf = dict(result.per_pod_set.get(ps.name, {}))
+                out.per_leaf[ps.name] = per_leaf
+                per_pod = with_pod(from_quantities(ps.requests))
+                for key, count in per_leaf.items():
+                    add_into(
+                        assumed.setdefault(key, {}), {r: v * count for r, v in per_pod.items()}
+                    )
+    return out
+
+
+def usage_of(requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]]) -> TasUsage:
+    """What placed pod sets hold: per flavor and leaf, per-pod requests times pods, plus pods."""
+    out: TasUsage = {}
+    for tr in requests:
+        per_pod = with_pod(from_quantities(tr.pod_set.requests))
+        for key, count in per_leaf.get(tr.pod_set.name, {}).items():
+            target = out.setdefault(tr.flavor, {}).setdefault(key, {})
+            add_into(target, {r: v * count for r, v in per_pod.items()})
+    return out
+
+
+def fits_check(
+    requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]]
+) -> list[tuple[str, LeafKey, ResourceVector, int]]:
+    """The domain requests `TASFlavorSnapshot.Fits` checks: one per pod set and leaf."""
+    return [
+        (tr.flavor, key, from_quantities(tr.pod_set.requests), count)
+        for tr in requests
+        for key, count in per_leaf.get(tr.pod_set.name, {}).items()
+    ]
+
+
+def lowest_values(per_leaf: Mapping[LeafKey, int]) -> dict[str, int]:
+    """Pods per lowest-level value, as an outcome's placement names them."""
+    out: dict[str, int] = {}
+    for key, count in per_leaf.items():
+        label = key if isinstance(key, str) else key[-1]
+        out[label] = out.get(label, 0) + count
+    return out

@@ -1,0 +1,55 @@
+"""Where Kueue breaks a tie by UID or map order (rules §8): the model breaks it one way,
+remembers that it did, and `fit_v2` replays the scenario the other way; if the outcomes
+differ, no engine can predict Kueue's answer and the model raises Nondeterministic.
+
+What the model treats as tied: victim candidates with equal (same ClusterQueue or not,
+priority, reservation second) — Kueue then compares UIDs, random on a cluster — and a TAS
+step failing on pod sets of two flavors (Kueue names one in Go map order). Workloads get
+distinct creation seconds in file order (the runner waits for the clock between
+submissions), so queue keys and entry order never tie; admissions made while one
+submission settles share a reservation second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import TypeVar
+
+from harness.errors import Nondeterministic
+
+T = TypeVar("T")
+
+__all__ = ["Nondeterministic", "TieBreak"]
+
+
+@dataclass
+class TieBreak:
+    """Which way ties are broken in this run (file order, or its reverse), and the ties met."""
+
+    reverse: bool = False
+    seen: list[str] = field(default_factory=list)
+
+    def sort(
+        self,
+        items: Sequence[T],
+        key: Callable[[T], tuple[int, ...]],
+        order: Callable[[T], int],
+        what: Callable[[list[T]], str],
+    ) -> list[T]:
+        """Sorted by `key`; equal keys by `order` (reversed in the replay). A group of equal
+        keys is remembered, described by `what`."""
+        sign = -1 if self.reverse else 1
+        out = sorted(items, key=lambda i: (key(i), sign * order(i)))
+        for a, b in pairwise(out):
+            if key(a) == key(b):
+                self.seen.append(what([x for x in out if key(x) == key(a)]))
+                break
+        return out
+
+    def pick(self, options: Sequence[T], what: str) -> T:
+        """One of several equally possible answers (Go map order)."""
+        if len(options) > 1:
+            self.seen.append(what)
+        return options[-1] if self.reverse else options[0]
