@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.backends import Backend, Unsupported
+from harness.backends import Backend, Observation, Unsupported
 from harness.errors import HarnessError
+from harness.fit import FitResult
 from harness.loader import load_scenario
 from harness.report import has_expectations, model_against_expect, observed_against_both, predict
 from harness.scenario import Scenario
@@ -57,12 +58,16 @@ class ScenarioItem(pytest.Item):
         super().__init__(**kwargs)
         self.scenario = scenario
         self.problem = problem
+        # What runtest saw, kept for the HTML report (harness/html/pytest_report.py).
+        self.predicted: FitResult | None = None
+        self.observed: Observation | None = None
 
     def runtest(self) -> None:
         if self.problem or self.scenario is None:
             raise ScenarioMismatch(self.problem)
         scenario = self.scenario
         predicted, no_model = predict(scenario)
+        self.predicted = predicted
         backend: Backend | None = self.config.stash.get(BACKEND_KEY, None)
         if backend is None:
             if predicted is None:
@@ -75,6 +80,7 @@ class ScenarioItem(pytest.Item):
                 observed = backend.run(scenario)
             except Unsupported as why:
                 pytest.skip(f"{backend.name} backend: {why}")
+            self.observed = observed
             comparison = observed_against_both(scenario, predicted, observed, no_model)
         if not comparison.agrees:
             raise ScenarioMismatch(comparison.render())

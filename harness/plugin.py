@@ -19,6 +19,8 @@ from harness.collect import (
     refuse_duplicate_names,
 )
 from harness.discover import SUFFIXES, why_not_a_scenario
+from harness.html.pytest_report import DEFAULT_PATH as DEFAULT_REPORT
+from harness.html.pytest_report import HtmlReport
 from harness.kueue_gates import GateError, parse_gates
 
 # The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model).
@@ -48,6 +50,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "whatever backend the scenarios use (default: off; --cluster=local, kind or existing "
         "runs them too)",
     )
+    group.addoption(
+        "--kth-report",
+        default=None,
+        metavar="PATH",
+        help="write the HTML report of the scenarios (a rack-and-GPU map of each) to PATH; "
+        "an empty PATH writes none (default: run/report.html when scenarios ran)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,6 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
         found = prereqs.check()
         if found.problems:
             raise pytest.UsageError(found.message())
+    report = config.getoption("kth_report")
+    if report != "":
+        path = Path(report) if report else config.invocation_params.dir / DEFAULT_REPORT
+        config.pluginmanager.register(
+            HtmlReport(path, config.getoption("--cluster")), "kth-html-report"
+        )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
