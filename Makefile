@@ -31,7 +31,7 @@ binaries: venv
 test: binaries tools
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests \
-		--junitxml=$(RUN_DIR)/junit-test.xml $(PYTEST_ARGS)
+		--junitxml=$(RUN_DIR)/junit-test.xml --kth-report=$(RUN_DIR)/report.html $(PYTEST_ARGS)
 
 ## unit: tests that need neither Go builds nor a cluster
 unit: venv
@@ -40,7 +40,8 @@ unit: venv
 ## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim)
 e2e: binaries
 	mkdir -p $(RUN_DIR)
-	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml $(PYTEST_ARGS)
+	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml \
+		--kth-report=$(RUN_DIR)/report.html $(PYTEST_ARGS)
 
 ## examples: the example Python tests (examples/, docs/python-tests.md) on CLUSTER=local|kind|existing
 examples: binaries

@@ -92,14 +92,23 @@ def test_caches_are_keyed_on_the_pins(ci: dict[str, Any]) -> None:
         assert "harness/toolchain/pins.py" in cache["with"]["key"], name
 
 
+def _uploads(job: dict[str, Any], when: str) -> list[dict[str, Any]]:
+    return [s for s in _steps(job) if str(s.get("uses", "")).startswith(
+        "actions/upload-artifact@") and s.get("if") == when]  # fmt: skip
+
+
 def test_failures_upload_the_run_directory(ci: dict[str, Any]) -> None:
     for name, job in ci["jobs"].items():
-        uploads = [s for s in _steps(job) if str(s.get("uses", "")).startswith(
-            "actions/upload-artifact@")]  # fmt: skip
+        uploads = _uploads(job, "failure()")
         assert len(uploads) == 1, name
         (upload,) = uploads
-        assert upload["if"] == "failure()"
         assert upload["with"]["path"] == "run/"
         runs = " ".join(s.get("run", "") for s in _steps(job))
         if "make e2e" in runs or "make unit" in runs:
             assert "RUN_DIR=run" in runs, name
+
+
+def test_every_run_uploads_the_html_report(ci: dict[str, Any]) -> None:
+    for name, job in ci["jobs"].items():
+        (upload,) = _uploads(job, "always()")
+        assert "run/report.html" in upload["with"]["path"].split(), name
