@@ -7,12 +7,14 @@ predicts with the fit model or Kueue's scheduler in process, never by creating o
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.live.simulate import ENGINES
 
 
 class SnapshotDoesNotLoad(HarnessError):
@@ -32,6 +34,40 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     snap.add_argument("-o", "--output", help="file to write (default: standard output)")
     snap.add_argument("--name", default="snapshot", help="the scenario's name")
     snap.set_defaults(handler=_snapshot)
+    sim = sub.add_parser(
+        "simulate",
+        help="predict what Kueue does with manifests on a live cluster or a snapshot",
+        description="Predict, for each manifest (batch/v1 Job, JobSet, LeaderWorkerSet or "
+        "Workload), whether Kueue admits it now and where, or why it waits, and which "
+        "admitted workloads it preempts. Nothing is created on the cluster.",
+    )
+    sim.add_argument("manifests", nargs="+", metavar="MANIFEST.yaml", help="what you would apply")
+    source = sim.add_mutually_exclusive_group()
+    source.add_argument(
+        "--kubeconfig",
+        help="snapshot this cluster first (default: $KUBECONFIG unless --from is given)",
+    )
+    source.add_argument(
+        "--from",
+        dest="snapshot",
+        metavar="SNAPSHOT.yaml",
+        help="a file written by `snapshot` (or any version-2 scenario)",
+    )
+    sim.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    sim.add_argument(
+        "-n",
+        "--namespace",
+        help="namespace of manifests that name none (default: the context's, else default)",
+    )
+    sim.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fit",
+        help="fit: the fit model; sim: Kueue's own scheduler in process",
+    )
+    sim.add_argument("--format", choices=("text", "json"), default="text", help="output form")
+    sim.add_argument("--explain", action="store_true", help="why it waits (not built yet)")
+    sim.set_defaults(handler=_simulate)
 
 
 def _cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -79,3 +115,56 @@ def _snapshot(args: argparse.Namespace) -> int:
             f"the snapshot does not load as a scenario ({err}); please report it"
         ) from None
     return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from harness.live import manifests, simulate
+    from harness.live.submissions import Cluster, submissions
+
+    data, file, namespace = _snapshot_data(args)
+    read = [m for path in args.manifests for m in manifests.read(Path(path))]
+    subs = submissions(read, Cluster.of(data), args.namespace or namespace)
+    started = time.monotonic()
+    predictions = simulate.predict(data, subs, args.engine, file)
+    if args.format == "json":
+        print(json.dumps(simulate.to_json(predictions), indent=2))
+    else:
+        print(simulate.render_text(predictions))
+    print(
+        f"simulate: {len(subs)} workload(s) predicted by the {args.engine} engine in "
+        f"{time.monotonic() - started:.2f}s",
+        file=sys.stderr,
+    )
+    if args.explain:
+        print("simulate: --explain is not built yet (issue 12, item 3)", file=sys.stderr)
+    return 0
+
+
+def _snapshot_data(args: argparse.Namespace) -> tuple[dict[str, Any], str, str]:
+    """Scenario data to simulate on, its name for messages, and the default namespace."""
+    from harness.kube import Kube
+    from harness.live.cluster_read import read_cluster
+    from harness.live.snapshot import snapshot
+    from harness.strict_yaml import parse_yaml
+
+    if args.snapshot:
+        try:
+            text = Path(args.snapshot).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise HarnessError(f"{args.snapshot}: cannot read: {err}") from None
+        data = parse_yaml(text, args.snapshot)
+        if not isinstance(data, dict) or "clusterQueues" not in data:
+            raise HarnessError(
+                f"{args.snapshot}: not a version-2 scenario (no clusterQueues): write one "
+                "with `python -m harness snapshot`"
+            )
+        return data, args.snapshot, "default"
+    kube = Kube(args.kubeconfig, context=args.context)
+    try:
+        state = read_cluster(kube)
+    finally:
+        kube.close()
+    snap = snapshot(state)
+    for line in snap.gaps.lines:
+        print(f"simulate: not represented: {line}", file=sys.stderr)
+    return snap.data, f"snapshot of {kube.host}", kube.access.namespace

@@ -172,16 +172,23 @@ def _priority_class(wl: Obj, world: World, gaps: Gaps) -> str | None:
         return str(name)
     if not name and value == 0:
         return None
-    synthetic = f"priority-{value}" if value >= 0 else f"priority-minus-{-value}"
-    if world.priority_classes.get(synthetic, value) != value:
-        synthetic = naming.unique_label(synthetic, set(world.priority_classes))
-    world.priority_classes[synthetic] = value
+    synthetic = class_for_value(value, world.priority_classes)
     source = f"{ref.get('kind', 'class')} {name}" if name else "no class"
     gaps.add(
         f"priority {value} ({source}) has no WorkloadPriorityClass of that value: written as "
         f"WorkloadPriorityClass {synthetic}"
     )
     return synthetic
+
+
+def class_for_value(value: int, classes: dict[str, int]) -> str:
+    """A WorkloadPriorityClass of this value, named after it (priority-50, priority-minus-5),
+    added to `classes` (name -> value) unless one of that name and value is there."""
+    name = f"priority-{value}" if value >= 0 else f"priority-minus-{-value}"
+    if classes.get(name, value) != value:
+        name = naming.unique_label(name, set(classes))
+    classes[name] = value
+    return name
 
 
 def _admitted_pod_sets(entry: Obj, admission: Mapping[str, Any], world: World) -> None:

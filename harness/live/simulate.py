@@ -1,0 +1,116 @@
+"""`python -m harness simulate`: what Kueue would do with a user's manifests on a snapshotted
+cluster, without creating anything.
+
+The snapshot's pending Workloads stay queued ahead; each manifest's Workload is then
+submitted in order as a `submit` step (contract v2: each settles before the next), so the
+preemptions a manifest causes are told apart from the next one's. The answer per manifest
+is its state once all have settled: admitted or pending, flavor and placement per pod set,
+Kueue's pending message, and the admitted Workloads it preempted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.live.submissions import Submission
+from harness.loader import scenario_from_data
+from harness.outcome import Outcome
+from harness.scenario import Scenario
+
+ENGINES = ("fit", "sim")
+NOT_SEEN = Outcome(admitted=False)
+
+
+@dataclass
+class Prediction:
+    outcome: Outcome
+    preempts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        o = self.outcome
+        out: dict[str, Any] = {
+            "admitted": o.admitted,
+            "flavors": dict(o.flavors),
+            "placement": {ps: dict(sorted(d.items())) for ps, d in o.placement.items()},
+            "preempts": list(self.preempts),
+            "message": o.message,
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+def scenario(snapshot: Mapping[str, Any], subs: Sequence[Submission], file: str) -> Scenario:
+    """The snapshot with every submission as a `submit` step, in order."""
+    data = {k: copy.deepcopy(v) for k, v in snapshot.items() if k not in ("expect", "steps")}
+    data["steps"] = [{"submit": s.workload} for s in subs if s.workload is not None]
+    return scenario_from_data(data, file)
+
+
+def run_engine(s: Scenario, engine: str) -> list[dict[str, Outcome]]:
+    """Outcomes after the snapshot settled, then after each step."""
+    if engine == "sim":
+        from harness.sim_backend import SimBackend
+
+        backend = SimBackend()
+        try:
+            seen = backend.run(s)
+        finally:
+            backend.close()
+        return [seen.outcomes, *seen.steps]
+    from harness.fit import fit
+
+    result = fit(s)
+    return [result.outcomes, *result.steps]
+
+
+def predict(
+    snapshot: Mapping[str, Any], subs: Sequence[Submission], engine: str, file: str
+) -> dict[str, Prediction]:
+    """Each submission's prediction, keyed by manifest name (NAME/GROUP for LWS groups)."""
+    states = run_engine(scenario(snapshot, subs, file), engine)
+    cluster_names = dict((snapshot.get("x-snapshot") or {}).get("workloads") or {})
+    shown = {**cluster_names, **{s.workload["name"]: s.key for s in subs if s.workload}}
+    out: dict[str, Prediction] = {}
+    step = 0
+    for sub in subs:
+        if sub.workload is None:
+            assert sub.outcome is not None
+            out[sub.key] = Prediction(sub.outcome, notes=list(sub.notes))
+            continue
+        step += 1
+        before, after = states[step - 1], states[step]
+        victims = [
+            shown.get(n, n)
+            for n, o in after.items()
+            if o.preempted and not before.get(n, NOT_SEEN).preempted
+        ]
+        final = states[-1].get(sub.workload["name"], NOT_SEEN)
+        out[sub.key] = Prediction(final, sorted(victims), list(sub.notes))
+    return out
+
+
+def to_json(predictions: Mapping[str, Prediction]) -> dict[str, Any]:
+    return {key: p.to_json() for key, p in predictions.items()}
+
+
+def render_text(predictions: Mapping[str, Prediction]) -> str:
+    lines = []
+    for key, p in predictions.items():
+        o = p.outcome
+        if o.admitted:
+            flavors = sorted(set(o.flavors.values()))
+            lines.append(f"{key}: admitted" + (f" on {', '.join(flavors)}" if flavors else ""))
+            for pod_set, per_domain in o.placement.items():
+                spread = ", ".join(f"{d}={n}" for d, n in sorted(per_domain.items()))
+                lines.append(f"  {pod_set}: {spread}")
+        else:
+            lines.append(f"{key}: pending: {o.message or '(no message: not evaluated yet)'}")
+        if p.preempts:
+            lines.append(f"  preempts: {', '.join(p.preempts)}")
+        lines += [f"  note: {n}" for n in p.notes]
+    return "\n".join(lines)
