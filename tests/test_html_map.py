@@ -11,6 +11,7 @@ import yaml
 
 from harness.backends import Observation
 from harness.fit import fit
+from harness.html import outcomes_page
 from harness.html.fragmentation import largest_free
 from harness.html.palette import Palette
 from harness.html.results import scenario_result
@@ -273,3 +274,12 @@ def test_a_backend_column_shows_kueues_message_and_the_fit_models_verdict() -> N
     assert ">Kueue (sim)</h4>" in html and ">fit model</h4>" not in html  # they agree on nodes
     assert "no longer fits after processing another workload<br>" in html
     assert "fit model: pending: topology &quot;t&quot; allows to fit only 4 out of 9 pod(s)" in html
+
+
+def test_any_backends_outcomes_draw_on_the_scenarios_cluster() -> None:
+    """outcomes_page: what `harness simulate --format html` calls with a snapshot."""
+    scenario = load(RACKS)
+    seen = {"train": Outcome(True, {"main": {"gpu-5": 2}}), "huge": Outcome(False, message="no")}
+    page = outcomes_page(scenario, seen, label="sim")
+    assert page.startswith("<!DOCTYPE html>") and ">Kueue (sim)</h4>" in page
+    assert "train: 2 pod(s), 2 nvidia.com/gpu" in page and "<b>huge</b>: pending: no" in page
