@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness import progress
-from harness.backends import BackendError, Observation, Unsupported
+from harness.backends import BackendError, Observation
 from harness.errors import HarnessError
 from harness.kueue_gates import parse_gates
 from harness.outcome import Outcome
@@ -42,8 +42,6 @@ class SimBackend:
         self._sim: SimProcess | None = None
 
     def run(self, scenario: Scenario) -> Observation:
-        if missing := scenario.version2_features():
-            raise Unsupported(f"the sim does not run version-2 scenarios yet: {', '.join(missing)}")
         if self._sim is None:
             self._sim = SimProcess()
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))

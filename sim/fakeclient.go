@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -31,11 +34,12 @@ var decoder = serializer.NewCodecFactory(scheme).UniversalDecoder()
 
 // newFakeClient is the API server stand-in: it holds the Workloads, queues and the
 // namespace the scheduler reads and patches. It carries the field indexes Kueue's cache
-// lists by, and a status subresource for the objects Kueue patches.
-func newFakeClient() (client.WithWatch, error) {
+// lists by, and a status subresource for the objects Kueue patches. Every Workload status
+// write goes through writes (see statusWrites).
+func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	// A plain object tracker: the default one tracks managed fields and rebuilds a REST
 	// mapper of the whole scheme on every call, which would dominate the sim's run time;
-	// server-side apply is turned into a merge patch below, so no field manager is needed.
+	// server-side apply is emulated below, so no field manager is needed.
 	tracker := clienttesting.NewObjectTracker(scheme, decoder)
 	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker)}
 	// The same field indexes Kueue's manager registers at start-up.
@@ -44,7 +48,7 @@ func newFakeClient() (client.WithWatch, error) {
 	}
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: applyAsMergePatch}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: writes.patch}).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}).
 		Build(), nil
 }
@@ -57,23 +61,80 @@ func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 	return nil
 }
 
-// applyAsMergePatch lets the fake client take Kueue's server-side-apply status patches:
-// the fake client has no field management for CRDs, and a strategic merge of the
-// applied object yields the same status for a single writer.
-func applyAsMergePatch(ctx context.Context, c client.Client, sub string, obj client.Object,
-	patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if patch.Type() != types.ApplyPatchType {
-		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-	}
-	kept := make([]client.SubResourcePatchOption, 0, len(opts))
-	for _, o := range opts {
-		if o != client.ForceOwnership {
-			kept = append(kept, o)
-		}
-	}
-	return c.SubResource(sub).Patch(ctx, obj, strategicPatch{patch}, kept...)
+// statusWrite is one stored change of a Workload's status: what an informer would deliver
+// to Kueue's controllers as an update event.
+type statusWrite struct{ old, new *kueue.Workload }
+
+// statusWrites records every Workload status write in order, and tells the cycle hook when
+// an admission's write has returned.
+type statusWrites struct {
+	hook *cycleHook
+
+	mu     sync.Mutex
+	stored []statusWrite
 }
 
-type strategicPatch struct{ client.Patch }
+// take returns the writes recorded since the last call.
+func (w *statusWrites) take() []statusWrite {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.stored
+	w.stored = nil
+	return out
+}
 
-func (strategicPatch) Type() types.PatchType { return types.StrategicMergePatchType }
+func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, obj client.Object,
+	patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	wl, ok := obj.(*kueue.Workload)
+	if !ok || sub != "status" {
+		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	}
+	old := &kueue.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
+		w.admissionDone(wl, old)
+		return err
+	}
+	var err error
+	if patch.Type() == types.ApplyPatchType {
+		err = applyStatus(ctx, c, wl)
+	} else {
+		err = c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	}
+	if err == nil {
+		w.mu.Lock()
+		w.stored = append(w.stored, statusWrite{old: old, new: wl.DeepCopy()})
+		w.mu.Unlock()
+	}
+	w.admissionDone(wl, old)
+	return err
+}
+
+// admissionDone tells the hook that a write setting an admission returned.
+func (w *statusWrites) admissionDone(written, old *kueue.Workload) {
+	if written.Status.Admission != nil && old.Status.Admission == nil {
+		w.hook.admissionWritten()
+	}
+}
+
+// applyStatus stores a server-side apply of a Workload's status. Kueue writes every
+// admission-related status field by apply under one field manager (kueue-admission,
+// pkg/workload/patching) and is the only status writer here, so it owns every field the
+// status has: an apply sets exactly the fields the applied object carries and removes the
+// others (that is how an eviction's apply without `admission` clears it). A resourceVersion
+// in the applied object must match, as for the API server.
+func applyStatus(ctx context.Context, c client.Client, applied *kueue.Workload) error {
+	current := &kueue.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(applied), current); err != nil {
+		return err
+	}
+	if applied.ResourceVersion != "" && applied.ResourceVersion != current.ResourceVersion {
+		return apierrors.NewConflict(kueue.Resource("workloads"), applied.Name,
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	current.Status = *applied.Status.DeepCopy()
+	if err := c.Status().Update(ctx, current); err != nil {
+		return err
+	}
+	current.DeepCopyInto(applied)
+	return nil
+}

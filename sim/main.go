@@ -31,8 +31,12 @@ type Result struct {
 	Admitted  bool                          `json:"admitted"`
 	Rejected  bool                          `json:"rejected,omitempty"`
 	Placement *orderedMap[map[string]int32] `json:"placement,omitempty"`
-	Message   *string                       `json:"message,omitempty"`
-	note      string                        // why the outcome is unusual; goes to Line.Notes
+	// Flavors: pod set -> the ResourceFlavor it was admitted on.
+	Flavors *orderedMap[string] `json:"flavors,omitempty"`
+	Message *string             `json:"message,omitempty"`
+	// Preempted: the workload was evicted by preemption at some time.
+	Preempted bool   `json:"preempted,omitempty"`
+	note      string // why the outcome is unusual; goes to Line.Notes
 }
 
 // Line is one line of output.
@@ -145,23 +149,35 @@ func failed(name string, outcome *orderedMap[Result], err error) Line {
 	return Line{Name: name, Outcome: outcome, Error: &msg}
 }
 
-// runScenario submits the workloads one at a time, in file order, each settling before
-// the next: an admitted workload's usage is seen by the ones after it.
+// runScenario creates the admitted workloads, then submits the others one at a time, in
+// file order, each settling (with everything it sets off) before the next: an admitted
+// workload's usage is seen by the ones after it. Every outcome is re-read after each
+// submission and step: a later one may preempt or admit an earlier workload.
 func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 	steps *[]*orderedMap[Result], log logr.Logger, timeout time.Duration) error {
-	c, err := startCluster(ctx, sc, log)
+	takePanic() // a panic left by an earlier scenario is not this one's
+	c, err := startCluster(ctx, sc, log, timeout)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
+	for i := range sc.Admitted {
+		outcome.set(sc.Admitted[i].Name, Result{})
+	}
+	if err := c.settle(ctx); err != nil {
+		return err
+	}
+	if err := c.refresh(ctx, outcome); err != nil {
+		return err
+	}
 	for i := range sc.Workloads {
-		if err := c.submitSpec(ctx, sc, &sc.Workloads[i], outcome, timeout); err != nil {
+		if err := c.submitSpec(ctx, sc, &sc.Workloads[i], outcome); err != nil {
 			return err
 		}
 	}
 	*steps = append(*steps, outcome.clone()) // the state after submission, before any step
 	for i := range sc.Steps {
-		if err := c.applyStep(ctx, sc, &sc.Steps[i], outcome, timeout); err != nil {
+		if err := c.applyStep(ctx, sc, &sc.Steps[i], outcome); err != nil {
 			return fmt.Errorf("steps[%d] %s: %w", i, sc.Steps[i].Action, err)
 		}
 		if err := c.refresh(ctx, outcome); err != nil {
@@ -172,11 +188,19 @@ func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 	return nil
 }
 
-// submitSpec runs one workload through the Job webhook's checks and, if accepted,
-// through the scheduler, recording its outcome.
+// submitSpec builds the Workload the Job integration would create (the Job webhook's
+// checks, the priority, the Workload webhook) and, if accepted, runs it through the
+// scheduler, then re-reads every outcome.
 func (c *cluster) submitSpec(ctx context.Context, sc *Scenario, spec *WorkloadSpec,
-	outcome *orderedMap[Result], timeout time.Duration) error {
-	wl, err := buildWorkload(spec, !sc.SimOptions.SkipWebhook)
+	outcome *orderedMap[Result]) error {
+	validate := !sc.SimOptions.SkipWebhook
+	wl, err := buildWorkload(spec, validate)
+	if err == nil {
+		err = c.preparePriority(ctx, wl, spec.PriorityClass)
+	}
+	if err == nil && validate {
+		err = validateWorkload(wl)
+	}
 	var rej *rejection
 	if errors.As(err, &rej) {
 		msg := rej.message
@@ -186,10 +210,10 @@ func (c *cluster) submitSpec(ctx context.Context, sc *Scenario, spec *WorkloadSp
 	if err != nil {
 		return fmt.Errorf("workload %s: %w", spec.Name, err)
 	}
-	res, err := c.submit(ctx, wl, timeout)
+	res, err := c.submit(ctx, wl)
 	if err != nil {
 		return err
 	}
 	outcome.set(spec.Name, res)
-	return nil
+	return c.refresh(ctx, outcome)
 }

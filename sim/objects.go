@@ -2,145 +2,109 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/webhooks"
 )
 
-// Names of the objects every scenario gets. The flavor name shows in quota messages
-// ("... in flavor gpu-topology, 2 more needed"); without flavor.name it is the topology's
-// name, as the harness's loader defaults it.
 const (
-	namespace        = "default"
-	clusterQueueName = "tas-cq"
-	localQueueName   = "tas-lq"
-	hostnameLabel    = corev1.LabelHostname
+	namespace     = "default"
+	hostnameLabel = corev1.LabelHostname
 	// podIndexLabel is what Kueue's batch/v1 Job integration passes to the topology
 	// request builder (Job.PodSets): each completion index gets its own rank.
 	podIndexLabel = "batch.kubernetes.io/job-completion-index"
 )
 
-func flavorName(sc *Scenario) string {
-	if sc.Flavor != nil && sc.Flavor.Name != "" {
-		return sc.Flavor.Name
-	}
-	return sc.Topology.Name
-}
-
-func buildTopology(sc *Scenario) *kueue.Topology {
-	levels := make([]kueue.TopologyLevel, 0, len(sc.Topology.Levels))
-	for _, l := range sc.Topology.Levels {
+func buildTopology(t *TopologySpec) *kueue.Topology {
+	levels := make([]kueue.TopologyLevel, 0, len(t.Levels))
+	for _, l := range t.Levels {
 		levels = append(levels, kueue.TopologyLevel{NodeLabel: l})
 	}
 	return &kueue.Topology{
-		ObjectMeta: metav1.ObjectMeta{Name: sc.Topology.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: t.Name},
 		Spec:       kueue.TopologySpec{Levels: levels},
 	}
 }
 
-func buildFlavor(sc *Scenario) *kueue.ResourceFlavor {
+// buildFlavor makes the ResourceFlavor and checks it as Kueue's ResourceFlavor webhook does.
+func buildFlavor(f *FlavorSpec) (*kueue.ResourceFlavor, error) {
 	rf := &kueue.ResourceFlavor{
-		ObjectMeta: metav1.ObjectMeta{Name: flavorName(sc)},
-		Spec: kueue.ResourceFlavorSpec{
-			TopologyName: ptr.To(kueue.TopologyReference(sc.Topology.Name)),
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: f.Name},
+		Spec:       *f.ResourceFlavorSpec.DeepCopy(),
 	}
-	if sc.Flavor != nil {
-		rf.Spec.NodeLabels = sc.Flavor.NodeLabels
-		rf.Spec.Tolerations = sc.Flavor.Tolerations
+	if errs := webhooks.ValidateResourceFlavor(rf); len(errs) > 0 {
+		return nil, fmt.Errorf("ResourceFlavor %s: %w", f.Name, errs.ToAggregate())
 	}
-	return rf
+	return rf, nil
 }
 
-// buildClusterQueue makes the one ClusterQueue: a single resource group with the TAS
-// flavor, covering every resource the queue lists or any workload requests. Listed
-// resources get their nominal quota; the others get exactly the sum of all workloads'
-// requests (those submitted by steps included), which is enough for all of them. "pods" is covered only when listed, as in
-// a ClusterQueue that does not list it (Kueue then does not count pods against quota).
-func buildClusterQueue(sc *Scenario) *kueue.ClusterQueue {
-	totals := map[corev1.ResourceName]resource.Quantity{}
-	all := slices.Clone(sc.Workloads)
-	for _, st := range sc.Steps {
-		if st.Workload != nil {
-			all = append(all, *st.Workload)
-		}
+// buildClusterQueue makes the ClusterQueue with the defaults its CRD would fill in (this
+// object never passes an API server) and checks it as Kueue's ClusterQueue webhook does.
+// namespaceSelector {} admits workloads of every namespace: Kueue reads a missing selector
+// as matching none.
+func buildClusterQueue(spec *ClusterQueueSpec) (*kueue.ClusterQueue, error) {
+	cq := &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name},
+		Spec:       *spec.ClusterQueueSpec.DeepCopy(),
 	}
-	for _, wl := range all {
-		for _, ps := range wl.PodSets {
-			for name, q := range ps.Requests {
-				t := totals[name]
-				t.Add(times(q, int64(ps.Count)))
-				totals[name] = t
-			}
-		}
+	s := &cq.Spec
+	if s.QueueingStrategy == "" {
+		s.QueueingStrategy = kueue.BestEffortFIFO
 	}
-	var listed ResourceMap
-	if sc.Queue != nil {
-		listed = sc.Queue.NominalQuota
+	if s.NamespaceSelector == nil {
+		s.NamespaceSelector = &metav1.LabelSelector{}
 	}
-	names := make([]corev1.ResourceName, 0, len(totals)+len(listed))
-	for n := range totals {
-		names = append(names, n)
+	if s.FlavorFungibility == nil {
+		s.FlavorFungibility = &kueue.FlavorFungibility{}
 	}
-	for n := range listed {
-		if _, ok := totals[n]; !ok {
-			names = append(names, n)
-		}
+	if s.FlavorFungibility.WhenCanBorrow == "" {
+		s.FlavorFungibility.WhenCanBorrow = kueue.MayStopSearch
 	}
-	slices.Sort(names)
-	quotas := make([]kueue.ResourceQuota, 0, len(names))
-	for _, n := range names {
-		q, ok := listed[n]
-		if !ok {
-			q = totals[n]
-		}
-		quotas = append(quotas, kueue.ResourceQuota{Name: n, NominalQuota: q.DeepCopy()})
+	if s.FlavorFungibility.WhenCanPreempt == "" {
+		s.FlavorFungibility.WhenCanPreempt = kueue.TryNextFlavor
 	}
-	return &kueue.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: clusterQueueName},
-		Spec: kueue.ClusterQueueSpec{
-			ResourceGroups: []kueue.ResourceGroup{{
-				CoveredResources: names,
-				Flavors: []kueue.FlavorQuotas{{
-					Name:      kueue.ResourceFlavorReference(flavorName(sc)),
-					Resources: quotas,
-				}},
-			}},
-			// The CRD defaults, spelled out: this object never passes an API server.
-			QueueingStrategy:  kueue.BestEffortFIFO,
-			NamespaceSelector: &metav1.LabelSelector{},
-			FlavorFungibility: &kueue.FlavorFungibility{
-				WhenCanBorrow:  kueue.MayStopSearch,
-				WhenCanPreempt: kueue.TryNextFlavor,
-			},
-			Preemption: &kueue.ClusterQueuePreemption{
-				ReclaimWithinCohort: kueue.PreemptionPolicyNever,
-				WithinClusterQueue:  kueue.PreemptionPolicyNever,
-			},
-			StopPolicy: ptr.To(kueue.None),
-		},
+	if s.Preemption == nil {
+		s.Preemption = &kueue.ClusterQueuePreemption{}
 	}
+	if s.Preemption.WithinClusterQueue == "" {
+		s.Preemption.WithinClusterQueue = kueue.PreemptionPolicyNever
+	}
+	if s.Preemption.ReclaimWithinCohort == "" {
+		s.Preemption.ReclaimWithinCohort = kueue.PreemptionPolicyNever
+	}
+	if s.Preemption.BorrowWithinCohort == nil {
+		s.Preemption.BorrowWithinCohort = &kueue.BorrowWithinCohort{}
+	}
+	if s.Preemption.BorrowWithinCohort.Policy == "" {
+		s.Preemption.BorrowWithinCohort.Policy = kueue.BorrowWithinCohortPolicyNever
+	}
+	if s.StopPolicy == nil {
+		s.StopPolicy = ptr.To(kueue.None)
+	}
+	if errs := webhooks.ValidateClusterQueue(cq); len(errs) > 0 {
+		return nil, fmt.Errorf("ClusterQueue %s: %w", spec.Name, errs.ToAggregate())
+	}
+	return cq, nil
 }
 
-func times(q resource.Quantity, n int64) resource.Quantity {
-	out := resource.Quantity{Format: q.Format}
-	for range n {
-		out.Add(q)
-	}
-	return out
-}
-
-func buildLocalQueue() *kueue.LocalQueue {
+// buildLocalQueue makes the LocalQueue of a ClusterQueue: same name, namespace default.
+func buildLocalQueue(cq string) *kueue.LocalQueue {
 	return &kueue.LocalQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: localQueueName, Namespace: namespace},
-		Spec:       kueue.LocalQueueSpec{ClusterQueue: clusterQueueName},
+		ObjectMeta: metav1.ObjectMeta{Name: cq, Namespace: namespace},
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
+	}
+}
+
+func buildPriorityClass(pc *PriorityClassSpec) *kueue.WorkloadPriorityClass {
+	return &kueue.WorkloadPriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: pc.Name},
+		Value:      pc.Value,
 	}
 }
 

@@ -3,25 +3,37 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
+	"sigs.k8s.io/kueue/pkg/webhooks"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
+
+// maxCycles bounds the scheduling cycles one submission or step may take before the sim
+// reports that Kueue never came to rest.
+const maxCycles = 1000
 
 // cluster is one scenario's Kueue: fresh caches, queues, fake API server and a running
 // scheduler loop. Nothing is shared between scenarios except Kueue's feature gates.
@@ -30,63 +42,101 @@ type cluster struct {
 	cache    *schdcache.Cache
 	queues   *qcache.Manager
 	requeuer interface{ ProcessRequeues(context.Context) int }
-	rec      *recorder
+	clock    *clocktesting.FakeClock
+	hook     *cycleHook
+	writes   *statusWrites
 	cancel   context.CancelFunc
 	log      logr.Logger
+	timeout  time.Duration
 
-	flavor    *kueue.ResourceFlavor
-	levels    []string
+	cqs       map[string]*kueue.ClusterQueue
 	nodes     map[string]*NodeSpec
 	usagePods map[string][]client.ObjectKey // usage name -> its pods
 	usageNode map[string]string             // usage name -> node
-	hashes    map[string]workload.EquivalenceHash
-	epoch     time.Time // creation time of the first workload
-	submitted int       // workloads created so far
+	created   sets.Set[string]              // workloads that exist (not refused)
+	// notes say why a workload's outcome is unusual (see Result.note).
+	notes map[string]string
 	// stuck names a workload whose admission a real API server would refuse (see read);
 	// Kueue retries it at the head of the queue every cycle, so nothing behind it is popped.
 	stuck string
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
-// controllers would (nodes and non-TAS pods to the TAS cache; flavor, topology,
-// ClusterQueue and LocalQueue to the cache and queue manager), then starts the
-// scheduler loop with scheduler.Start, Kueue's exported entry point.
-func startCluster(parent context.Context, sc *Scenario, log logr.Logger) (*cluster, error) {
+// controllers would (nodes and non-TAS pods to the TAS cache; flavors, topologies,
+// ClusterQueues and LocalQueues to the cache and queue manager; admitted workloads to the
+// cache), then starts the scheduler loop with scheduler.Start, Kueue's exported entry
+// point, and waits until it stands at the start of its first cycle.
+func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout time.Duration) (*cluster, error) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(parent, log))
-	cl, err := newFakeClient()
+	clock := clocktesting.NewFakeClock(startTime(sc))
+	hook := newCycleHook(clock, ctx.Done())
+	writes := &statusWrites{hook: hook}
+	cl, err := newFakeClient(writes)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	c := &cluster{
-		client: cl, rec: newRecorder(), cancel: cancel, log: log,
-		nodes: map[string]*NodeSpec{}, usagePods: map[string][]client.ObjectKey{},
-		usageNode: map[string]string{}, hashes: map[string]workload.EquivalenceHash{},
-		epoch: time.Now().Truncate(time.Second),
+		client: cl, clock: clock, hook: hook, writes: writes, cancel: cancel, log: log,
+		timeout: timeout, cqs: map[string]*kueue.ClusterQueue{}, nodes: map[string]*NodeSpec{},
+		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
+		notes: map[string]string{}, created: sets.New[string](),
+	}
+	fail := func(err error) (*cluster, error) {
+		cancel()
+		return nil, err
 	}
 	if err := c.setup(ctx, sc); err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
-	current.Store(c.rec)
+	for i := range sc.Admitted {
+		if err := c.addAdmitted(ctx, &sc.Admitted[i]); err != nil {
+			return fail(fmt.Errorf("admitted[%d] %s: %w", i, sc.Admitted[i].Name, err))
+		}
+	}
 	expectations := preemptexpectations.New()
-	// NewManagerForUnitTests gives a manager whose inadmissible-workload requeuer only
-	// records requests: a pending workload stays pending instead of being retried on a
-	// timer, which the one-at-a-time contract asks for and keeps runs deterministic.
-	// Its requeuer also lets steps retry inadmissible workloads exactly when asked to.
+	// NewManagerForUnitTestsWithRequeuer gives a manager whose inadmissible-workload
+	// requeuer only records requests until ProcessRequeues: flushes take effect between
+	// two scheduling cycles, where the controllers act (see deliver).
 	c.queues, c.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(c.client, c.cache,
 		qcache.WithPreemptionExpectations(expectations))
+	// Adding a LocalQueue makes the queue manager adopt the Workloads that already name it,
+	// the admitted ones included, as when Kueue starts over existing objects: deleting or
+	// evicting one of them later flushes its cohort's inadmissible workloads, as it does
+	// for every workload Kueue has seen pending.
 	if err := c.addQueues(ctx, sc); err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
-	s := scheduler.New(c.queues, c.cache, c.client, c.rec, scheduler.WithPreemptionExpectations(expectations))
+	s := scheduler.New(c.queues, c.cache, c.client, recorder{},
+		scheduler.WithPreemptionExpectations(expectations), scheduler.WithClock(nil, clock))
 	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
-	if err := s.Start(ctx); err != nil {
-		cancel()
-		return nil, err
+	if err := s.Start(ctrl.LoggerInto(ctx, hookedLogger(hook, log))); err != nil {
+		return fail(err)
+	}
+	if err := hook.awaitBoundary(timeout); err != nil {
+		return fail(fmt.Errorf("starting the scheduler: %w", err))
 	}
 	return c, nil
+}
+
+// startTime is where the scenario's clock starts: now, or just after the last reservation
+// of the admitted workloads if that is later.
+func startTime(sc *Scenario) time.Time {
+	start := time.Now().Truncate(time.Second)
+	for i := range sc.Admitted {
+		if t, ok := reservedAt(&sc.Admitted[i]); ok && !t.Before(start) {
+			start = t.Add(time.Second)
+		}
+	}
+	return start
+}
+
+func reservedAt(a *AdmittedSpec) (time.Time, bool) {
+	cond := apimeta.FindStatusCondition(a.Status.Conditions, kueue.WorkloadQuotaReserved)
+	if cond == nil {
+		return time.Time{}, false
+	}
+	return cond.LastTransitionTime.Time, true
 }
 
 func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
@@ -99,20 +149,38 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 	for i := range sc.Usage {
 		c.addUsage(fmt.Sprintf("usage-%d", i), &sc.Usage[i])
 	}
-	c.flavor, c.levels = buildFlavor(sc), sc.Topology.Levels
-	c.cache.AddOrUpdateResourceFlavor(c.log, c.flavor)
-	c.cache.AddOrUpdateTopology(c.log, buildTopology(sc))
-	cq := buildClusterQueue(sc)
-	if err := c.client.Create(ctx, cq); err != nil {
-		return fmt.Errorf("creating ClusterQueue: %w", err)
+	for i := range sc.ResourceFlavors {
+		rf, err := buildFlavor(&sc.ResourceFlavors[i])
+		if err != nil {
+			return err
+		}
+		c.cache.AddOrUpdateResourceFlavor(c.log, rf)
 	}
-	lq := buildLocalQueue()
-	if err := c.client.Create(ctx, lq); err != nil {
-		return fmt.Errorf("creating LocalQueue: %w", err)
+	for i := range sc.Topologies {
+		c.cache.AddOrUpdateTopology(c.log, buildTopology(&sc.Topologies[i]))
 	}
-	// The cache picks up the LocalQueue from the client when the ClusterQueue arrives.
-	if err := c.cache.AddClusterQueue(ctx, cq); err != nil {
-		return fmt.Errorf("adding ClusterQueue to the cache: %w", err)
+	for i := range sc.WorkloadPriorityClasses {
+		if err := c.client.Create(ctx, buildPriorityClass(&sc.WorkloadPriorityClasses[i])); err != nil {
+			return fmt.Errorf("creating WorkloadPriorityClass: %w", err)
+		}
+	}
+	for i := range sc.ClusterQueues {
+		cq, err := buildClusterQueue(&sc.ClusterQueues[i])
+		if err != nil {
+			return err
+		}
+		if err := c.client.Create(ctx, cq); err != nil {
+			return fmt.Errorf("creating ClusterQueue %s: %w", cq.Name, err)
+		}
+		if err := c.client.Create(ctx, buildLocalQueue(cq.Name)); err != nil {
+			return fmt.Errorf("creating LocalQueue %s: %w", cq.Name, err)
+		}
+		// The cache picks up the LocalQueue from the client when the ClusterQueue arrives,
+		// and creates the cohort the ClusterQueue names.
+		if err := c.cache.AddClusterQueue(ctx, cq); err != nil {
+			return fmt.Errorf("adding ClusterQueue %s to the cache: %w", cq.Name, err)
+		}
+		c.cqs[cq.Name] = cq
 	}
 	return nil
 }
@@ -131,85 +199,284 @@ func (c *cluster) addUsage(prefix string, u *UsageSpec) {
 }
 
 func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
-	cq := &kueue.ClusterQueue{}
-	if err := c.client.Get(ctx, client.ObjectKey{Name: clusterQueueName}, cq); err != nil {
-		return err
+	for i := range sc.ClusterQueues {
+		cq := c.cqs[sc.ClusterQueues[i].Name]
+		if err := c.queues.AddClusterQueue(ctx, cq); err != nil {
+			return fmt.Errorf("adding ClusterQueue %s to the queue manager: %w", cq.Name, err)
+		}
+		ref := kueue.ClusterQueueReference(cq.Name)
+		if !c.cache.ClusterQueueActive(ref) {
+			_, reason, msg := c.cache.ClusterQueueReadiness(ref)
+			return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
+		}
+		if err := c.queues.AddLocalQueue(ctx, buildLocalQueue(cq.Name)); err != nil {
+			return fmt.Errorf("adding LocalQueue %s: %w", cq.Name, err)
+		}
 	}
-	if err := c.queues.AddClusterQueue(ctx, cq); err != nil {
-		return fmt.Errorf("adding ClusterQueue to the queue manager: %w", err)
-	}
-	if !c.cache.ClusterQueueActive(clusterQueueName) {
-		_, reason, msg := c.cache.ClusterQueueReadiness(clusterQueueName)
-		return fmt.Errorf("ClusterQueue is not active: %s: %s", reason, msg)
-	}
-	return c.queues.AddLocalQueue(ctx, buildLocalQueue())
+	return nil
 }
 
 func (c *cluster) stop() {
-	current.CompareAndSwap(c.rec, nil)
 	c.cancel()
 }
 
-// submit creates the workload and waits until the scheduler has settled it.
-func (c *cluster) submit(ctx context.Context, wl *kueue.Workload, timeout time.Duration) (Result, error) {
+// preparePriority sets spec.priorityClassRef and spec.priority the way Kueue's job
+// reconciler does for a Job labelled with the WorkloadPriorityClass
+// (jobframework.PrepareWorkloadPriority); without a class, the priority is the default, 0.
+func (c *cluster) preparePriority(ctx context.Context, wl *kueue.Workload, class string) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace}}
+	if class != "" {
+		job.Labels = map[string]string{controllerconstants.WorkloadPriorityClassLabel: class}
+	}
+	if err := jobframework.PrepareWorkloadPriority(ctx, c.client, job, wl, nil); err != nil {
+		return fmt.Errorf("workload %s: priority: %w", wl.Name, err)
+	}
+	return nil
+}
+
+// create stores a new Workload, its creation second the clock's current one (then the
+// clock moves on: "created in this order" never falls to UID tie-breaks), and returns it
+// as the API server stores it (empty maps and lists dropped by JSON), which is the form
+// Kueue's controllers see and hash.
+func (c *cluster) create(ctx context.Context, wl *kueue.Workload, at time.Time) (*kueue.Workload, error) {
+	wl.CreationTimestamp = metav1.NewTime(at)
+	if err := c.client.Create(ctx, wl); err != nil {
+		return nil, fmt.Errorf("creating workload %s: %w", wl.Name, err)
+	}
+	c.created.Insert(wl.Name)
+	stored := &kueue.Workload{}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
+		return nil, fmt.Errorf("reading back workload %s: %w", wl.Name, err)
+	}
+	return stored, nil
+}
+
+// addAdmitted creates a workload that already holds quota: the Workload, then its status
+// (the admission and conditions harness/admission.py built) checked by Kueue's Workload
+// webhook as an update, then what the workload controller's Create handler does for a
+// Workload with quota reserved: add it to the cache (quota and TAS usage).
+func (c *cluster) addAdmitted(ctx context.Context, spec *AdmittedSpec) error {
+	wl, err := buildWorkload(&spec.WorkloadSpec, true)
+	if err != nil {
+		return err
+	}
+	if err := c.preparePriority(ctx, wl, spec.PriorityClass); err != nil {
+		return err
+	}
+	if err := validateWorkload(wl); err != nil {
+		return err
+	}
+	at, ok := reservedAt(spec)
+	if !ok {
+		return fmt.Errorf("status has no %s condition", kueue.WorkloadQuotaReserved)
+	}
+	stored, err := c.create(ctx, wl, at)
+	if err != nil {
+		return err
+	}
+	admitted := stored.DeepCopy()
+	admitted.Status = *spec.Status.DeepCopy()
+	if errs := webhooks.ValidateWorkloadUpdate(admitted, stored); len(errs) > 0 {
+		return fmt.Errorf("Kueue's Workload webhook refuses the admission: %w", errs.ToAggregate())
+	}
+	if !workload.HasQuotaReservation(admitted) || admitted.Status.Admission == nil {
+		return fmt.Errorf("status does not reserve quota: %s=True and status.admission are needed",
+			kueue.WorkloadQuotaReserved)
+	}
+	if err := c.client.Status().Update(ctx, admitted); err != nil {
+		return fmt.Errorf("storing the admission: %w", err)
+	}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(admitted), stored); err != nil {
+		return err
+	}
+	workload.AdjustResources(ctx, c.client, stored)
+	if !c.cache.AddOrUpdateWorkload(c.log, stored) {
+		return fmt.Errorf("the cache did not take the admission to ClusterQueue %s",
+			admitted.Status.Admission.ClusterQueue)
+	}
+	return nil
+}
+
+// submit creates the workload and runs the scheduler until Kueue has done all it will
+// with it and with whatever it set off (preemptions, requeued victims).
+func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error) {
 	if c.stuck != "" {
 		empty := ""
 		return Result{Message: &empty, note: "not evaluated: queued behind " + c.stuck +
 			", which Kueue retries forever"}, nil
 	}
-	// Creation timestamps one second apart: Kueue orders pending workloads by creation time
-	// (seconds in the API), and "submitted in this order" must not depend on UID tie-breaks.
-	wl.CreationTimestamp = metav1.NewTime(c.epoch.Add(time.Duration(c.submitted) * time.Second))
-	c.submitted++
-	if err := c.client.Create(ctx, wl); err != nil {
-		return Result{}, fmt.Errorf("creating workload %s: %w", wl.Name, err)
+	stored, err := c.create(ctx, wl, c.clock.Now())
+	if err != nil {
+		return Result{}, err
 	}
-	// Kueue's controllers see the object as the API server stores it (empty maps and lists
-	// dropped by JSON), and the scheduling-equivalence hash is computed from that form.
-	stored := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
-		return Result{}, fmt.Errorf("reading back workload %s: %w", wl.Name, err)
-	}
-	wl = stored
-	// What Kueue's workload controller does with a new Workload.
-	workload.AdjustResources(ctx, c.client, wl)
-	info := workload.NewInfo(wl)
-	info.UpdateSchedulingHash(c.log)
-	c.hashes[wl.Name] = info.SchedulingHash
-	if err := c.queues.AddOrUpdateWorkload(c.log, wl); err != nil {
+	c.clock.Step(time.Second)
+	// What Kueue's workload controller does with a new Workload (Create handler).
+	workload.AdjustResources(ctx, c.client, stored)
+	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
 	}
-	// SchedulingEquivalenceHashing (on by default): a workload identical in scheduling terms
-	// to one already found inadmissible is parked as inadmissible on arrival and never
-	// reaches the scheduler, so no status is written for it (Kueue's workload controller
-	// stamps one only with UnadmittedWorkloadsExplicitStatus). Report it pending as is.
-	if _, parked := c.queues.GetNoFitReason(wl); parked {
-		return c.read(ctx, wl.Name, settled{workload: wl.Name, parked: true})
+	if err := c.settle(ctx); err != nil {
+		return Result{}, fmt.Errorf("workload %s: %w", wl.Name, err)
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		s, ok := c.rec.next(timer.C)
-		switch {
-		case !ok:
-			return Result{}, fmt.Errorf("workload %s: no admission or pending status from the scheduler within %s", wl.Name, timeout)
-		case s.panicked != "":
-			return Result{}, &kueuePanic{msg: s.panicked}
-		case s.workload == wl.Name:
-			return c.read(ctx, wl.Name, s)
+	return c.read(ctx, wl.Name)
+}
+
+// settle runs scheduling cycles until Kueue comes to rest: before each cycle the
+// controllers act on what the last one decided (deliver); Kueue is at rest when no
+// ClusterQueue has a workload to pop (every pending one is parked as inadmissible), or
+// when the state before a cycle repeats one seen since the last change (a StrictFIFO head
+// retried every cycle; if its message cycles through several, a note says so).
+func (c *cluster) settle(ctx context.Context) error {
+	seen := map[string]int{}
+	var history []map[string]string
+	for n := 0; ; n++ {
+		if err := c.deliver(ctx); err != nil {
+			return err
+		}
+		if p := takePanic(); p != "" {
+			return &kueuePanic{msg: p}
+		}
+		if len(c.queues.Dump()) == 0 {
+			return nil
+		}
+		sig, messages, err := c.signature(ctx)
+		if err != nil {
+			return err
+		}
+		if first, ok := seen[sig]; ok {
+			c.noteAlternating(history[first:])
+			return nil
+		}
+		seen[sig] = n
+		history = append(history, messages)
+		if n == maxCycles {
+			return fmt.Errorf("Kueue did not come to rest within %d scheduling cycles", maxCycles)
+		}
+		if err := c.hook.runCycle(ctx, c.timeout); err != nil {
+			if p := takePanic(); p != "" {
+				return &kueuePanic{msg: p}
+			}
+			return err
 		}
 	}
 }
 
-// dumpStatus prints every settled Workload's status to stderr (flag -dump-status).
+// signature is the state a scheduling cycle starts from: per ClusterQueue the workloads it
+// can pop (with the flavor scan each has recorded) and those parked as inadmissible, and
+// every Workload's status. Also returns each workload's pending message.
+func (c *cluster) signature(ctx context.Context) (string, map[string]string, error) {
+	var b strings.Builder
+	heaps, parked := c.queues.Dump(), c.queues.DumpInadmissible()
+	for _, name := range sortedKeys(c.cqs) {
+		ref := kueue.ClusterQueueReference(name)
+		scans := map[string]string{}
+		for _, info := range c.queues.PendingWorkloadsInfo(ref) {
+			if info.LastAssignment != nil {
+				scans[info.Obj.Name] = fmt.Sprint(info.LastAssignment.LastTriedFlavorIdx)
+			}
+		}
+		queued := refNames(heaps[ref])
+		fmt.Fprintf(&b, "cq %s heap", name)
+		for _, w := range queued {
+			fmt.Fprintf(&b, " %s%s", w, scans[w])
+		}
+		fmt.Fprintf(&b, " parked %v\n", refNames(parked[ref]))
+	}
+	var list kueue.WorkloadList
+	if err := c.client.List(ctx, &list); err != nil {
+		return "", nil, err
+	}
+	messages := map[string]string{}
+	for i := range list.Items {
+		wl := &list.Items[i]
+		fmt.Fprintf(&b, "wl %s", wl.Name)
+		for _, cond := range wl.Status.Conditions {
+			fmt.Fprintf(&b, " %s=%s/%s/%q", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		if wl.Status.Admission != nil {
+			adm, _ := json.Marshal(wl.Status.Admission)
+			b.Write(adm)
+		}
+		b.WriteByte('\n')
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&
+			cond.Status != metav1.ConditionTrue {
+			messages[wl.Name] = cond.Message
+		}
+	}
+	return b.String(), messages, nil
+}
+
+// noteAlternating records, for each workload whose pending message differs between the
+// cycles of a repeating period, that it alternates: its outcome is then whichever message
+// the period stopped at, and a cluster may show any of them.
+func (c *cluster) noteAlternating(period []map[string]string) {
+	if len(period) < 2 {
+		return
+	}
+	names := map[string]bool{}
+	for _, m := range period {
+		for name := range m {
+			names[name] = true
+		}
+	}
+	for _, name := range sortedKeys(names) {
+		var seen []string
+		for _, m := range period {
+			if msg := m[name]; !slices.Contains(seen, msg) {
+				seen = append(seen, msg)
+			}
+		}
+		if len(seen) > 1 {
+			c.notes[name] = fmt.Sprintf("its message alternates every scheduling cycle (period %d): %s",
+				len(period), strings.Join(quoteAll(seen), " | "))
+		}
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+func refNames(refs []workload.Reference) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, nameOf(r))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// nameOf turns a workload.Reference ("namespace/name") into the workload's name.
+func nameOf(ref workload.Reference) string {
+	s := string(ref)
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// dumpStatus prints every read Workload's status to stderr (flag -dump-status).
 var dumpStatus bool
 
 type kueuePanic struct{ msg string }
 
 func (p *kueuePanic) Error() string { return "Kueue panicked: " + p.msg }
 
-// read turns the Workload's status into the oracle's outcome for it.
-func (c *cluster) read(ctx context.Context, name string, s settled) (Result, error) {
+// read turns the Workload's stored status into the oracle's outcome for it.
+func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	wl := &kueue.Workload{}
 	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
 		return Result{}, fmt.Errorf("reading workload %s: %w", name, err)
@@ -219,6 +486,7 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 			fmt.Fprintf(os.Stderr, "workload %s status: %s\n", name, b)
 		}
 	}
+	res := Result{Preempted: wasPreempted(wl), note: c.notes[name]}
 	if wl.Status.Admission != nil {
 		if emptyTopologyAssignment(wl.Status.Admission) {
 			// The fake client stores what a real API server refuses: a topologyAssignment
@@ -229,20 +497,86 @@ func (c *cluster) read(ctx context.Context, name string, s settled) (Result, err
 			return Result{Message: &empty, note: "admission with an empty topology assignment: " +
 				"a real API server refuses it, so the workload never gets a status"}, nil
 		}
-		return Result{Admitted: true, Placement: placement(wl.Status.Admission)}, nil
+		res.Admitted = true
+		res.Placement = placement(wl.Status.Admission)
+		res.Flavors = c.flavorsOf(wl.Status.Admission)
+		return res, nil
 	}
-	if s.admitted {
-		return Result{}, errors.New("workload " + name + ": quota reserved but no admission in its status")
-	}
-	msg, res := s.message, Result{}
 	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
-	if cond != nil && cond.Status != metav1.ConditionTrue {
+	msg := ""
+	switch {
+	case cond != nil:
 		msg = cond.Message
-	} else if s.parked {
+		if msg == "" {
+			return Result{}, fmt.Errorf("workload %s is pending with an empty message", name)
+		}
+	case c.parked(wl):
+		// SchedulingEquivalenceHashing (on by default): a workload identical in scheduling
+		// terms to one already found inadmissible is parked as inadmissible on arrival and
+		// never reaches the scheduler, so no status is written for it (Kueue's workload
+		// controller stamps one only with UnadmittedWorkloadsExplicitStatus).
 		res.note = "not evaluated: an equivalent workload is inadmissible (SchedulingEquivalenceHashing)"
+	case c.queued(wl):
+		res.note = "not evaluated: queued behind the head of its StrictFIFO ClusterQueue"
+	default:
+		return Result{}, fmt.Errorf("workload %s has no status and is in no queue", name)
 	}
 	res.Message = &msg
 	return res, nil
+}
+
+func (c *cluster) parked(wl *kueue.Workload) bool {
+	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	return slices.Contains(c.queues.DumpInadmissible()[ref], workload.Key(wl))
+}
+
+func (c *cluster) queued(wl *kueue.Workload) bool {
+	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	return slices.Contains(c.queues.Dump()[ref], workload.Key(wl))
+}
+
+// wasPreempted: the Workload was evicted by preemption at some time (its eviction record
+// survives re-admission, where the Evicted condition turns False).
+func wasPreempted(wl *kueue.Workload) bool {
+	if wl.Status.SchedulingStats == nil {
+		return false
+	}
+	for _, e := range wl.Status.SchedulingStats.Evictions {
+		if e.Reason == kueue.WorkloadEvictedByPreemption && e.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// flavorsOf names each pod set's flavor; a pod set whose resources got flavors in several
+// resource groups lists them joined by "," in resource-group order.
+func (c *cluster) flavorsOf(adm *kueue.Admission) *orderedMap[string] {
+	out := &orderedMap[string]{}
+	cq := c.cqs[string(adm.ClusterQueue)]
+	for _, psa := range adm.PodSetAssignments {
+		var names []string
+		add := func(f kueue.ResourceFlavorReference) {
+			if !slices.Contains(names, string(f)) {
+				names = append(names, string(f))
+			}
+		}
+		if cq != nil {
+			for _, rg := range cq.Spec.ResourceGroups {
+				for _, r := range rg.CoveredResources {
+					if f, ok := psa.Flavors[r]; ok {
+						add(f)
+						break
+					}
+				}
+			}
+		}
+		for _, r := range slices.Sorted(maps.Keys(psa.Flavors)) { // any a group does not cover
+			add(psa.Flavors[r])
+		}
+		out.set(string(psa.Name), strings.Join(names, ","))
+	}
+	return out
 }
 
 // emptyTopologyAssignment reports a TAS pod set assignment that holds no domain at all.
@@ -255,12 +589,15 @@ func emptyTopologyAssignment(adm *kueue.Admission) bool {
 	return false
 }
 
-// placement decodes each pod set's topology assignment (v1beta2's compressed form) with
-// Kueue's own decoder into lowest-level domain value -> pods, summing domains that share
-// a lowest-level value.
+// placement decodes each TAS pod set's topology assignment (v1beta2's compressed form)
+// with Kueue's own decoder into lowest-level domain value -> pods, summing domains that
+// share a lowest-level value.
 func placement(adm *kueue.Admission) *orderedMap[map[string]int32] {
 	out := &orderedMap[map[string]int32]{}
 	for _, psa := range adm.PodSetAssignments {
+		if psa.TopologyAssignment == nil {
+			continue // a flavor without TAS: kube-scheduler picks the nodes
+		}
 		pods := map[string]int32{}
 		for d := range utiltas.InternalSeqFrom(psa.TopologyAssignment) {
 			if len(d.Values) > 0 {

@@ -7,21 +7,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// Scenario is one line of input: the scenario contract (scenario-format.md) in JSON form.
-// Keys the sim does not need (description, source, kueue, expect) are ignored; the
-// Python loader has validated the document already.
+// Scenario is one line of input: the scenario contract in JSON form, always as version-2
+// lists (harness/sim/contract.py desugars the version-1 shorthand first). Keys the sim does
+// not need (description, source, kueue, expect) are ignored; the Python loader has validated
+// the document already, and Kueue's own webhooks check the objects again here.
 type Scenario struct {
-	Name         string          `json:"name"`
-	FeatureGates map[string]bool `json:"featureGates"`
-	Topology     TopologySpec    `json:"topology"`
-	Flavor       *FlavorSpec     `json:"flavor"`
-	Queue        *QueueSpec      `json:"queue"`
-	Nodes        []NodeSpec      `json:"nodes"`
-	Usage        []UsageSpec     `json:"usage"`
-	Workloads    []WorkloadSpec  `json:"workloads"`
-	Steps        []StepSpec      `json:"steps"`
+	Name                    string              `json:"name"`
+	FeatureGates            map[string]bool     `json:"featureGates"`
+	Topologies              []TopologySpec      `json:"topologies"`
+	ResourceFlavors         []FlavorSpec        `json:"resourceFlavors"`
+	ClusterQueues           []ClusterQueueSpec  `json:"clusterQueues"`
+	WorkloadPriorityClasses []PriorityClassSpec `json:"workloadPriorityClasses"`
+	Nodes                   []NodeSpec          `json:"nodes"`
+	Usage                   []UsageSpec         `json:"usage"`
+	Admitted                []AdmittedSpec      `json:"admitted"`
+	Workloads               []WorkloadSpec      `json:"workloads"`
+	Steps                   []StepSpec          `json:"steps"`
 	// SimOptions are knobs of this backend only, not part of the contract.
 	SimOptions SimOptions `json:"simOptions"`
 }
@@ -38,14 +43,23 @@ type TopologySpec struct {
 	Levels []string `json:"levels"`
 }
 
+// FlavorSpec is a ResourceFlavor: its name and Kueue's own spec (nodeLabels, nodeTaints,
+// tolerations, topologyName; no topologyName = a flavor without TAS).
 type FlavorSpec struct {
-	Name        string              `json:"name"`
-	NodeLabels  map[string]string   `json:"nodeLabels"`
-	Tolerations []corev1.Toleration `json:"tolerations"`
+	Name string `json:"name"`
+	kueue.ResourceFlavorSpec
 }
 
-type QueueSpec struct {
-	NominalQuota ResourceMap `json:"nominalQuota"`
+// ClusterQueueSpec is a ClusterQueue: its name and Kueue's own spec (cohortName,
+// queueingStrategy, preemption, flavorFungibility, resourceGroups).
+type ClusterQueueSpec struct {
+	Name string `json:"name"`
+	kueue.ClusterQueueSpec
+}
+
+type PriorityClassSpec struct {
+	Name  string `json:"name"`
+	Value int32  `json:"value"`
 }
 
 type NodeSpec struct {
@@ -64,9 +78,22 @@ type UsageSpec struct {
 	Count    *int        `json:"count"`
 }
 
+// WorkloadSpec is a workload to submit: the ClusterQueue it goes to (through the LocalQueue
+// of the same name) and its WorkloadPriorityClass, if any.
 type WorkloadSpec struct {
-	Name    string       `json:"name"`
-	PodSets []PodSetSpec `json:"podSets"`
+	Name          string       `json:"name"`
+	Queue         string       `json:"queue"`
+	PriorityClass string       `json:"priorityClass"`
+	PodSets       []PodSetSpec `json:"podSets"`
+}
+
+// AdmittedSpec is a workload that holds quota before the scenario starts: the workload, and
+// the status Kueue would have written when admitting it (status.admission and the
+// QuotaReserved/Admitted conditions), built in Python by harness/admission.py so the sim and
+// the cluster runner write the same admission.
+type AdmittedSpec struct {
+	WorkloadSpec
+	Status kueue.WorkloadStatus `json:"status"`
 }
 
 type PodSetSpec struct {

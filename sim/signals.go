@@ -5,95 +5,40 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// settled tells the driver that the scheduler is done with a workload for now: it
-// reserved quota, it was put back as inadmissible, or the scheduling cycle panicked.
-type settled struct {
-	workload string
-	admitted bool
-	message  string // event note: the inadmissible message when pending
-	panicked string // non-empty when Kueue panicked
-	parked   bool   // put aside by the queue manager without a scheduling cycle
-}
+// recorder is the scheduler's events.EventRecorder. The sim reads outcomes from the
+// stored Workload status, not from events (an event is not the write), so events are
+// dropped.
+type recorder struct{}
 
-// recorder is the scheduler's events.EventRecorder. Kueue records "QuotaReserved" after
-// the admission patch succeeds and a Warning (reason Pending, or another
-// unadmitted-workload reason) after it writes QuotaReserved=False, so these events mark
-// the end of a workload's trip through the scheduler without polling.
-type recorder struct {
-	mu    sync.Mutex
-	queue []settled
-	ready chan struct{} // holds a token while queue is non-empty
-}
+func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
 
-func newRecorder() *recorder { return &recorder{ready: make(chan struct{}, 1)} }
+// lastPanic holds a panic of Kueue's scheduling loop until the driver picks it up at the
+// next cycle boundary. One scenario runs at a time.
+var lastPanic atomic.Pointer[string]
 
-func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	wl, ok := regarding.(*kueue.Workload)
-	if !ok {
-		return
+// takePanic returns the panic recorded since the last call, if any.
+func takePanic() string {
+	if p := lastPanic.Swap(nil); p != nil {
+		return *p
 	}
-	switch {
-	case reason == "QuotaReserved":
-		r.send(settled{workload: wl.Name, admitted: true})
-	case eventtype == corev1.EventTypeWarning:
-		r.send(settled{workload: wl.Name, message: fmt.Sprintf(note, args...)})
-	}
+	return ""
 }
-
-// send queues s without ever blocking Kueue (events may come faster than they are read).
-func (r *recorder) send(s settled) {
-	r.mu.Lock()
-	r.queue = append(r.queue, s)
-	r.mu.Unlock()
-	select {
-	case r.ready <- struct{}{}:
-	default:
-	}
-}
-
-// next returns the oldest unread notice, or false when deadline fires first.
-func (r *recorder) next(deadline <-chan time.Time) (settled, bool) {
-	for {
-		r.mu.Lock()
-		if len(r.queue) > 0 {
-			s := r.queue[0]
-			r.queue = r.queue[1:]
-			r.mu.Unlock()
-			return s, true
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.ready:
-		case <-deadline:
-			return settled{}, false
-		}
-	}
-}
-
-// current is the recorder of the scenario being run, for the panic handler below.
-var current atomic.Pointer[recorder]
 
 // installPanicHandler makes a panic inside Kueue's scheduling loop end the scenario
 // instead of the process. The loop runs each cycle under apimachinery's HandleCrash, which
-// re-panics only while ReallyCrash is set.
+// re-panics only while ReallyCrash is set; the loop then goes on to its next cycle.
 func installPanicHandler() {
 	utilruntime.ReallyCrash = false
 	utilruntime.PanicHandlers = []func(context.Context, any){
 		func(_ context.Context, r any) {
-			if rec := current.Load(); rec != nil {
-				rec.send(settled{panicked: fmt.Sprintf("%v at %s", r, kueueFrame(debug.Stack()))})
-			}
+			msg := fmt.Sprintf("%v at %s", r, kueueFrame(debug.Stack()))
+			lastPanic.Store(&msg)
 		},
 	}
 }

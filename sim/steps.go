@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,16 +63,17 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 }
 
 // applyStep makes the change the way Kueue's controllers would see it, including their
-// decision to retry inadmissible workloads: the TAS flavor controller on any node change
-// of a flavor's node, the non-TAS pod controller when a pod's deletion frees capacity, the
-// workload controller when a workload is deleted. A new pod (add-usage) retries nothing.
-func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, outcome *orderedMap[Result],
-	timeout time.Duration) error {
+// decision to retry inadmissible workloads: the TAS ResourceFlavor controller on any change
+// of a node in a TAS flavor (every active ClusterQueue), the non-TAS pod controller when a
+// pod's deletion frees capacity on such a node (the ClusterQueues using those flavors, and
+// their cohorts), the workload controller when a workload is deleted (its ClusterQueue's
+// cohort). A new pod (add-usage) retries nothing. Then Kueue runs until it comes to rest.
+func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, outcome *orderedMap[Result]) error {
 	switch st.Action {
 	case "submit":
-		return c.submitSpec(ctx, sc, st.Workload, outcome, timeout)
+		return c.submitSpec(ctx, sc, st.Workload, outcome)
 	case "delete-workload":
-		return c.deleteWorkload(ctx, st.Name, outcome, timeout)
+		return c.deleteWorkload(ctx, st.Name, outcome)
 	case "add-usage":
 		c.addUsage(fmt.Sprintf("step-usage-%d", len(c.usagePods)), st.Usage)
 		return nil
@@ -87,10 +87,14 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		for _, k := range keys {
 			freed = c.cache.TASCache().DeletePodByKey(k, c.log) != "" || freed
 		}
-		if freed && c.nodeInFlavor(c.usageNode[st.Name]) {
-			return c.retryInadmissible(ctx, timeout)
+		if !freed {
+			return nil
 		}
-		return nil
+		cqs := sets.New[kueue.ClusterQueueReference]()
+		for _, flavor := range c.tasFlavorsOf(c.usageNode[st.Name]) {
+			cqs.Insert(c.cache.ClusterQueuesUsingFlavor(flavor)...)
+		}
+		return c.retryInadmissible(ctx, cqs)
 	case "cordon", "uncordon":
 		n, ok := c.nodes[st.Name]
 		if !ok {
@@ -110,34 +114,41 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 	default:
 		return fmt.Errorf("unknown step action %q", st.Action)
 	}
-	// Node changes: Kueue's TAS ResourceFlavor controller retries the ClusterQueues of the
-	// flavors the node belongs to.
-	if c.nodeInFlavor(st.Name) {
-		if err := c.retryInadmissible(ctx, timeout); err != nil {
-			return err
-		}
-	}
+	// Node changes: Kueue's TAS ResourceFlavor controller reconciles every TAS flavor the
+	// node belongs to, and each reconcile retries every active ClusterQueue.
+	inFlavor := len(c.tasFlavorsOf(st.Name)) > 0
 	if st.Action == "delete-node" {
 		delete(c.nodes, st.Name)
+	}
+	if inFlavor {
+		return c.retryInadmissible(ctx, c.cache.ActiveClusterQueues())
 	}
 	return nil
 }
 
-func (c *cluster) nodeInFlavor(name string) bool {
+// tasFlavorsOf lists the TAS flavors a node belongs to, as Kueue's TAS controllers match
+// them (utiltas.NodeMatchesFlavor over the TAS cache's flavors).
+func (c *cluster) tasFlavorsOf(name string) []kueue.ResourceFlavorReference {
 	n, ok := c.nodes[name]
 	if !ok {
-		return false
+		return nil
 	}
-	return utiltas.NodeMatchesFlavor(buildNode(n).Labels, c.flavor.Spec.NodeLabels, c.levels)
+	labels := buildNode(n).Labels
+	var out []kueue.ResourceFlavorReference
+	for flavor, fc := range c.cache.CloneTASCache() {
+		if utiltas.NodeMatchesFlavor(labels, fc.NodeLabels(), fc.TopologyLevels()) {
+			out = append(out, flavor)
+		}
+	}
+	return out
 }
 
 // deleteWorkload does what Kueue's workload controller does on a Workload delete event.
-func (c *cluster) deleteWorkload(ctx context.Context, name string, outcome *orderedMap[Result],
-	timeout time.Duration) error {
+func (c *cluster) deleteWorkload(ctx context.Context, name string, outcome *orderedMap[Result]) error {
 	wl := &kueue.Workload{}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	if err := c.client.Get(ctx, key, wl); err != nil {
-		if _, rejected := outcome.values[name]; rejected {
+		if _, known := outcome.values[name]; known {
 			outcome.delete(name) // refused by the webhook: there is nothing to delete
 			return nil
 		}
@@ -152,80 +163,26 @@ func (c *cluster) deleteWorkload(ctx context.Context, name string, outcome *orde
 	})
 	c.queues.DeleteAndForgetWorkload(c.log, wlKey)
 	outcome.delete(name)
-	delete(c.hashes, name)
-	return c.settleRequeued(ctx, timeout)
+	return c.settle(ctx)
 }
 
-// retryInadmissible asks the queue manager to retry the ClusterQueue's inadmissible
-// workloads (qcache.NotifyRetryInadmissible, as Kueue's controllers do) and waits until
-// the scheduler has gone through them.
-func (c *cluster) retryInadmissible(ctx context.Context, timeout time.Duration) error {
-	qcache.NotifyRetryInadmissible(c.queues, sets.New[kueue.ClusterQueueReference](clusterQueueName))
-	return c.settleRequeued(ctx, timeout)
+// retryInadmissible asks the queue manager to retry the inadmissible workloads of these
+// ClusterQueues and their cohorts (qcache.NotifyRetryInadmissible, as Kueue's controllers
+// do), then runs Kueue until it comes to rest.
+func (c *cluster) retryInadmissible(ctx context.Context, cqs sets.Set[kueue.ClusterQueueReference]) error {
+	qcache.NotifyRetryInadmissible(c.queues, cqs)
+	return c.settle(ctx)
 }
 
-// settleRequeued moves the notified inadmissible workloads back to the queue and waits for
-// each to be admitted or found inadmissible again. A workload that the queue manager parks
-// without a scheduling cycle, because an equivalent one (same scheduling hash) failed
-// just before it, is done as well.
-func (c *cluster) settleRequeued(ctx context.Context, timeout time.Duration) error {
-	waiting := sets.New[string]()
-	for _, ref := range c.queues.DumpInadmissible()[clusterQueueName] {
-		waiting.Insert(nameOf(ref))
-	}
-	if c.requeuer.ProcessRequeues(ctx) == 0 {
-		return nil
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for waiting.Len() > 0 {
-		s, ok := c.rec.next(timer.C)
-		switch {
-		case !ok:
-			return fmt.Errorf("retrying pending workloads: no word from the scheduler on %v within %s",
-				sets.List(waiting), timeout)
-		case s.panicked != "":
-			return &kueuePanic{msg: s.panicked}
-		case !waiting.Has(s.workload):
-			continue
-		}
-		waiting.Delete(s.workload)
-		if s.admitted {
-			continue
-		}
-		parked := sets.New[string]()
-		for _, ref := range c.queues.DumpInadmissible()[clusterQueueName] {
-			parked.Insert(nameOf(ref))
-		}
-		for w := range waiting {
-			if parked.Has(w) && c.hashes[w] == c.hashes[s.workload] {
-				waiting.Delete(w)
-			}
-		}
-	}
-	return nil
-}
-
-// nameOf turns a workload.Reference ("namespace/name") into the workload's name.
-func nameOf(ref workload.Reference) string {
-	s := string(ref)
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return s[i+1:]
-		}
-	}
-	return s
-}
-
-// refresh re-reads every workload still in the outcome: a retry may have admitted it or
-// changed its pending message.
+// refresh re-reads every workload in the outcome that exists: a later cycle may have
+// admitted it, preempted it or changed its pending message.
 func (c *cluster) refresh(ctx context.Context, outcome *orderedMap[Result]) error {
 	for _, name := range outcome.keys {
 		prev := outcome.values[name]
-		if prev.Rejected || prev.Admitted {
+		if prev.Rejected || !c.created.Has(name) {
 			continue
 		}
-		res, err := c.read(ctx, name, settled{workload: name, parked: prev.note != ""})
+		res, err := c.read(ctx, name)
 		if err != nil {
 			return err
 		}

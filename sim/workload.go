@@ -80,16 +80,19 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 			UID:       types.UID("wl-" + wl.Name),
 		},
 		Spec: kueue.WorkloadSpec{
-			QueueName: localQueueName,
+			QueueName: kueue.LocalQueueName(wl.Queue),
 			PodSets:   podSets,
 			Active:    ptr.To(true),
 		},
 	}
-	if validate {
-		// The Workload webhook runs when Kueue creates the Workload for the Job.
-		if errs := webhooks.ValidateWorkload(w, nil); len(errs) > 0 {
-			return nil, &rejection{message: fmt.Sprintf("workload: %s", errs.ToAggregate())}
-		}
-	}
 	return w, nil
+}
+
+// validateWorkload is the Workload webhook, which runs when Kueue's job reconciler creates
+// the Workload for the Job.
+func validateWorkload(w *kueue.Workload) error {
+	if errs := webhooks.ValidateWorkload(w, nil); len(errs) > 0 {
+		return &rejection{message: fmt.Sprintf("workload: %s", errs.ToAggregate())}
+	}
+	return nil
 }

@@ -69,6 +69,13 @@ def guide(
     return scenario_to_dict(scenario_from_data(data))  # validated like a file
 
 
+ADMITTED_ON_NODE_3 = {
+    "admitted": True,
+    "placement": {"main": {"gpu-node-3": 4}},
+    "flavors": {"main": "gpu-topology"},  # the version-1 flavor is named after its topology
+}
+
+
 def run_one(binary: Path, scenario: dict[str, Any]) -> dict[str, Any]:
     [answer] = run_sim([scenario], binary)
     assert answer["error"] is None, answer["error"]
@@ -80,7 +87,7 @@ def run_one(binary: Path, scenario: dict[str, Any]) -> dict[str, Any]:
 def test_required_host_lands_on_the_only_free_host(sim_binary: Path) -> None:
     # Hosts 1 and 2 have 2 free GPUs each; only gpu-node-3 can take all 4 pods on one host.
     outcome = run_one(sim_binary, guide(job("train", mode="required", level=HOST)))
-    assert outcome == {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
+    assert outcome == {"train": ADMITTED_ON_NODE_3}
 
 
 @pytest.mark.sim
@@ -115,6 +122,7 @@ def test_preferred_host_falls_back_to_one_rack(sim_binary: Path) -> None:
     assert outcome["train"] == {
         "admitted": True,
         "placement": {"main": {"gpu-node-1": 2, "gpu-node-2": 2}},
+        "flavors": {"main": "gpu-topology"},
     }
 
 
@@ -162,9 +170,8 @@ def panicking(base: dict[str, Any]) -> dict[str, Any]:
     data["name"] = "panics"
     data["featureGates"] = {"TASBalancedPlacement": True}
     data["simOptions"] = {"skipWebhook": True}
-    data["workloads"] = [
-        job("boom", count=2, mode="preferred", level=HOST, sliceLevel=HOST, sliceSize=3)
-    ]
+    boom = job("boom", count=2, mode="preferred", level=HOST, sliceLevel=HOST, sliceSize=3)
+    data["workloads"] = [{**boom, "queue": "tas-cq"}]
     return data
 
 
@@ -270,9 +277,7 @@ def test_deleting_usage_retries_the_pending_job(sim_binary: Path) -> None:
     )
     answer = run_steps(sim_binary, data)
     assert answer["outcome"]["train"]["admitted"] is False
-    assert answer["steps"] == [
-        {"train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}}
-    ]
+    assert answer["steps"] == [{"train": ADMITTED_ON_NODE_3}]
 
 
 @pytest.mark.sim
@@ -286,7 +291,7 @@ def test_a_freed_host_goes_to_the_oldest_pending_job(sim_binary: Path) -> None:
     assert [o["admitted"] for o in answer["outcome"].values()] == [True, False, False]
     [after] = answer["steps"]
     assert "first" not in after
-    assert after["older"] == {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}
+    assert after["older"] == ADMITTED_ON_NODE_3
     assert after["newer"]["admitted"] is False
 
 

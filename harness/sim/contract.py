@@ -1,14 +1,33 @@
-"""A typed Scenario as the contract-shaped dict kueue-sim reads (docs/scenario-format.md)."""
+"""A typed Scenario as the contract-shaped dict kueue-sim reads: always the version-2 lists
+(docs/scenario-format-v2.md; a version-1 file arrives desugared by harness/shorthand.py), with
+ResourceFlavors and ClusterQueues in Kueue's own spec shape, and each `admitted` entry's
+status built by harness/admission.py, the builder the cluster runner uses too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from harness.admission import admission_conditions, admission_status, reservation_times
 from harness.kueue_gates import merged
 from harness.quantity import format_quantity
-from harness.scenario import Node, PodSet, Scenario, Step, Toleration, Usage, Workload
+from harness.scenario import (
+    AdmittedWorkload,
+    ClusterQueue,
+    Flavor,
+    Node,
+    PodSet,
+    ResourceQuota,
+    Scenario,
+    Step,
+    Taint,
+    Toleration,
+    Usage,
+    Workload,
+)
 
 
 def _resources(res: Mapping[str, Fraction]) -> dict[str, str]:
@@ -55,19 +74,97 @@ def _usage(u: Usage) -> dict[str, Any]:
     return out
 
 
+def _taint(t: Taint) -> dict[str, Any]:
+    return {"key": t.key, "value": t.value, "effect": t.effect}
+
+
 def _node(n: Node) -> dict[str, Any]:
     return {
         "name": n.name,
         "labels": dict(n.labels),
         "allocatable": _resources(n.allocatable),
-        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints],
+        "taints": [_taint(t) for t in n.taints],
         "ready": n.ready,
         "unschedulable": n.unschedulable,
     }
 
 
 def _workload(w: Workload) -> dict[str, Any]:
-    return {"name": w.name, "podSets": [_pod_set(p) for p in w.pod_sets]}
+    out: dict[str, Any] = {
+        "name": w.name,
+        "queue": w.queue,
+        "podSets": [_pod_set(p) for p in w.pod_sets],
+    }
+    if w.priority_class is not None:
+        out["priorityClass"] = w.priority_class
+    return out
+
+
+def _flavor(f: Flavor) -> dict[str, Any]:
+    """A ResourceFlavor: its name and Kueue's ResourceFlavorSpec."""
+    out: dict[str, Any] = {
+        "name": f.name,
+        "nodeLabels": dict(f.node_labels),
+        "nodeTaints": [_taint(t) for t in f.node_taints],
+        "tolerations": [_toleration(t) for t in f.tolerations],
+    }
+    if f.topology_name is not None:
+        out["topologyName"] = f.topology_name
+    return out
+
+
+def _quota(q: ResourceQuota) -> dict[str, Any]:
+    out = {"name": q.name, "nominalQuota": format_quantity(q.nominal)}
+    if q.borrowing_limit is not None:
+        out["borrowingLimit"] = format_quantity(q.borrowing_limit)
+    if q.lending_limit is not None:
+        out["lendingLimit"] = format_quantity(q.lending_limit)
+    return out
+
+
+def _cluster_queue(cq: ClusterQueue) -> dict[str, Any]:
+    """A ClusterQueue: its name and Kueue's ClusterQueueSpec, every default spelled out."""
+    borrow: dict[str, Any] = {"policy": cq.preemption.borrow_within_cohort}
+    if cq.preemption.max_priority_threshold is not None:
+        borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
+    out: dict[str, Any] = {
+        "name": cq.name,
+        "queueingStrategy": cq.queueing_strategy,
+        "preemption": {
+            "withinClusterQueue": cq.preemption.within_cluster_queue,
+            "reclaimWithinCohort": cq.preemption.reclaim_within_cohort,
+            "borrowWithinCohort": borrow,
+        },
+        "flavorFungibility": {
+            "whenCanBorrow": cq.fungibility.when_can_borrow,
+            "whenCanPreempt": cq.fungibility.when_can_preempt,
+        },
+        "resourceGroups": [
+            {
+                "coveredResources": list(group.covered),
+                "flavors": [
+                    {"name": fq.name, "resources": [_quota(q) for q in fq.resources]}
+                    for fq in group.flavors
+                ],
+            }
+            for group in cq.resource_groups
+        ],
+    }
+    if cq.cohort is not None:
+        out["cohortName"] = cq.cohort
+    return out
+
+
+def _admitted(sc: Scenario, a: AdmittedWorkload, reserved_at: datetime) -> dict[str, Any]:
+    """An admitted workload: the workload, and the status Kueue would have written."""
+    workload = Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class)
+    return {
+        **_workload(workload),
+        "status": {
+            "admission": admission_status(sc, a),
+            "conditions": admission_conditions(a.queue, reserved_at),
+        },
+    }
 
 
 def _step(step: Step) -> dict[str, Any]:
@@ -81,20 +178,24 @@ def _step(step: Step) -> dict[str, Any]:
     return {step.action: str(target)}
 
 
-def scenario_to_dict(sc: Scenario, extra_gates: Mapping[str, bool] | None = None) -> dict[str, Any]:
-    """The contract form kueue-sim reads; `extra_gates` apply under the scenario's own."""
+def scenario_to_dict(
+    sc: Scenario, extra_gates: Mapping[str, bool] | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """The contract form kueue-sim reads; `extra_gates` apply under the scenario's own;
+    admitted workloads reserved quota in the seconds just before `now` (default: the clock)."""
+    reserved = reservation_times(sc, now or datetime.now(UTC))
     return {
         "name": sc.name,
         "featureGates": merged(extra_gates or {}, sc.feature_gates),
-        "topology": {"name": sc.topology.name, "levels": list(sc.topology.levels)},
-        "flavor": {
-            "name": sc.flavor.name,
-            "nodeLabels": dict(sc.flavor.node_labels),
-            "tolerations": [_toleration(t) for t in sc.flavor.tolerations],
-        },
-        "queue": {"nominalQuota": _resources(sc.queue.nominal_quota)},
+        "topologies": [{"name": t.name, "levels": list(t.levels)} for t in sc.topologies],
+        "resourceFlavors": [_flavor(f) for f in sc.resource_flavors],
+        "clusterQueues": [_cluster_queue(cq) for cq in sc.cluster_queues],
+        "workloadPriorityClasses": [
+            {"name": pc.name, "value": pc.value} for pc in sc.priority_classes
+        ],
         "nodes": [_node(n) for n in sc.nodes],
         "usage": [_usage(u) for u in sc.usage],
+        "admitted": [_admitted(sc, a, reserved[a.name]) for a in sc.admitted],
         "workloads": [_workload(w) for w in sc.workloads],
         "steps": [_step(st) for st in sc.steps],
     }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
+)
+
+// What Kueue's controllers do with the scheduler's decisions, between two scheduling cycles
+// (docs/dev/kueue-v0.19.2-rules-v2.md §6). Only the scheduler runs as Kueue's own loop;
+// these are the event handlers it relies on, each calling the same Kueue functions as the
+// controller it stands for.
+
+// deliver hands every Workload status write since the last cycle to the workload
+// controller's update handler, in write order, as its informer would; then the job
+// reconciler stops every evicted workload that still holds quota (all victims of a
+// preemption together), whose writes are delivered in the same round; finally the queue
+// manager's requeuer moves the inadmissible workloads those handlers flushed.
+func (c *cluster) deliver(ctx context.Context) error {
+	for {
+		writes := c.writes.take()
+		if len(writes) == 0 {
+			break
+		}
+		var evicted []string
+		for _, w := range writes {
+			c.workloadUpdated(ctx, w.old, w.new)
+			if apimeta.IsStatusConditionTrue(w.new.Status.Conditions, kueue.WorkloadEvicted) {
+				evicted = append(evicted, w.new.Name)
+			}
+		}
+		for _, name := range evicted {
+			if err := c.stopEvicted(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	c.requeuer.ProcessRequeues(ctx)
+	return nil
+}
+
+// workloadUpdated is pkg/controller/core/workload_controller.go: Update for the transitions
+// a scenario reaches (an active, unfinished Workload without admission checks).
+func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload) {
+	prev, status := workload.Status(old), workload.Status(new)
+	wlCopy := new.DeepCopy()
+	workload.AdjustResources(ctx, c.client, wlCopy)
+	key := workload.Key(new)
+	switch {
+	case prev == workload.StatusPending && status == workload.StatusPending:
+		_ = c.queues.AddOrUpdateWorkload(c.log, wlCopy) // errors are ignored there too
+	case prev == workload.StatusPending &&
+		(status == workload.StatusQuotaReserved || status == workload.StatusAdmitted):
+		c.queues.DeleteWorkload(c.log, key)
+		c.cache.AddOrUpdateWorkload(c.log, wlCopy)
+	case workload.FromQuotaReservedOrAdmittedToPending(prev, status):
+		// Preempted workloads carry no requeue backoff: they go back to the queue at once.
+		c.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, key, func() {
+			_ = c.cache.DeleteWorkload(c.log, key)
+			_ = c.queues.AddOrUpdateWorkloadWithoutLock(c.log, wlCopy)
+			c.queues.DeleteSecondPassWithoutLock(key)
+		})
+	default:
+		c.cache.AddOrUpdateWorkload(c.log, wlCopy)
+	}
+}
+
+// stopEvicted is the job reconciler's "handle eviction" step
+// (pkg/controller/jobframework/reconciler.go: ReconcileGenericJob) once the Job has
+// stopped, which is at once here (no pods run): mark the Workload Requeued and give its
+// quota back (QuotaReserved=False with the eviction message, admission cleared).
+func (c *cluster) stopEvicted(ctx context.Context, name string) error {
+	wl := &kueue.Workload{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+		return fmt.Errorf("reading evicted workload %s: %w", name, err)
+	}
+	evCond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+	if evCond == nil || evCond.Status != metav1.ConditionTrue || !workload.HasQuotaReservation(wl) {
+		return nil
+	}
+	err := workloadpatching.PatchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
+		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption ||
+			evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
+		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
+		reason := workload.UnadmittedWorkloadReasonWithFallback(
+			kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending) //nolint:staticcheck // Kueue's fallback
+		if workload.UnsetQuotaReservationWithCondition(wl, reason, evCond.Message, c.clock.Now()) {
+			updated = true
+		}
+		return updated, nil
+	})
+	if err != nil {
+		return fmt.Errorf("releasing evicted workload %s: %w", name, err)
+	}
+	return nil
+}
