@@ -105,6 +105,7 @@ class Model:
         names = [a.name for a in scenario.admitted] + [w.name for w in submitted]
         self.created = {name: i for i, name in enumerate(names)}
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
+        self.nodes = {node.name: node for node in scenario.nodes}
 
     # -- the world outside the scheduler ------------------------------------------------------
 
@@ -129,7 +130,7 @@ class Model:
             per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
             per_pod["pods"] = per_pod.get("pods", 0) + 1
             for node, count in (aps.placement or {}).items():
-                key = leaf_key(self.scenario.node(node), topology.levels)
+                key = leaf_key(self.nodes[node], topology.levels)
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count

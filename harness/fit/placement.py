@@ -17,8 +17,8 @@ from harness.fit.request import PlacementRequest
 from harness.fit.resources import MAX_INT32, ResourceVector, count_in, sub_into
 from harness.fit.sorting import Algorithm
 from harness.fit.stats import ExclusionStats, not_fit_message
-from harness.fit.tree import Domain, LeafKey, Tree
-from harness.scenario import Toleration
+from harness.fit.tree import Domain, Leaf, LeafKey, Tree
+from harness.scenario import PodSet, Toleration
 
 
 class PlacementFailed(Exception):
@@ -84,30 +84,35 @@ def _feasible(run: _Run, flavor_tolerations: tuple[Toleration, ...]) -> list[Dom
     stats.total_nodes += len(leaves)
     if not tree.hostname_lowest:
         return leaves
-    pod_set = run.request.workers
-    tolerations = pod_set.tolerations + flavor_tolerations
+    tolerations = run.request.workers.tolerations + flavor_tolerations
     out = []
     for leaf in tree.leaves.values():
-        node = leaf.nodes[0]
-        untolerated = next(
-            (
-                t
-                for t in node.taints
-                if t.effect in ("NoSchedule", "NoExecute")
-                and not any(tol.tolerates(t) for tol in tolerations)
-            ),
-            None,
-        )
-        if untolerated is not None:
-            stats.exclude_taint(untolerated.render())
-            tree.excluded[leaf.key] = f"untolerated taint {untolerated.render()}"
-            continue
-        if any(node.labels.get(k) != v for k, v in pod_set.node_selector.items()):
+        why = leaf_exclusion(leaf, run.request.workers, tolerations)
+        if why is None:
+            out.append(leaf.domain)
+        elif why[0] == "taint":
+            stats.exclude_taint(why[1])
+            tree.excluded[leaf.key] = f"untolerated taint {why[1]}"
+        else:
             stats.node_selector += 1
             tree.excluded[leaf.key] = "does not match the pod set's nodeSelector"
-            continue
-        out.append(leaf.domain)
     return out
+
+
+def leaf_exclusion(
+    leaf: Leaf, pod_set: PodSet, tolerations: tuple[Toleration, ...]
+) -> tuple[str, str] | None:
+    """Why a pod set may not use a hostname-level leaf: ("taint", the taint) for an
+    untolerated NoSchedule/NoExecute taint, ("selector", "") for its nodeSelector, or None."""
+    node = leaf.nodes[0]
+    for taint in node.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(
+            tol.tolerates(taint) for tol in tolerations
+        ):
+            return ("taint", taint.render())
+    if any(node.labels.get(k) != v for k, v in pod_set.node_selector.items()):
+        return ("selector", "")
+    return None
 
 
 def _fill_counts(
@@ -130,7 +135,10 @@ def _fill_counts(
         if domain.pods == 0 and limiting:
             run.stats.exclude_resource(limiting)
             run.tree.excluded[leaf.key] = f"no room for one pod: {limiting}"
-        if request.leader_requests is not None and count_in(request.leader_requests, remaining)[0]:
+        if request.leader_requests is None:
+            domain.pods_wl = domain.pods  # nothing taken for a leader: the same count
+            continue
+        if count_in(request.leader_requests, remaining)[0]:
             domain.leaders = 1
             sub_into(remaining, request.leader_requests)
         domain.pods_wl = count_in(request.worker_requests, remaining)[0]

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from harness.fit.placement import PlacementFailed, place
+from harness.fit.placement import PlacementFailed, leaf_exclusion, place
 from harness.fit.request import placement_request, with_pod
-from harness.fit.resources import ResourceVector, add_into, count_in, from_quantities
+from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.scenario import Node, PodSet, Scenario, Usage
@@ -65,6 +65,7 @@ class TasTrees:
                 add_into(total, {r: max(0, v) for r, v in leaf.free().items()})
             self.free[name] = total
         self.journal: list[tuple[str, LeafKey, ResourceVector, int]] | None = None
+        self.counters: dict[str, list[PodCounter]] = {}
 
     def add(self, flavor: str, key: LeafKey, vector: Mapping[str, int], sign: int = 1) -> None:
         """Usage on one flavor's leaf, as the scheduling snapshot changes it in a cycle."""
@@ -80,6 +81,8 @@ class TasTrees:
             free[r] = free.get(r, 0) + max(0, after) - max(0, before)
         if self.journal is not None:
             self.journal.append((flavor, key, dict(vector), sign))
+        for counter in self.counters.get(flavor, ()):
+            counter.update(key)
 
     def add_usage(self, usage: Mapping[str, Mapping[LeafKey, ResourceVector]], sign: int) -> None:
         for flavor, per_leaf in usage.items():
@@ -131,6 +134,61 @@ class TasTrees:
             if leaf is None or count_in(per_pod, leaf.free())[0] < count:
                 return False
         return True
+
+
+class PodCounter:
+    """Phase 1 of a placement kept current while the victim search changes leaves: pods of
+    one request per leaf, summed per domain of the requested level. For one pod set without
+    leader or slices (and TASBalancedPlacement off) this decides the placement exactly: it
+    fits iff a domain of a required level, or the whole flavor otherwise, holds its pods
+    (placement.py: `_find_level` takes the domain with the most; `_spread` the rest)."""
+
+    def __init__(self, trees: TasTrees, request: TasRequest) -> None:
+        tree = trees.trees[request.flavor]
+        self.trees, self.flavor, self.tree = trees, request.flavor, tree
+        self.wanted = placement_request(tree.topology, [request.pod_set])
+        flavor = trees.scenario.resource_flavor(request.flavor)
+        tolerations = request.pod_set.tolerations + flavor.tolerations
+        self.level = self.wanted.level_index if self.wanted.required else -1
+        self.domain: dict[LeafKey, tuple[str, ...]] = {}
+        for key, leaf in tree.leaves.items():
+            if tree.hostname_lowest and leaf_exclusion(leaf, request.pod_set, tolerations):
+                continue
+            self.domain[key] = leaf.domain.values[: self.level + 1]
+        self.counts: dict[LeafKey, int] = {}
+        self.sums: dict[tuple[str, ...], int] = {}
+        for key in self.domain:
+            self.counts[key] = 0
+            self.update(key)
+        trees.counters.setdefault(request.flavor, []).append(self)
+
+    @staticmethod
+    def exact_for(trees: TasTrees, requests: tuple[TasRequest, ...]) -> bool:
+        if len(requests) != 1 or trees.scenario.feature_gates.get("TASBalancedPlacement", False):
+            return False
+        tr = requests[0].pod_set.topology
+        return tr is None or (tr.group is None and (tr.slice_size or 1) == 1 and not tr.slice_level)
+
+    def update(self, key: LeafKey) -> None:
+        domain = self.domain.get(key)
+        if domain is None:
+            return
+        leaf = self.tree.leaves[key]
+        pods = MAX_INT32
+        for r, v in self.wanted.worker_requests.items():
+            if v:  # as count_in: a zero request never limits, a negative remainder is 0
+                free = leaf.capacity.get(r, 0) - leaf.non_tas.get(r, 0) - leaf.tas.get(r, 0)
+                pods = min(pods, max(0, free // v))
+        self.sums[domain] = self.sums.get(domain, 0) + pods - self.counts[key]
+        self.counts[key] = pods
+
+    def fits(self) -> bool:
+        if self.level < 0:
+            return sum(self.sums.values()) >= self.wanted.count
+        return max(self.sums.values(), default=0) >= self.wanted.count
+
+    def close(self) -> None:
+        self.trees.counters[self.flavor].remove(self)
 
 
 def place_workload(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness.fit.cohort import FlavorResource
 from harness.fit.flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Mode
 from harness.fit.snapshot import Holding, Snapshot
-from harness.fit.tas_step import TasRequest, place_workload
+from harness.fit.tas_step import PodCounter, TasRequest, place_workload
 from harness.fit.ties import TieBreak
 from harness.scenario import ClusterQueue
 
@@ -102,6 +102,7 @@ class Search:
 
     def __init__(self, snap: Snapshot, pre: Preemptor, ties: TieBreak) -> None:
         self.snap, self.pre, self.ties = snap, pre, ties
+        self.counter: PodCounter | None = None
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
         """The walk order, and whether there are other-queue / hierarchy candidates."""
@@ -141,6 +142,13 @@ class Search:
         )
 
     def targets(self) -> list[Target]:
+        try:
+            return self._targets()
+        finally:
+            if self.counter is not None:
+                self.counter.close()
+
+    def _targets(self) -> list[Target]:
         walk, from_others, hierarchy = self.candidates()
         pre, book = self.pre, self.snap.book
         forbidden = pre.cq.preemption.borrow_within_cohort == "Never"
@@ -189,6 +197,10 @@ class Search:
                 return False
         if not pre.tas:
             return True
+        if PodCounter.exact_for(self.snap.tas, pre.tas):
+            if self.counter is None:
+                self.counter = PodCounter(self.snap.tas, pre.tas[0])
+            return self.counter.fits()
         if self.snap.tas.surely_short(pre.tas):
             return False
         return not place_workload(self.snap.tas, list(pre.tas)).failures
