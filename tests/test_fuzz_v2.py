@@ -80,3 +80,25 @@ def test_a_case_the_fit_model_cannot_model_is_skipped_not_a_disagreement() -> No
     with Checker(observe) as checker:
         verdict = checker.check(data)
     assert verdict.skipped and not verdict.disagrees and not verdict.lines
+
+
+def test_shrinker_cuts_version_2_worlds() -> None:
+    """A fake disagreement that needs only one admitted workload: the shrinker removes the
+    other admitted workloads, queues, flavors, priorities and most nodes around it."""
+    from harness.fuzz.shrink import shrink
+
+    data = next(
+        d
+        for d in (generate_v2(5, i) for i in range(200))
+        if len(d.get("admitted", [])) >= 2 and len(d["resourceFlavors"]) >= 2
+    )
+
+    def interesting(candidate: dict[str, object]) -> bool:
+        return bool(candidate.get("admitted"))
+
+    small, _calls = shrink(data, interesting, budget=400)
+    assert len(small["admitted"]) == 1
+    assert len(small["resourceFlavors"]) == 1 and len(small["clusterQueues"]) == 1
+    assert len(small["nodes"]) < len(data["nodes"])
+    assert "workloadPriorityClasses" not in small or "priorityClass" in small["admitted"][0]
+    scenario_from_data(small, "shrunk")

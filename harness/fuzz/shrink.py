@@ -81,7 +81,8 @@ def _edits(data: Data) -> Iterator[Edit]:
             yield partial(_drop_pod_set, wl=i, index=j)
     yield from _chunk_edits(len(data["nodes"]), _drop_nodes)
     yield from _chunk_edits(len(data.get("usage", [])), _drop_usage)
-    for level in data["topology"]["levels"]:
+    yield from _world_edits(data)
+    for level in data.get("topology", {}).get("levels", []):
         yield partial(_drop_level, level=level)
     for key in ("featureGates", "queue", "flavor"):
         yield _drop(key)
@@ -104,6 +105,46 @@ def _edits(data: Data) -> Iterator[Edit]:
         for name in list(usage["requests"]):
             yield _drop("usage", i, "requests", name)
     yield from _number_edits(data)
+
+
+def _world_edits(data: Data) -> Iterator[Edit]:
+    """Version-2 cuts: admitted workloads, steps, whole ClusterQueues and flavors (the loader
+    refuses a cut that leaves a reference dangling), queue settings, priorities."""
+    yield from _chunk_edits(len(data.get("admitted", [])), partial(_drop_items, key="admitted"))
+    yield _drop("steps")
+    for key in ("clusterQueues", "resourceFlavors", "topologies", "workloadPriorityClasses"):
+        for i in range(len(data.get(key, []))):
+            yield partial(_drop_items, key=key, start=i, stop=i + 1)
+    for i, cq in enumerate(data.get("clusterQueues", [])):
+        for key in ("cohortName", "queueingStrategy", "preemption", "flavorFungibility"):
+            yield _drop("clusterQueues", i, key)
+        for key in ("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"):
+            yield _drop("clusterQueues", i, "preemption", key)
+        for g, group in enumerate(cq.get("resourceGroups", [])):
+            for f in range(len(group.get("flavors", []))):
+                yield partial(_drop_group_flavor, cq=i, group=g, index=f)
+    for key in ("workloads", "admitted"):
+        for i in range(len(data.get(key, []))):
+            yield _drop(key, i, "priorityClass")
+
+
+def _drop_items(data: Data, key: str, start: int, stop: int) -> bool:
+    """Remove items [start, stop) of a top-level list; the key goes when it empties."""
+    items = data.get(key, [])
+    if start >= len(items):
+        return False
+    data[key] = items[:start] + items[stop:]
+    if not data[key] and key != "workloads":
+        del data[key]
+    return True
+
+
+def _drop_group_flavor(data: Data, cq: int, group: int, index: int) -> bool:
+    flavors = data["clusterQueues"][cq]["resourceGroups"][group]["flavors"]
+    if len(flavors) < 2:
+        return False
+    del flavors[index]
+    return True
 
 
 def _chunk_edits(length: int, drop: Callable[..., bool]) -> Iterator[Edit]:
@@ -238,6 +279,14 @@ def _numbers(data: Data) -> Iterator[tuple[tuple[Any, ...], Any]]:
             yield ("usage", i, "requests", name), q
     for name, q in data.get("queue", {}).get("nominalQuota", {}).items():
         yield ("queue", "nominalQuota", name), q
+    for i, cq in enumerate(data.get("clusterQueues", [])):
+        for g, group in enumerate(cq.get("resourceGroups", [])):
+            for f, flavor in enumerate(group.get("flavors", [])):
+                for r, quota in enumerate(flavor.get("resources", [])):
+                    base = ("clusterQueues", i, "resourceGroups", g, "flavors", f, "resources", r)
+                    for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                        if key in quota:
+                            yield (*base, key), quota[key]
 
 
 def _smaller(value: Any) -> list[Any]:
