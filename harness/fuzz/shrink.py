@@ -283,10 +283,10 @@ def _numbers(data: Data) -> Iterator[tuple[tuple[Any, ...], Any]]:
         for g, group in enumerate(cq.get("resourceGroups", [])):
             for f, flavor in enumerate(group.get("flavors", [])):
                 for r, quota in enumerate(flavor.get("resources", [])):
-                    base = ("clusterQueues", i, "resourceGroups", g, "flavors", f, "resources", r)
+                    at = ("clusterQueues", i, "resourceGroups", g, "flavors", f, "resources", r)
                     for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
                         if key in quota:
-                            yield (*base, key), quota[key]
+                            yield (*at, key), quota[key]
 
 
 def _smaller(value: Any) -> list[Any]:
