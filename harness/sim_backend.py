@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from harness import progress
-from harness.backends import BackendError, Observation
-from harness.errors import HarnessError
+from harness.backends import BackendError, Observation, Unsupported
+from harness.errors import HarnessError, Nondeterministic
 from harness.kueue_gates import parse_gates
 from harness.outcome import Outcome
 from harness.scenario import Scenario
@@ -42,11 +42,17 @@ class SimBackend:
         self._sim: SimProcess | None = None
 
     def run(self, scenario: Scenario) -> Observation:
+        if faults := scenario.fault_features():
+            raise Unsupported(f"the sim does not model faults yet: {'; '.join(faults)}")
         if self._sim is None:
             self._sim = SimProcess()
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
+        if unstable := answer.get("unstable"):
+            raise Nondeterministic(
+                f"{scenario.path}: Kueue never settles (rules §8): {'; '.join(unstable)}"
+            )
         outcomes = sim_outcomes(answer.get("outcome"))
         steps = [sim_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})

@@ -37,6 +37,9 @@ type Result struct {
 	// Preempted: the workload was evicted by preemption at some time.
 	Preempted bool   `json:"preempted,omitempty"`
 	note      string // why the outcome is unusual; goes to Line.Notes
+	// unstable: Kueue never settles on this outcome (its message alternates from cycle to
+	// cycle); goes to Line.Unstable as well.
+	unstable bool
 }
 
 // Line is one line of output.
@@ -47,6 +50,10 @@ type Line struct {
 	// Notes explain outcomes a reader might not expect (e.g. a workload Kueue never
 	// evaluated); they are diagnostics, not part of the outcome.
 	Notes []string `json:"notes,omitempty"`
+	// Unstable lists the notes of outcomes Kueue never settles on (a StrictFIFO head whose
+	// flavor scan wraps, a preemption loop): which one a cluster shows depends on timing
+	// (docs/dev/kueue-v0.19.2-rules-v2.md §8).
+	Unstable []string `json:"unstable,omitempty"`
 	// Steps holds the outcome after each step (the harness\'s `steps` extension).
 	Steps []*orderedMap[Result] `json:"steps,omitempty"`
 }
@@ -138,6 +145,9 @@ func runLine(data []byte, gates *gateSetter, log logr.Logger, timeout time.Durat
 					where = fmt.Sprintf(" (after steps[%d])", i-1)
 				}
 				line.Notes = append(line.Notes, name+where+": "+note)
+				if o.values[name].unstable {
+					line.Unstable = append(line.Unstable, name+where+": "+note)
+				}
 			}
 		}
 	}

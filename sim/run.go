@@ -54,8 +54,10 @@ type cluster struct {
 	usagePods map[string][]client.ObjectKey // usage name -> its pods
 	usageNode map[string]string             // usage name -> node
 	created   sets.Set[string]              // workloads that exist (not refused)
-	// notes say why a workload's outcome is unusual (see Result.note).
-	notes map[string]string
+	// notes say why a workload's outcome is unusual (see Result.note); unstable names
+	// those whose note says Kueue never settles on it.
+	notes    map[string]string
+	unstable sets.Set[string]
 	// stuck names a workload whose admission a real API server would refuse (see read);
 	// Kueue retries it at the head of the queue every cycle, so nothing behind it is popped.
 	stuck string
@@ -80,7 +82,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		client: cl, clock: clock, hook: hook, writes: writes, cancel: cancel, log: log,
 		timeout: timeout, cqs: map[string]*kueue.ClusterQueue{}, nodes: map[string]*NodeSpec{},
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
-		notes: map[string]string{}, created: sets.New[string](),
+		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
 	}
 	fail := func(err error) (*cluster, error) {
 		cancel()
@@ -327,6 +329,8 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 // when the state before a cycle repeats one seen since the last change (a StrictFIFO head
 // retried every cycle; if its message cycles through several, a note says so).
 func (c *cluster) settle(ctx context.Context) error {
+	clear(c.notes)
+	c.unstable.Clear()
 	seen := map[string]int{}
 	var history []map[string]string
 	for n := 0; ; n++ {
@@ -429,6 +433,7 @@ func (c *cluster) noteAlternating(period []map[string]string) {
 		if len(seen) > 1 {
 			c.notes[name] = fmt.Sprintf("its message alternates every scheduling cycle (period %d): %s",
 				len(period), strings.Join(quoteAll(seen), " | "))
+			c.unstable.Insert(name)
 		}
 	}
 }
@@ -486,7 +491,7 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 			fmt.Fprintf(os.Stderr, "workload %s status: %s\n", name, b)
 		}
 	}
-	res := Result{Preempted: wasPreempted(wl), note: c.notes[name]}
+	res := Result{Preempted: wasPreempted(wl), note: c.notes[name], unstable: c.unstable.Has(name)}
 	if wl.Status.Admission != nil {
 		if emptyTopologyAssignment(wl.Status.Admission) {
 			// The fake client stores what a real API server refuses: a topologyAssignment

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 )
@@ -78,6 +79,9 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 			Name:      wl.Name,
 			Namespace: namespace,
 			UID:       types.UID("wl-" + wl.Name),
+			// The job reconciler labels the Workload with its Job's UID
+			// (jobframework.ConstructWorkload); preemption messages quote it.
+			Labels: map[string]string{controllerconstants.JobUIDLabel: "job-" + wl.Name},
 		},
 		Spec: kueue.WorkloadSpec{
 			QueueName: kueue.LocalQueueName(wl.Queue),
