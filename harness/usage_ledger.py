@@ -24,6 +24,9 @@ class UsageLedger:
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.allocatable = {n.name: n.allocatable for n in nodes}
         self.entries: dict[str, list[Usage]] = {name: [] for name in self.allocatable}
+        self.totals: dict[str, dict[str, Fraction]] = {name: {} for name in self.allocatable}
+        """Per node, what its entries take (kept as they come: a 5,000-node snapshot has
+        20,000 entries, and summing a node's entries again at every add was quadratic)."""
         self.deleted: set[str] = set()
 
     def add(self, usage: Usage, at: KeyPath) -> None:
@@ -40,7 +43,7 @@ class UsageLedger:
                 else at.child("requests", None).child(resource, None)
             )
             where.fail(self._problem("the usage", usage, resource))
-        self.entries[usage.node].append(usage)
+        self._record(usage)
 
     def add_admitted(self, pods: Usage, at: KeyPath) -> None:
         """Record the pods of an admitted workload on one node, or fail at `at` (its
@@ -48,7 +51,13 @@ class UsageLedger:
         resource = self._overcommitted(pods)
         if resource is not None:
             at.fail(self._problem("what is placed", pods, resource))
-        self.entries[pods.node].append(pods)
+        self._record(pods)
+
+    def _record(self, usage: Usage) -> None:
+        self.entries[usage.node].append(usage)
+        taken = self.totals[usage.node]
+        for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
+            taken[resource] = taken.get(resource, Fraction(0)) + per_pod * usage.count
 
     def _overcommitted(self, usage: Usage) -> str | None:
         taken = self._taken(usage.node)
@@ -71,22 +80,24 @@ class UsageLedger:
     def add_node(self, node: Node) -> None:
         self.allocatable[node.name] = node.allocatable
         self.entries[node.name] = []
+        self.totals[node.name] = {}
 
     def delete_node(self, name: str) -> None:
         """The node and the usage pods bound to it go (as the runner and the fit model do)."""
         self.entries[name] = []
+        self.totals[name] = {}
         self.deleted.add(name)
 
     def delete_usage(self, name: str) -> None:
-        for entries in self.entries.values():
-            entries[:] = [u for u in entries if u.name != name]
+        for node, entries in self.entries.items():
+            if any(u.name == name for u in entries):
+                kept = [u for u in entries if u.name != name]
+                self.entries[node], self.totals[node] = [], {}
+                for usage in kept:
+                    self._record(usage)
 
     def _taken(self, node: str) -> dict[str, Fraction]:
-        taken: dict[str, Fraction] = {}
-        for usage in self.entries[node]:
-            for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
-                taken[resource] = taken.get(resource, Fraction(0)) + per_pod * usage.count
-        return taken
+        return self.totals[node]
 
 
 def _text(resource: str, quantity: Fraction) -> str:

@@ -13,6 +13,7 @@ NAMESPACE.KIND-OWNER.NODE so an explanation can say who holds a node.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -35,6 +36,8 @@ TAS_ANNOTATIONS = (
     kueue_keys.PREFIX + "podset-slice-required-topology-constraints",
 )
 """Kueue's tas.IsTAS: a pod carrying any of these is placed by TAS, not usage."""
+REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
+"""What a pod's requests are computed from (manifests.pod_requests)."""
 MAX_NODE_NAME = 63  # the contract's node names are hostname label values
 
 
@@ -103,28 +106,33 @@ def is_tas_pod(pod: Obj) -> bool:
 def usage(pods: Iterable[Obj], node_names: set[str], gaps: Gaps) -> list[Obj]:
     """Non-TAS pods on the kept nodes, grouped per node, owner and requests."""
     groups: dict[tuple[str, str, tuple[tuple[str, Fraction], ...]], int] = {}
+    known: dict[str, tuple[tuple[str, Fraction], ...]] = {}
     for pod in pods:
         spec, meta = pod.get("spec") or {}, pod["metadata"]
         node = spec.get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
         if node not in node_names or phase in ("Succeeded", "Failed") or is_tas_pod(pod):
             continue
-        where = f"Pod {meta.get('namespace')}/{meta.get('name')}"
-        try:
-            requests = pod_requests(KeyPath(where, "spec", spec, UserManifestError))
-        except UserManifestError as err:
-            gaps.add(f"{err}: its usage is left out")
-            continue
-        key = (str(node), _owner(meta), tuple(sorted(requests.items())))
+        # Pods of one owner share their spec: compute each distinct set of requests once.
+        shape = json.dumps([spec.get(k) for k in REQUEST_FIELDS], sort_keys=True, default=str)
+        if shape not in known:
+            where = f"Pod {meta.get('namespace')}/{meta.get('name')}"
+            try:
+                requests = pod_requests(KeyPath(where, "spec", spec, UserManifestError))
+            except UserManifestError as err:
+                gaps.add(f"{err}: its usage is left out")
+                continue
+            known[shape] = tuple(sorted(requests.items()))
+        key = (str(node), _owner(meta), known[shape])
         groups[key] = groups.get(key, 0) + 1
     out: list[Obj] = []
     names: set[str] = set()
-    for (node, owner, shape), count in sorted(groups.items()):
+    for (node, owner, shared), count in sorted(groups.items()):
         name = naming.unique_subdomain(f"{owner}.{node}", names)
         entry: Obj = {
             "name": name,
             "node": node,
-            "requests": {r: format_quantity(q) for r, q in shape},
+            "requests": {r: format_quantity(q) for r, q in shared},
         }
         if count > 1:
             entry["count"] = count

@@ -10,6 +10,7 @@ which Workload each scenario name stands for, and the gaps.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,7 +105,12 @@ def snapshot(
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """libyaml's emitter when PyYAML has it: a 5,000-node file in a fraction of the time."""
+    """libyaml's emitter when PyYAML has it."""
+
+
+LINE_PER_ITEM = ("nodes", "usage", "admitted", "workloads")
+"""Long lists written one item a line, as JSON (which YAML reads): a 5,000-node snapshot is
+written in a fraction of a second and stays diffable, one node per line."""
 
 
 def render(snap: Snapshot) -> str:
@@ -113,12 +119,30 @@ def render(snap: Snapshot) -> str:
     if snap.gaps:
         header.append("# Not represented (Kueue may decide differently where these matter):")
         header += [f"#   - {line}" for line in snap.gaps.lines]
-    body = yaml.dump(
-        snap.data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=None,
-        width=100,
-        allow_unicode=True,
+    parts = ["\n".join(header) + "\n"]
+    block: dict[str, Any] = {}
+    for key, value in snap.data.items():
+        if key not in LINE_PER_ITEM:
+            block[key] = value
+            continue
+        if block:
+            parts.append(_yaml(block))
+            block = {}
+        lines = "".join(f"- {json.dumps(item)}\n" for item in value)
+        parts.append(f"{key}:\n{lines}" if value else f"{key}: []\n")
+    if block:
+        parts.append(_yaml(block))
+    return "".join(parts)
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return str(
+        yaml.dump(
+            data,
+            Dumper=_Dumper,
+            sort_keys=False,
+            default_flow_style=None,
+            width=100,
+            allow_unicode=True,
+        )
     )
-    return "\n".join(header) + "\n" + body
