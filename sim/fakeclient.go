@@ -96,7 +96,7 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	}
 	var err error
 	if patch.Type() == types.ApplyPatchType {
-		err = applyStatus(ctx, c, wl)
+		err = applyStatus(ctx, c, old.DeepCopy(), wl)
 	} else {
 		err = c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 	}
@@ -121,12 +121,8 @@ func (w *statusWrites) admissionDone(written, old *kueue.Workload) {
 // pkg/workload/patching) and is the only status writer here, so it owns every field the
 // status has: an apply sets exactly the fields the applied object carries and removes the
 // others (that is how an eviction's apply without `admission` clears it). A resourceVersion
-// in the applied object must match, as for the API server.
-func applyStatus(ctx context.Context, c client.Client, applied *kueue.Workload) error {
-	current := &kueue.Workload{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(applied), current); err != nil {
-		return err
-	}
+// in the applied object must match the current one, as for the API server.
+func applyStatus(ctx context.Context, c client.Client, current, applied *kueue.Workload) error {
 	if applied.ResourceVersion != "" && applied.ResourceVersion != current.ResourceVersion {
 		return apierrors.NewConflict(kueue.Resource("workloads"), applied.Name,
 			errors.New("the object has been modified; please apply your changes to the latest version and try again"))

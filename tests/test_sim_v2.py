@@ -256,13 +256,24 @@ def test_best_effort_fifo_ends_its_scan_on_the_last_flavor(sim_binary: Path) -> 
     assert 'topology "t2" allows to fit only 3 out of 4 pod(s)' in message
 
 
+def grouped(data: dict[str, Any]) -> bool:
+    """Whether a scenario has pod set groups: when TAS fails for a group, Kueue names one of
+    its pod sets in Go map order (rules §8), so those messages differ run to run."""
+    pod_sets = [ps for w in data.get("workloads", []) for ps in w["podSets"]]
+    return any("podSetGroupName" in (ps.get("topology") or {}) for ps in pod_sets)
+
+
 @pytest.mark.sim
 def test_version_2_answers_are_the_same_run_to_run(sim_binary: Path) -> None:
     # Lockstep cycles and the fake clock make a batch's answers identical across runs
     # (fuzz worlds: several flavors, cohorts, priorities, preemption, admitted workloads).
+    worlds = [generate_v2(5, i) for i in range(60)]
     batch = [
-        scenario_to_dict(scenario_from_data(generate_v2(5, i), f"case-{i}")) for i in range(40)
+        scenario_to_dict(scenario_from_data(data, f"case-{i}"))
+        for i, data in enumerate(worlds)
+        if not grouped(data)
     ]
+    assert len(batch) >= 30
     first, second = run_sim(batch, sim_binary), run_sim(batch, sim_binary)
     assert [a["error"] for a in first] == [None] * len(batch)
     assert first == second
