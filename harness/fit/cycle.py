@@ -15,7 +15,7 @@ cycle. Cycles run until one changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError
 from harness.fit import explain
@@ -42,29 +42,28 @@ from harness.fit.tas_step import (
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
+from harness.fit.webhook import webhook_rejection
 from harness.outcome import Outcome
 from harness.quantity import kueue_units
-from harness.scenario import AdmittedWorkload, ClusterQueue, Node, Scenario, Workload
+from harness.scenario import (
+    AdmittedWorkload,
+    ClusterQueue,
+    Flavor,
+    Node,
+    Scenario,
+    Step,
+    Usage,
+    Workload,
+)
 
 SKIPPED = "Workload no longer fits after processing another workload"
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
-STEPS = ("delete-workload", "submit")
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
 MAX_CYCLES = 1_000
 
 Note = Callable[[str, str], None]
 """--explain: (workload, line)."""
-
-
-def unsupported(scenario: Scenario) -> str | None:
-    """What of this version-2 scenario the driver does not model yet, or None."""
-    if any(step.action not in STEPS for step in scenario.steps):
-        return "steps other than " + " and ".join(STEPS)
-    for w in scenario.workloads:
-        if any(ps.topology is not None and ps.topology.group for ps in w.pod_sets):
-            return "pod set groups (podSetGroupName)"
-    return None
 
 
 @dataclass
@@ -106,6 +105,7 @@ class Model:
         self.created = {name: i for i, name in enumerate(names)}
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
+        self.usage = list(scenario.usage)
 
     # -- the world outside the scheduler ------------------------------------------------------
 
@@ -158,7 +158,12 @@ class Model:
         )
 
     def submit(self, w: Workload) -> None:
+        """A workload created: Kueue's webhook refuses it, or it joins its queue."""
         self.tick += 1
+        rejection = webhook_rejection(w)
+        if rejection is not None:
+            self.outcomes[w.name] = Outcome(admitted=False, message=rejection, rejected=True)
+            return
         self.queues.push(self._pending(w))
         self.outcomes.setdefault(w.name, NEVER_EVALUATED)
 
@@ -172,6 +177,54 @@ class Model:
         if held is not None:
             self.generation[held.cq] += 1
             self.queues.flush(self._cohort_of(held.cq))
+
+    def change_nodes(self, step: Step) -> None:
+        """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the
+        new nodes; a node change on a TAS flavor's nodes requeues every parked workload
+        (pkg/controller/tas/resource_flavor.go), a freed non-TAS pod those of the queues
+        using the node's flavors (non_tas_usage_controller.go); new usage requeues none."""
+        self.tick += 1
+        target, action = step.target, step.action
+        touched: Node | None = None
+        if action == "delete-usage":
+            gone = [u for u in self.usage if u.name == target]
+            self.usage = [u for u in self.usage if u.name != target]
+            touched = self.nodes.get(gone[0].node) if gone else None
+        elif action == "add-usage":
+            assert isinstance(target, Usage)
+            self.usage.append(target)
+        elif action in ("cordon", "uncordon"):
+            node = self.nodes[str(target)]
+            self.nodes[node.name] = touched = replace(node, unschedulable=action == "cordon")
+        elif action == "delete-node":
+            touched = self.nodes.pop(str(target), None)
+            self.usage = [u for u in self.usage if u.node != target]
+        elif action == "add-node":
+            assert isinstance(target, Node)
+            self.nodes[target.name] = touched = target
+        self.snap.rebuild_tas(self.nodes.values(), self.usage)
+        flavors = [f for f in self._tas_flavors_of(touched)] if touched else []
+        if not flavors:
+            return
+        if action == "delete-usage":
+            names = {f.name for f in flavors}
+            using = [
+                cq.name
+                for cq in self.scenario.cluster_queues
+                if any(fq.name in names for g in cq.resource_groups for fq in g.flavors)
+            ]
+            self.queues.flush({m for cq in using for m in self._cohort_of(cq)})
+        else:
+            self.queues.flush([cq.name for cq in self.scenario.cluster_queues])
+
+    def _tas_flavors_of(self, node: Node) -> list[Flavor]:
+        """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
+        out = []
+        for flavor in self.scenario.flavors_of(node):
+            topology = self.scenario.topology_of(flavor)
+            if topology is not None and all(level in node.labels for level in topology.levels):
+                out.append(flavor)
+        return out
 
     def _pending(self, w: Workload) -> Pending:
         priority = self.scenario.priority(w)
@@ -228,9 +281,11 @@ class Model:
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason:
                 requeue.append((entry, reason))
+            if reason and message is not None:
                 self._pending_outcome(entry.name, message)
             if self.note:
-                self.note(entry.name, f"cycle {self.cycle}: " + (message or "admitted"))
+                said = "admitted" if not reason else message or "admission not written"
+                self.note(entry.name, f"cycle {self.cycle}: {said}")
         for entry, reason in requeue:
             self.queues.requeue(entry.pending, reason)
         self.snap.end_cycle()
@@ -309,8 +364,7 @@ class Model:
             elif len(mine) > 1:
                 problem = f"more than one TAS flavor assigned: {', '.join(mine)}"
             if problem is not None:
-                if a.error is None:
-                    a.error = (ps.name, problem)
+                a.fail(ps.name, problem)
                 continue
             out.append(TasRequest(ps, mine[0]))
         return out
@@ -399,8 +453,9 @@ class Model:
         claimed: dict[str, Holding],
         admitted: list[Holding],
         victims: list[tuple[Holding, Entry, str]],
-    ) -> tuple[str, str]:
-        """`processEntry`: (requeue reason, message), or ("", "") when admitted."""
+    ) -> tuple[str, str | None]:
+        """`processEntry`: (requeue reason, message: None when no status is written), or
+        ("", "") when admitted."""
         check = self._fits(entry, claimed)
         if check == "tas":
             # TASRecomputeAssignmentWithinSchedulingCycle: assign again from the first
@@ -433,6 +488,11 @@ class Model:
                 f". Pending the preemption of {len(entry.targets)} workload(s)"
             )
             return PENDING_PREEMPTION, message
+        if any(not entry.per_leaf.get(tr.pod_set.name) for tr in entry.tas):
+            # Kueue admits with a topology assignment holding no domain; the API server
+            # refuses that write (topologyAssignment.slices: Required value), the cache drops
+            # the workload and it is requeued at once, its status unwritten.
+            return FAILED_AFTER_NOMINATION, None
         admitted.append(self._admit(entry, tas_usage))
         return "", ""
 
@@ -525,10 +585,13 @@ def _run(scenario: Scenario, ties: TieBreak, note: Note | None) -> Outcomes:
     initial = dict(model.outcomes)
     after_steps = []
     for step in scenario.steps:
-        if isinstance(step.target, Workload):
+        if step.action == "submit":
+            assert isinstance(step.target, Workload)
             model.submit(step.target)
-        else:
+        elif step.action == "delete-workload":
             model.delete(str(step.target))
+        else:
+            model.change_nodes(step)
         model.settle()
         after_steps.append(dict(model.outcomes))
     return initial, after_steps

@@ -97,11 +97,18 @@ class Assignment:
     tried: dict[ScanKey, int] = field(default_factory=dict)
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
     borrow: int = 0
+    forced: Mode | None = None
+    """The mode the TAS step set last (Kueue caches it as the representative mode)."""
 
     def pod_set_mode(self, name: str) -> Mode:
-        """`PodSetAssignment.RepresentativeMode`: NoFit without flavors or on error."""
+        """`PodSetAssignment.RepresentativeMode`: Fit without reasons (whatever its flavors
+        say), NoFit on error or without flavors, else the worst of its resources."""
+        if self.error is not None and self.error[0] == name:
+            return Mode(NO_FIT)
+        if not self.reasons.get(name):
+            return Mode(FIT)
         modes = self.resource_modes.get(name)
-        if not modes or (self.error is not None and self.error[0] == name):
+        if not modes:
             return Mode(NO_FIT)
         out = Mode(FIT)
         for mode in modes.values():
@@ -110,12 +117,19 @@ class Assignment:
 
     @property
     def mode(self) -> Mode:
+        """`Assignment.RepresentativeMode`: the cached one, else the worst pod set."""
+        if self.forced is not None:
+            return self.forced
         out = Mode(FIT)
         for name in self.resource_modes:
             out = worst(out, self.pod_set_mode(name))
-        if self.error is not None:
-            return Mode(NO_FIT)
         return out
+
+    def fail(self, pod_set: str, error: str) -> None:
+        """`psError`: the pod set's assignment failed; the representative mode is recomputed."""
+        if self.error is None:
+            self.error = (pod_set, error)
+        self.forced = None
 
     @property
     def modes(self) -> dict[str, Mode]:
@@ -126,10 +140,12 @@ class Assignment:
         return self.borrow > 0
 
     def set_mode(self, pod_set: str, preemption: int) -> None:
-        """`updateMode`: every resource of the pod set gets this mode (the TAS step)."""
+        """`updateMode`: every resource of the pod set gets this mode, and so does the
+        assignment (the TAS step)."""
         modes = self.resource_modes.get(pod_set, {})
         for resource, mode in modes.items():
             modes[resource] = Mode(preemption, mode.borrow)
+        self.forced = Mode(preemption)
 
     def needs_preemption(self) -> set[FlavorResource]:
         """`flavorResourcesNeedPreemption`: every fr whose visible mode is Preempt."""

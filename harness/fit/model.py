@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder, Unplaceable
-from harness.fit.cycle import fit_v2, unsupported
+from harness.fit.cycle import fit_v2
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
@@ -69,11 +69,6 @@ class FitResult:
 
 def check_supported(scenario: Scenario) -> None:
     """Refuse Kueue versions and feature-gate values the model does not model."""
-    missing = unsupported(scenario) if scenario.shorthand is None else None
-    if missing:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: the fit model does not model {missing} in version-2 scenarios yet"
-        )
     version = scenario.kueue
     if version is not None and version not in MODELLED_KUEUE_VERSIONS:
         raise UnsupportedVersionError(
@@ -85,6 +80,10 @@ def check_supported(scenario: Scenario) -> None:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
             )
+    if faults := scenario.fault_features():
+        raise UnsupportedVersionError(
+            f"{scenario.path}: the fit model does not model faults yet: {'; '.join(faults)}"
+        )
 
 
 def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:

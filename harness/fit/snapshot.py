@@ -8,12 +8,12 @@ are what the victim search and the fits check do to it and undo themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.tas_step import TasTrees, TasUsage
-from harness.scenario import Scenario
+from harness.scenario import Node, Scenario, Usage
 
 
 @dataclass
@@ -61,9 +61,10 @@ class Snapshot:
             self.tas.add_cache(held.tas, -1)
         return held
 
-    def rebuild_tas(self) -> None:
-        """Nodes or their non-TAS pods changed: new trees with the cache's usage."""
-        self.tas = TasTrees(self.scenario, self.scenario.nodes, self.scenario.usage)
+    def rebuild_tas(self, nodes: Iterable[Node], usage: Iterable[Usage]) -> None:
+        """Nodes or their non-TAS pods changed: new trees with the cache's usage (usage on a
+        node that is no longer a leaf is not counted, as Kueue's snapshot skips it)."""
+        self.tas = TasTrees(self.scenario, nodes, usage)
         for held in self.holding.values():
             self.tas.add_cache(held.tas, 1)
 
