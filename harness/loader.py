@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness import load_admitted, load_world, node_groups, shorthand
+from harness import load_admitted, load_faults, load_world, node_groups, shorthand
 from harness.errors import ScenarioError
 from harness.k8s_rules import (
     container_resource_problem,
@@ -29,6 +29,7 @@ from harness.keypath import kind, yaml_text
 from harness.kueue_gates import KUEUE_V0_19_GATES, unknown_gate
 from harness.quantity import QuantityError, parse_quantity
 from harness.scenario import (
+    FAULT_ACTIONS,
     HOSTNAME,
     MODES,
     STEP_ACTIONS,
@@ -178,6 +179,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
             [*held, *workloads],
             _Domains(lowest, nodes),
             world,
+            load_faults.FaultState(nodes, [*held, *workloads], usage, _taint),
         )
         if "steps" in top
         else ()
@@ -573,12 +575,14 @@ def _expectations(
 
 
 EXPECT_KEYS = ("admitted", "placement", "message", "rejected", "unschedulable", "flavors")
+FAULT_EXPECT_KEYS = ("replaced", "evicted", "drift")
+"""What a fault step did (docs/scenario-extensions.md, "Faults under running workloads")."""
 
 
 def _expectation(
     at: _At, workload: Workload, domains: _Domains, world: load_world.World
 ) -> Expectation:
-    fields = at.mapping((*EXPECT_KEYS, "preempted"), ("admitted",))
+    fields = at.mapping((*EXPECT_KEYS, "preempted", *FAULT_EXPECT_KEYS), ("admitted",))
     placement = None
     if "placement" in fields:
         pod_set_names = tuple(p.name for p in workload.pod_sets)
@@ -602,6 +606,9 @@ def _expectation(
         if not admitted:
             fields["unschedulable"].fail("only an admitted workload has unschedulable pods")
         unschedulable = _unschedulable(fields["unschedulable"], workload)
+    for key in ("replaced", "drift"):
+        if key in fields and not admitted:
+            fields[key].fail(f"only an admitted workload has {key} nodes")
     return Expectation(
         admitted=admitted,
         placement=placement,
@@ -612,6 +619,13 @@ def _expectation(
         if "flavors" in fields
         else None,
         preempted=fields["preempted"].boolean() if "preempted" in fields else None,
+        replaced=load_faults.replaced(fields["replaced"], workload, domains.level, domains.values)
+        if "replaced" in fields
+        else None,
+        evicted=load_faults.evicted(fields["evicted"]) if "evicted" in fields else None,
+        drift=load_faults.drift(fields["drift"], workload, domains.level, domains.values)
+        if "drift" in fields
+        else None,
     )
 
 
@@ -634,6 +648,7 @@ def _steps(
     workloads: list[Workload],
     domains: _Domains,
     world: load_world.World,
+    faults: load_faults.FaultState,
 ) -> tuple[Step, ...]:
     nodes = set(ledger.allocatable)
     usages: set[str | None] = {u.name for u in usage if u.name}
@@ -645,8 +660,12 @@ def _steps(
         if len(actions) != 1:
             item.fail(f"needs exactly one action ({', '.join(STEP_ACTIONS)})")
         action, value = actions[0], fields[actions[0]]
-        target = _step_target(action, value, topology, nodes, usages, known, world)
+        if action in FAULT_ACTIONS:
+            target = faults.target(action, value)
+        else:
+            target = _step_target(action, value, topology, nodes, usages, known, world)
         _track(action, target, value, ledger, domains)
+        faults.follow(action, target)
         expect = (
             _expectations(fields["expect"], known, domains, world) if "expect" in fields else None
         )

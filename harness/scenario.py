@@ -223,10 +223,35 @@ class AdmittedWorkload:
     priority_class: str | None = None
 
 
+EVICTION_REASONS = (
+    "NodeFailures",
+    "PodsReadyTimeout",
+    "AdmissionCheck",
+    "ClusterQueueStopped",
+    "LocalQueueStopped",
+    "Deactivated",
+)
+"""Kueue v0.19.2's reasons of the Evicted condition (apis/kueue/v1beta2/workload_types.go),
+less `Preempted`, which `preempted` reports."""
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """An eviction other than by preemption: the Evicted condition's reason and message."""
+
+    reason: str
+    message: str = ""
+
+
+Replaced = Mapping[str, Mapping[str, tuple[str, ...]]]
+"""Pod set -> failed node -> the nodes that took its pods (Kueue's node replacement)."""
+
+
 @dataclass(frozen=True)
 class Expectation:
     """`unschedulable`: pod set -> admitted pods that never run (None: expect none; only
-    checked where the backend watches pods bind)."""
+    checked where the backend watches pods bind). `replaced`, `evicted` and `drift` are
+    compared only when given: `replaced` {} and `evicted` False say "none"."""
 
     admitted: bool
     placement: Mapping[str, Mapping[str, int]] | None = None
@@ -235,19 +260,59 @@ class Expectation:
     unschedulable: Mapping[str, int] | None = None
     flavors: Mapping[str, str] | None = None
     preempted: bool | None = None
+    replaced: Replaced | None = None
+    evicted: Eviction | bool | None = None
+    drift: Mapping[str, Mapping[str, int]] | None = None
+
+    def fault_keys(self) -> tuple[str, ...]:
+        """The keys about faults under running workloads this expectation uses."""
+        keys = ("replaced", "evicted", "drift")
+        return tuple(k for k in keys if getattr(self, k) is not None)
+
+
+@dataclass(frozen=True)
+class TaintChange:
+    """A taint added to (`taint-node`) or removed from (`untaint-node`) a node; a removal
+    matches key and effect."""
+
+    node: str
+    taint: Taint
+
+
+@dataclass(frozen=True)
+class PodFault:
+    """The pods a `terminate-pods` or `fail-pods` step acts on: a workload's (those bound to
+    `node`, or all; at most `count`), or a usage entry's."""
+
+    workload: str | None = None
+    usage: str | None = None
+    node: str | None = None
+    count: int | None = None
 
 
 @dataclass(frozen=True)
 class Step:
     """One change to the cluster after the workloads settled (an extension of the contract).
 
-    `action` is one of STEP_ACTIONS; `target` is a name, a Node, a Usage or a Workload.
+    `action` is one of STEP_ACTIONS; `target` is a name, a Node, a Usage, a Workload, a
+    TaintChange or a PodFault.
     """
 
     action: str
     target: object
     expect: Mapping[str, Expectation] | None = None
 
+
+FAULT_ACTIONS = (
+    "node-not-ready",
+    "node-ready",
+    "taint-node",
+    "untaint-node",
+    "terminate-pods",
+    "fail-pods",
+)
+"""Steps that act on running workloads the way a failing node or kubelet would
+(docs/scenario-extensions.md, "Faults under running workloads")."""
 
 STEP_ACTIONS = (
     "delete-workload",
@@ -258,6 +323,7 @@ STEP_ACTIONS = (
     "delete-node",
     "add-usage",
     "submit",
+    *FAULT_ACTIONS,
 )
 
 
@@ -333,6 +399,19 @@ class Scenario:
             "admitted workloads" if self.admitted else "",
         ]
         return tuple(f for f in found if f) or ("ClusterQueues with explicit quota",)
+
+    def fault_features(self) -> tuple[str, ...]:
+        """The fault steps and fault expectations (replaced, evicted, drift) this scenario
+        uses, for engines that do not model Kueue's node replacement yet to refuse by name."""
+        actions = {s.action for s in self.steps if s.action in FAULT_ACTIONS}
+        keys: set[str] = set()
+        for expect in [self.expect or {}, *(s.expect or {} for s in self.steps)]:
+            for want in expect.values():
+                keys.update(want.fault_keys())
+        found = [f"steps {', '.join(a for a in FAULT_ACTIONS if a in actions)}"] if actions else []
+        if keys:
+            found.append(f"expectations {', '.join(sorted(keys))}")
+        return tuple(found)
 
     def priority(self, workload: Workload | AdmittedWorkload) -> int:
         """Its WorkloadPriorityClass value; 0 without a class."""

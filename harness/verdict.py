@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from harness.outcome import Outcome
-from harness.scenario import Expectation
+from harness.outcome import Outcome, replaced_to_json
+from harness.scenario import Eviction, Expectation, Replaced
 
 _POD_SET_PREFIX = re.compile(r"couldn't assign flavors to pod set [^:]+: ")
+_EXPECTED = ("expected", "got")
+_PREDICTED = ("predicted", "observed")
 
 
 def _placement_lines(
@@ -54,11 +56,17 @@ def against_expectations(
             continue
         if want.preempted is not None and want.preempted != got.preempted:
             lines.append(f"{name}: expected preempted={want.preempted}, got {got.preempted}")
+        if want.evicted is not None:
+            lines += _eviction_lines(name, want.evicted, got.evicted)
         if want.admitted != got.admitted:
             lines.append(
                 f"{name}: expected {'admitted' if want.admitted else 'pending'}, got {_state(got)}"
             )
             continue
+        if want.replaced is not None:
+            lines += _replaced_lines(name, _EXPECTED, want.replaced, got.replaced)
+        if want.drift is not None and got.binding_observed:
+            lines += _drift_lines(name, _EXPECTED, want.drift, got.drift)
         if want.flavors is not None and dict(want.flavors) != dict(got.flavors):
             lines.append(f"{name}: expected flavors {dict(want.flavors)}, got {dict(got.flavors)}")
         if want.placement is not None:
@@ -70,6 +78,50 @@ def against_expectations(
         if got.admitted and got.binding_observed:
             lines += _unschedulable_lines(name, want.unschedulable, got)
     return lines
+
+
+def _eviction_lines(name: str, want: Eviction | bool, got: Eviction | None) -> list[str]:
+    """`evicted: false` expects none; otherwise the reason exactly, the message as a part."""
+    if not isinstance(want, Eviction):
+        return [] if got is None else [f"{name}: expected no eviction, got {_evicted(got)}"]
+    if got is None or got.reason != want.reason or want.message not in got.message:
+        shown = f"reason {want.reason}" + (
+            f", message containing {want.message!r}" * bool(want.message)
+        )
+        return [f"{name}: expected an eviction ({shown}), got {_evicted(got)}"]
+    return []
+
+
+def _evicted(eviction: Eviction | None) -> str:
+    if eviction is None:
+        return "none"
+    return f"reason {eviction.reason}, message {eviction.message!r}"
+
+
+def _replaced_lines(name: str, verbs: tuple[str, str], want: Replaced, got: Replaced) -> list[str]:
+    """Per pod set: which failed node went to which nodes ({} and absent both mean none)."""
+    w, g = replaced_to_json(want), replaced_to_json(got)
+    return [
+        f"{name}/{ps}: {verbs[0]} replaced {w.get(ps) or '(none)'}, "
+        f"{verbs[1]} {g.get(ps) or '(none)'}"
+        for ps in sorted(set(w) | set(g))
+        if (w.get(ps) or {}) != (g.get(ps) or {})
+    ]
+
+
+def _drift_lines(
+    name: str,
+    verbs: tuple[str, str],
+    want: Mapping[str, Mapping[str, int]],
+    got: Mapping[str, Mapping[str, int]],
+) -> list[str]:
+    """Running pods on nodes the assignment no longer names (kueue#12735)."""
+    return [
+        f"{name}/{ps}: {verbs[0]} pods running outside the assignment "
+        f"{_spread(want.get(ps, {}))}, {verbs[1]} {_spread(got.get(ps, {}))}"
+        for ps in sorted(set(want) | set(got))
+        if dict(want.get(ps, {})) != dict(got.get(ps, {}))
+    ]
 
 
 def _unschedulable_lines(name: str, want: Mapping[str, int] | None, got: Outcome) -> list[str]:
@@ -121,10 +173,18 @@ def against_prediction(
             continue
         if want.preempted != got.preempted:
             lines.append(f"{name}: predicted preempted={want.preempted}, observed {got.preempted}")
+        if want.evicted != got.evicted:
+            lines.append(
+                f"{name}: predicted eviction {_evicted(want.evicted)}, "
+                f"observed {_evicted(got.evicted)}"
+            )
         if want.admitted != got.admitted:
             lines.append(f"{name}: predicted {_state(want)}, observed {_state(got)}")
         elif want.admitted:
             lines += _placement_lines(name, want.placement, got.placement)
+            lines += _replaced_lines(name, _PREDICTED, want.replaced, got.replaced)
+            if want.binding_observed and got.binding_observed:
+                lines += _drift_lines(name, _PREDICTED, want.drift, got.drift)
             if want.flavors and got.flavors and dict(want.flavors) != dict(got.flavors):
                 lines.append(
                     f"{name}: predicted flavors {dict(want.flavors)}, observed {dict(got.flavors)}"

@@ -80,6 +80,10 @@ def check_supported(scenario: Scenario) -> None:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
             )
+    if faults := scenario.fault_features():
+        raise UnsupportedVersionError(
+            f"{scenario.path}: the fit model does not model faults yet: {'; '.join(faults)}"
+        )
 
 
 def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:

@@ -175,6 +175,8 @@ class ClusterBackend:
         return names
 
     def run(self, scenario: Scenario) -> Observation:
+        if faults := scenario.fault_features():
+            raise Unsupported(f"the cluster runner does not run faults yet: {'; '.join(faults)}")
         if missing := scenario.version2_features():
             raise Unsupported(
                 f"the cluster runner does not run version-2 scenarios yet: {', '.join(missing)}"
