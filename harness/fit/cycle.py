@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
@@ -597,10 +597,30 @@ def _run(scenario: Scenario, ties: TieBreak, note: Note | None) -> Outcomes:
     return initial, after_steps
 
 
+MODELLED_GATES = {
+    "FlavorFungibility": True,
+    "FlavorFungibilityPreserveScanProgress": True,
+    "PrioritySortingWithinCohort": True,
+    "PrioritizePreemptorWorkloads": False,
+    "RecomputeAssignmentUponPreemptionTargetsOverlap": False,
+    "SchedulerTimestampPreemptionBuffer": False,
+    "SchedulingEquivalenceHashing": True,
+    "TASHandleOverlappingFlavors": True,
+    "TASRecomputeAssignmentWithinSchedulingCycle": True,
+}
+"""Gates whose v0.19.2 default this driver builds in (rules §0); another value is refused."""
+
+
 def fit_v2(scenario: Scenario, note: Note | None = None) -> Outcomes:
     """Outcomes after every workload was submitted and the cycles settled, and after each
     step. Where Kueue breaks a tie at random the scenario is replayed with the ties broken
     the other way; if that changes an outcome, Nondeterministic (rules §8)."""
+    for gate, value in MODELLED_GATES.items():
+        if scenario.feature_gates.get(gate, value) != value:
+            raise UnsupportedVersionError(
+                f"{scenario.path}: featureGates.{gate}: {not value} is not modelled by the "
+                f"fit model"
+            )
     ties = TieBreak()
     initial, after_steps = _run(scenario, ties, note)
     if ties.seen:
