@@ -21,7 +21,7 @@ from harness.scenario import HOSTNAME
 Data = dict[str, Any]
 FLAVOR_LABEL = "example.com/gpu"
 FLAVOR_NAMES = ("h100", "a100", "l4")
-WITHIN_CQ = ("Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority")
+WITHIN_CQ = ("LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
 PRIORITY_VALUES = (0, 10, 100, 1000)
 
@@ -84,11 +84,13 @@ class _WorldCase(_Case):
         count = rng.randint(1, 4)
         for i in range(count):
             workload = self._workload(f"wl-{i}", last=i == count - 1)
-            workload["queue"] = rng.choice(queues)["name"]
+            workload["queue"] = self._queue(queues)["name"]
             if classes and not self.chance(0.2):
-                workload["priorityClass"] = rng.choice(classes)["name"]
+                top = classes[-1] if self.chance(0.5) else rng.choice(classes)
+                workload["priorityClass"] = top["name"]
             workloads.append(workload)
         data["workloads"] = workloads
+        self._tighten(queues, admitted, workloads)
         if admitted and self.chance(0.25):
             victim = rng.choice(admitted)["name"]
             data["steps"] = [{"delete-workload": victim}]
@@ -97,7 +99,7 @@ class _WorldCase(_Case):
     def _priority_classes(self) -> list[Data]:
         if self.chance(0.2):
             return []
-        values = sorted(self.rng.sample(PRIORITY_VALUES, self.rng.randint(1, 3)))
+        values = sorted(self.rng.sample(PRIORITY_VALUES, self.rng.choice((1, 2, 2, 3, 3))))
         names = ("low", "mid", "high")[3 - len(values) :]
         return [{"name": n, "value": v} for n, v in zip(names, values, strict=True)]
 
@@ -146,7 +148,7 @@ class _WorldCase(_Case):
             if self.chance(0.2):
                 queue["queueingStrategy"] = "StrictFIFO"
             preemption: Data = {}
-            if self.chance(0.7):
+            if self.chance(0.85):
                 preemption["withinClusterQueue"] = rng.choice(WITHIN_CQ)
             if cohort and self.chance(0.6):
                 preemption["reclaimWithinCohort"] = rng.choice(RECLAIM)
@@ -181,8 +183,8 @@ class _WorldCase(_Case):
             for resource, q in (*entry["requests"].items(), ("pods", 1)):
                 left[resource] = left.get(resource, Fraction(0)) - parse_quantity(q) * count
         out = []
-        for i in range(rng.choice((0, 0, 1, 2, 3, 4))):
-            queue = rng.choice(queues)
+        for i in range(rng.choice((0, 1, 2, 3, 4, 6, 8))):
+            queue = self._queue(queues)
             group = queue["resourceGroups"][0]
             flavor = rng.choice(group["flavors"])["name"]
             requests: Data = {GPU: rng.choice((1, 1, 2, 4))}
@@ -220,15 +222,53 @@ class _WorldCase(_Case):
                 ],
             }
             if classes and not self.chance(0.2):
-                admitted_entry["priorityClass"] = rng.choice(classes)["name"]
+                lower = classes[:-1] if len(classes) > 1 and self.chance(0.7) else classes
+                admitted_entry["priorityClass"] = rng.choice(lower)["name"]
             out.append(admitted_entry)
         return out
+
+    def _queue(self, queues: list[Data]) -> Data:
+        """Mostly the first queue, so that running and new workloads meet in one queue (where
+        preemption within the ClusterQueue can happen) more often than chance would have it."""
+        return queues[0] if self.chance(0.6) else self.rng.choice(queues)
+
+    def _tighten(self, queues: list[Data], admitted: list[Data], workloads: list[Data]) -> None:
+        """Where workloads are admitted, most GPU quotas become just enough for the biggest
+        new workload of the queue, or for what is held plus a little: new workloads then need
+        preemption or borrowing rather than spare quota. CPU quota mostly stops mattering."""
+        used: dict[tuple[str, str], int] = {}
+        for entry in admitted:
+            for pod_set in entry["podSets"]:
+                key = (entry["queue"], pod_set["flavor"])
+                used[key] = used.get(key, 0) + _gpus(pod_set)
+        biggest: dict[str, int] = {}
+        for workload in workloads:
+            need = sum(_gpus(ps) for ps in workload["podSets"])
+            biggest[workload["queue"]] = max(biggest.get(workload["queue"], 0), need)
+        for queue in queues:
+            for flavor in queue["resourceGroups"][0]["flavors"]:
+                held = used.get((queue["name"], flavor["name"]), 0)
+                if not held or not self.chance(0.7):
+                    continue
+                for quota in flavor["resources"]:
+                    if quota["name"] == "cpu" and self.chance(0.8):
+                        quota["nominalQuota"] = int(self._capacity(flavor["name"], "cpu"))
+                    if quota["name"] != GPU:
+                        continue
+                    want = biggest.get(queue["name"], 0) if self.chance(0.5) else held
+                    quota["nominalQuota"] = want + self.rng.choice((0, 0, 1, 2, 4))
+                    if "lendingLimit" in quota:
+                        quota["lendingLimit"] = min(quota["lendingLimit"], quota["nominalQuota"])
 
     def _levels_of(self, flavor: str) -> list[str]:
         for topology in self.topologies:
             if topology["name"] == f"{flavor}-topology":
                 return list(topology["levels"])
         return []
+
+
+def _gpus(pod_set: Data) -> int:
+    return int(pod_set["requests"].get(GPU, 0)) * int(pod_set["count"])
 
 
 def _fits(left: dict[str, Fraction], requests: Data) -> bool:
