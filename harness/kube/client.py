@@ -49,15 +49,20 @@ def _ref(obj: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
 
 def in_parallel(call: Callable[[T], object], items: Iterable[T]) -> None:
     """Run `call` on every item over CREATE_WORKERS threads; the first error is raised once
-    all calls have ended (urllib3's pool is thread-safe)."""
+    the calls under way have ended (urllib3's pool is thread-safe)."""
     items = list(items)
     if len(items) <= 1:
         for item in items:
             call(item)
         return
-    with ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="kth-kube") as pool:
+    pool = ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="kth-kube")
+    try:
         for future in [pool.submit(call, item) for item in items]:
             future.result()
+    finally:
+        # On an error, Ctrl-C or SIGTERM, requests not yet sent are dropped: waiting for
+        # 20,000 queued creates would keep a stopping run alive for minutes.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class Kube:
