@@ -32,8 +32,12 @@ import (
 )
 
 // maxCycles bounds the scheduling cycles one submission or step may take before the sim
-// reports that Kueue never came to rest.
-const maxCycles = 1000
+// reports that Kueue never came to rest; restCycles is how many cycles in a row must start
+// from states already seen for Kueue to count as at rest while it retries a head.
+const (
+	maxCycles  = 1000
+	restCycles = 8
+)
 
 // cluster is one scenario's Kueue: fresh caches, queues, fake API server and a running
 // scheduler loop. Nothing is shared between scenarios except Kueue's feature gates.
@@ -325,14 +329,18 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 
 // settle runs scheduling cycles until Kueue comes to rest: before each cycle the
 // controllers act on what the last one decided (deliver); Kueue is at rest when no
-// ClusterQueue has a workload to pop (every pending one is parked as inadmissible), or
-// when the state before a cycle repeats one seen since the last change (a StrictFIFO head
-// retried every cycle; if its message cycles through several, a note says so).
+// ClusterQueue has a workload to pop (every pending one is parked as inadmissible), or when
+// the state before a cycle has only repeated states seen since the change for restCycles
+// cycles in a row (a head Kueue retries every cycle: StrictFIFO, or a BestEffortFIFO head
+// requeued at once). A workload whose message differs within those recurring states never
+// settles (a StrictFIFO flavor scan wrapping, or a tie Kueue breaks in map order each time):
+// it gets a note and is listed as unstable.
 func (c *cluster) settle(ctx context.Context) error {
 	clear(c.notes)
 	c.unstable.Clear()
-	seen := map[string]int{}
+	seen := map[string]int{} // state -> the cycle it was first seen before
 	var history []map[string]string
+	recurring, since := 0, 0 // cycles in a row that started from a state seen before; from when
 	for n := 0; ; n++ {
 		if err := c.deliver(ctx); err != nil {
 			return err
@@ -347,12 +355,21 @@ func (c *cluster) settle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		c.log.V(4).Info("kueue-sim: state before the next scheduling cycle", "state", sig)
 		if first, ok := seen[sig]; ok {
-			c.noteAlternating(history[first:])
+			if recurring == 0 || first < since {
+				since = first
+			}
+			recurring++
+		} else {
+			seen[sig] = n
+			recurring = 0
+		}
+		history = append(history, messages)
+		if recurring == restCycles {
+			c.noteAlternating(history[since:])
 			return nil
 		}
-		seen[sig] = n
-		history = append(history, messages)
 		if n == maxCycles {
 			return fmt.Errorf("Kueue did not come to rest within %d scheduling cycles", maxCycles)
 		}
@@ -411,12 +428,9 @@ func (c *cluster) signature(ctx context.Context) (string, map[string]string, err
 }
 
 // noteAlternating records, for each workload whose pending message differs between the
-// cycles of a repeating period, that it alternates: its outcome is then whichever message
-// the period stopped at, and a cluster may show any of them.
+// cycles Kueue keeps repeating, that it alternates: its outcome is then whichever message
+// the sim stopped at, and a cluster may show any of them.
 func (c *cluster) noteAlternating(period []map[string]string) {
-	if len(period) < 2 {
-		return
-	}
 	names := map[string]bool{}
 	for _, m := range period {
 		for name := range m {
@@ -431,8 +445,9 @@ func (c *cluster) noteAlternating(period []map[string]string) {
 			}
 		}
 		if len(seen) > 1 {
-			c.notes[name] = fmt.Sprintf("its message alternates every scheduling cycle (period %d): %s",
-				len(period), strings.Join(quoteAll(seen), " | "))
+			slices.Sort(seen)
+			c.notes[name] = "its message changes from one scheduling cycle to the next: " +
+				strings.Join(quoteAll(seen), " | ")
 			c.unstable.Insert(name)
 		}
 	}
@@ -522,7 +537,8 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 		// controller stamps one only with UnadmittedWorkloadsExplicitStatus).
 		res.note = "not evaluated: an equivalent workload is inadmissible (SchedulingEquivalenceHashing)"
 	case c.queued(wl):
-		res.note = "not evaluated: queued behind the head of its StrictFIFO ClusterQueue"
+		res.note = "not evaluated: queued behind " + c.headOf(wl) +
+			", which Kueue retries every scheduling cycle"
 	default:
 		return Result{}, fmt.Errorf("workload %s has no status and is in no queue", name)
 	}
@@ -538,6 +554,19 @@ func (c *cluster) parked(wl *kueue.Workload) bool {
 func (c *cluster) queued(wl *kueue.Workload) bool {
 	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
 	return slices.Contains(c.queues.Dump()[ref], workload.Key(wl))
+}
+
+// headOf names the workload its ClusterQueue pops first (queue order), the one every cycle
+// retries while wl waits behind it.
+func (c *cluster) headOf(wl *kueue.Workload) string {
+	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	queued := c.queues.Dump()[ref]
+	for _, info := range c.queues.PendingWorkloadsInfo(ref) {
+		if slices.Contains(queued, workload.Key(info.Obj)) {
+			return info.Obj.Name
+		}
+	}
+	return "the head of its ClusterQueue"
 }
 
 // wasPreempted: the Workload was evicted by preemption at some time (its eviction record

@@ -235,7 +235,7 @@ def test_a_strict_fifo_head_whose_flavor_scan_wraps_is_reported_unstable(
     # retries its head every cycle, so its message alternates for ever.
     answer = answer_of(sim_binary, contract(WRAPPING))
     [unstable] = answer["unstable"]
-    assert unstable.startswith("big: its message alternates every scheduling cycle (period 2)")
+    assert unstable.startswith("big: its message changes from one scheduling cycle to the next")
     assert "only 2 out of 4" in unstable and "only 3 out of 4" in unstable
     backend = SimBackend()
     try:
@@ -254,6 +254,71 @@ def test_best_effort_fifo_ends_its_scan_on_the_last_flavor(sim_binary: Path) -> 
     assert "unstable" not in answer
     message = answer["outcome"]["big"]["message"]
     assert 'topology "t2" allows to fit only 3 out of 4 pod(s)' in message
+
+
+GROUP_ON_FULL_FLAVOR = """
+name: group-on-full-flavor
+topologies:
+  - {name: l4-topology, levels: [example.com/rack, kubernetes.io/hostname]}
+  - {name: a100-topology, levels: [example.com/rack, kubernetes.io/hostname]}
+resourceFlavors:
+  - {name: l4, nodeLabels: {example.com/gpu: l4}, topologyName: l4-topology}
+  - {name: a100, nodeLabels: {example.com/gpu: a100}, topologyName: a100-topology}
+clusterQueues:
+  - name: team-a
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu, cpu]
+        flavors:
+          - name: l4
+            resources: [{name: nvidia.com/gpu, nominalQuota: 10}, {name: cpu, nominalQuota: 96}]
+          - name: a100
+            resources: [{name: nvidia.com/gpu, nominalQuota: 12}, {name: cpu, nominalQuota: 24}]
+nodes:
+  - {name: l4-n0, labels: {example.com/gpu: l4, example.com/rack: r1}, allocatable: {cpu: '64', nvidia.com/gpu: 2, pods: 110}}
+  - {name: a100-n0, labels: {example.com/gpu: a100, example.com/rack: r9}, allocatable: {cpu: '8', nvidia.com/gpu: 4, pods: 110}}
+usage:
+  - {node: l4-n0, requests: {nvidia.com/gpu: 2}}
+workloads:
+  - name: group
+    podSets:
+      - {name: leader, count: 1, requests: {cpu: '1'}, topology: {mode: preferred, level: example.com/rack, podSetGroupName: lws}}
+      - {name: workers, count: 1, requests: {nvidia.com/gpu: 2, cpu: 500m}, topology: {mode: preferred, level: example.com/rack, podSetGroupName: lws}}
+  - name: later
+    podSets:
+      - {name: main, count: 1, requests: {cpu: '1'}}
+"""
+
+
+@pytest.mark.sim
+def test_kueue_finding_a_group_whose_leader_has_no_gpu_never_leaves_its_first_flavor(
+    sim_binary: Path,
+) -> None:
+    # Kueue v0.19.2: l4 has quota but no free GPU, so TAS fails there and the scan should go on
+    # to a100 next cycle (rules §4.5). For a pod set group, findFlavorForPodSets looks the
+    # progress up on the group's first pod set and the resource being assigned
+    # (NextFlavorToTryForPodSetResource(psIDs[0], nvidia.com/gpu)), but the leader's record
+    # only has cpu: the scan restarts at l4 every cycle. The group stays pending on l4, is
+    # requeued at once (its record says flavors are left) and the BestEffortFIFO queue never
+    # gets past it: "later" is never evaluated.
+    answer = answer_of(sim_binary, contract(GROUP_ON_FULL_FLAVOR))
+    outcome = answer["outcome"]
+    assert outcome["group"]["admitted"] is False
+    assert (
+        'topology "l4-topology" doesn\'t allow to fit any of 1 pod(s)'
+        in outcome["group"]["message"]
+    )
+    assert outcome["later"] == {"admitted": False, "message": ""}
+    assert (
+        "later: not evaluated: queued behind group, which Kueue retries every scheduling cycle"
+        in (answer["notes"])
+    )
+    # When the leader requests a GPU too, its record has the resource and the scan moves on.
+    leader_gpu = GROUP_ON_FULL_FLAVOR.replace(
+        "requests: {cpu: '1'}, topology", "requests: {cpu: '1', nvidia.com/gpu: 1}, topology"
+    )
+    outcome = answer_of(sim_binary, contract(leader_gpu))["outcome"]
+    assert outcome["group"]["flavors"] == {"leader": "a100", "workers": "a100"}
+    assert outcome["later"]["admitted"] is True
 
 
 def grouped(data: dict[str, Any]) -> bool:
