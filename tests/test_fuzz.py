@@ -17,7 +17,6 @@ from harness.fuzz.campaign import dump_scenario, run_campaign
 from harness.fuzz.generator import generate
 from harness.fuzz.shrink import shrink
 from harness.loader import load_scenario, scenario_from_data
-from harness.sim.contract import scenario_to_dict
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,15 +31,10 @@ def test_cases_do_not_depend_on_each_other_or_on_the_seed_being_shared() -> None
 
 
 def test_every_generated_scenario_loads_and_round_trips() -> None:
-    """The generated dict is valid, and its typed form written back loads to the same thing."""
+    """The generated dict is valid, and written as YAML it loads to the same thing."""
     for index in range(300):
         data = generate(3, index)
         scenario = scenario_from_data(data, f"case-{index}")
-        again = scenario_from_data(scenario_to_dict(scenario), f"case-{index}")
-        assert again.nodes == scenario.nodes
-        assert again.workloads == scenario.workloads
-        assert again.usage == scenario.usage
-        assert again.feature_gates == scenario.feature_gates
         text = dump_scenario(data)
         loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         assert scenario_from_data(loaded, f"case-{index}") == scenario
