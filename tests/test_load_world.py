@@ -8,11 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from harness.backends import Unsupported
 from harness.errors import HarnessError
 from harness.loader import scenario_from_data
 from harness.scenario import FlavorFungibility, Preemption
-from harness.sim_backend import SimBackend
 from harness.strict_yaml import parse_yaml
 
 V2 = """
@@ -101,12 +99,6 @@ def test_v1_shorthand_is_one_queue_with_ample_quota_for_unlisted_resources() -> 
     assert quotas == {"cpu": Fraction(10**15), "nvidia.com/gpu": Fraction(4)}
     assert sc.workloads[0].queue == cq.name
     assert dict(sc.queue.nominal_quota) == {"nvidia.com/gpu": 4}
-
-
-def test_sim_refuses_a_v2_scenario_by_name_before_starting() -> None:
-    sc = scenario_from_data(parse_yaml(V2, "x.yaml"), "x.yaml")
-    with pytest.raises(Unsupported, match=r"version-2 scenarios yet: .*2 resource flavors"):
-        SimBackend().run(sc)
 
 
 ADMITTED = """

@@ -102,6 +102,18 @@ def test_without_a_preemption_policy_the_admitted_workload_keeps_its_quota(
 
 
 @pytest.mark.sim
+def test_the_backend_adapter_runs_version_2_scenarios(sim_binary: Path) -> None:
+    backend = SimBackend()
+    try:
+        observed = backend.run(scenario_from_data(parse_yaml(ONE_CQ, "<test>"), "<test>"))
+    finally:
+        backend.close()
+    assert observed.outcomes["high"].flavors == {"main": "h100"}
+    assert observed.outcomes["low"].preempted is True
+    assert not observed.outcomes["low"].admitted
+
+
+@pytest.mark.sim
 def test_a_malformed_admission_is_refused_by_kueues_workload_webhook(sim_binary: Path) -> None:
     # resourceUsage must be a multiple of count (webhooks.validateAdmission): 8 pods cannot
     # use 9 GPUs. The sim reports the scenario as an error instead of running it.
