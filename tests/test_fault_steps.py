@@ -146,7 +146,10 @@ def test_the_corpus_covers_every_fault_refusal() -> None:
 
 # ---- engines refuse by name ----------------------------------------------------------------
 
-FAULTY = [{"node-not-ready": "n1"}, {"terminate-pods": {"workload": "w", "node": "n1"}}]
+FAULTY: list[dict[str, Any]] = [
+    {"node-not-ready": "n1"},
+    {"terminate-pods": {"workload": "w", "node": "n1"}},
+]
 NAMED = "steps node-not-ready, terminate-pods"
 
 
