@@ -202,8 +202,24 @@ def against_prediction(
     return lines
 
 
-def _same_message(a: str, b: str) -> bool:
-    return a == b or _POD_SET_PREFIX.sub("", a) == _POD_SET_PREFIX.sub("", b)
+def _same_message(predicted: str, observed: str) -> bool:
+    if predicted == observed:
+        return True
+    a, b = _POD_SET_PREFIX.sub("", predicted), _POD_SET_PREFIX.sub("", observed)
+    if a == b:
+        return True
+    return _IDENTITY.search(a) is not None and _identity_pattern(a).fullmatch(b) is not None
+
+
+_IDENTITY = re.compile(r"<(?:job )?uid of [^<>]+>")
+"""The fit model's stand-ins for a workload's UID and its Job's UID, which only a cluster
+assigns (victim messages: `Preempted to accommodate a workload (UID: <uid of train>, ...`)."""
+
+
+def _identity_pattern(predicted: str) -> re.Pattern[str]:
+    """The predicted message with each stand-in matching any UID text."""
+    pieces = _IDENTITY.split(predicted)
+    return re.compile(r"[^\s,()]+".join(re.escape(piece) for piece in pieces))
 
 
 def _state(outcome: Outcome | None) -> str:

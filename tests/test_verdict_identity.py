@@ -1,0 +1,33 @@
+"""A victim's message names its preemptor's UID and Job UID, which only a cluster (or the
+sim) assigns: the fit model writes stand-ins, and comparing its prediction with Kueue must
+accept any UID there and nothing else different."""
+
+from __future__ import annotations
+
+from harness.outcome import Outcome
+from harness.verdict import against_prediction
+
+PREDICTED = (
+    "Preempted to accommodate a workload (UID: <uid of train>, JobUID: <job uid of train>) "
+    "due to prioritization in the ClusterQueue; preemptor path: /team-a; preemptee path: /team-a"
+)
+
+
+def _compare(observed_message: str) -> list[str]:
+    predicted = {"old": Outcome(admitted=False, message=PREDICTED, preempted=True)}
+    observed = {"old": Outcome(admitted=False, message=observed_message, preempted=True)}
+    return against_prediction(predicted, observed)
+
+
+def test_any_uid_matches_the_stand_ins() -> None:
+    real = PREDICTED.replace("<uid of train>", "5f0c-77e1").replace("<job uid of train>", "UNKNOWN")
+    assert _compare(real) == []
+
+
+def test_the_rest_of_the_message_still_counts() -> None:
+    real = (
+        PREDICTED.replace("<uid of train>", "5f0c-77e1")
+        .replace("<job uid of train>", "UNKNOWN")
+        .replace("prioritization in the ClusterQueue", "reclamation within the cohort")
+    )
+    assert len(_compare(real)) == 1
