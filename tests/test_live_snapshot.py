@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import copy
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from harness.errors import InputError
 from harness.fit import fit
 from harness.live.cluster_read import ClusterState
-from harness.live.snapshot import render, snapshot
+from harness.live.snapshot import read_file, render, render_json, snapshot
 from harness.loader import scenario_from_data
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -290,3 +293,17 @@ def test_an_admitted_placement_outside_the_snapshot_leaves_the_workload_out() ->
     assert snap.data["admitted"] == []
     assert ("Workload ml/job-old-abc12: left out, pod set main is placed on node cpu-1, not in "
             "the snapshot") in snap.gaps.lines  # fmt: skip
+
+
+def test_a_json_snapshot_reads_back_and_refuses_a_key_given_twice(tmp_path: Path) -> None:
+    snap = snapshot(state())
+    path = tmp_path / "snap.json"
+    path.write_text(render_json(snap))
+    assert read_file(str(path)) == snap.data
+    path.write_text('{"name": "a", "name": "b", "clusterQueues": []}')
+    with pytest.raises(InputError) as err:
+        read_file(str(path))
+    assert str(err.value) == f"{path}: name: given twice"
+    path.write_text('{"name": ')
+    with pytest.raises(InputError, match=r"snap.json: line 1 column 10: Expecting value"):
+        read_file(str(path))
