@@ -200,7 +200,10 @@ def flavor_problem(
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue
         if not any(t.tolerates(taint) for t in (*pod_set.tolerations, *flavor.tolerations)):
-            return f"untolerated taint {taint.render()} in flavor {flavor.name}"
+            # Kueue formats the corev1.Taint value with %s: Go prints the struct's fields
+            # (TimeAdded is a nil pointer), not Taint.ToString (checked with k8s.io/api v0.36.2).
+            shown = f"{{{taint.key} {taint.value} {taint.effect} <nil>}}"
+            return f"untolerated taint {shown} in flavor {flavor.name}"
     labels = flavor.node_labels
     if any(k in labels and labels[k] != v for k, v in pod_set.node_selector.items()):
         return f"flavor {flavor.name} doesn't match node affinity"
