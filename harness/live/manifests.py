@@ -42,6 +42,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "Workload": WORKLOAD_APIS,
 }
 """Every kind whose Workload this module can build, with the API versions it reads."""
+WPC = "WorkloadPriorityClass"
 MAIN = "main"  # Kueue's pod set name for a single-template workload (DefaultPodSetName)
 UNMODELLED = ("affinity", "topologySpreadConstraints", "priorityClassName", "resourceClaims")
 """Pod fields the fit model does not model: a prediction would silently ignore them."""
@@ -107,15 +108,9 @@ class Manifest:
         if self.kind == "Workload":
             spec = self.obj["spec"]
             ref = spec.get("priorityClassRef") or {}
-            name = (
-                ref.get("name")
-                if ref.get("kind", "WorkloadPriorityClass") == ("WorkloadPriorityClass")
-                else None
-            )
-            if self.api_version.endswith("v1beta1") and spec.get("priorityClassSource") == (
-                "kueue.x-k8s.io/workloadpriorityclass"
-            ):
-                name = spec.get("priorityClassName")
+            name = ref.get("name") if ref.get("kind") in (None, WPC) else None
+            if spec.get("priorityClassSource") == "kueue.x-k8s.io/workloadpriorityclass":
+                name = spec.get("priorityClassName")  # v1beta1
             return str(name) if name else None
         return self.labels.get(kueue_keys.PRIORITY_CLASS_LABEL)
 
