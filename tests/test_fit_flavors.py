@@ -92,7 +92,8 @@ def test_scan_progress_starts_at_the_recorded_flavor_and_records_where_it_stoppe
     sc = world()
     book = QuotaBook.of(sc.cluster_queues)
     first = assign_flavors(sc, book, sc.workloads[0])
-    # Keyed by (first pod set of the group, resource group).
-    assert first.tried == {(0, 0): 0}  # MayStopSearch stopped at h100, before the last flavor
-    again = assign_flavors(sc, book, sc.workloads[0], start={(0, 0): 1})
-    assert again.flavors == {"main": {"nvidia.com/gpu": "a100"}} and again.tried == {(0, 0): -1}
+    # Keyed by (pod set slot, resource).
+    gpu = (0, "nvidia.com/gpu")
+    assert first.tried == {gpu: 0}  # MayStopSearch stopped at h100, before the last flavor
+    again = assign_flavors(sc, book, sc.workloads[0], start={gpu: 1})
+    assert again.flavors == {"main": {"nvidia.com/gpu": "a100"}} and again.tried == {gpu: -1}

@@ -6,8 +6,8 @@ shouldTryNextFlavor).
 Where Kueue asks its preemption oracle (a flavor short of unused quota that preemption might
 free), `assign_flavors` calls the `oracle` it is given (harness.fit.victims); without one the
 answer is "no candidates", exact for ClusterQueues whose policies are all Never. Scan
-progress (rules §4.5): `start` gives, per (first pod set of a group, resource group), the
-flavor to start at; `Assignment.tried` the last flavor looked at (-1: the group's last).
+progress (rules §4.5): `Assignment.tried` records, per pod set and resource, the last flavor
+looked at (-1: the group's last); `start` is where the next scan of each begins.
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ from harness.scenario import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenar
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 """Kueue's preemptionMode, worst first."""
 
-ScanKey = tuple[int, int]
-"""(index of the first pod set of a pod set group, index of the resource group)."""
+ScanKey = tuple[int, str]
+"""(slot, resource). Kueue appends one record per pod set in assignment order (groups in
+order of first appearance) and looks a group's start up at the slot numbered like the
+group's first pod set index, for the resource being assigned: where groups reorder pod
+sets, or a group's first pod set lacks that resource, the lookup misses and the scan starts
+at the first flavor again (workload.go: NextFlavorToTryForPodSetResource)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -296,6 +300,7 @@ def assign_flavors(
     cq = scenario.cluster_queue(workload.queue)
     search = _Search(scenario, book, cq, oracle, pinned)
     out = Assignment()
+    slot = 0
     for indices in pod_set_groups(workload):
         members = [workload.pod_sets[i] for i in indices]
         own = {ps.name: pod_set_requests(cq, ps) for ps in members}
@@ -304,7 +309,7 @@ def assign_flavors(
             for r, v in values.items():
                 requests[r] = requests.get(r, 0) + v
         chosen: dict[str, tuple[str, Mode]] = {}
-        tried: dict[ScanKey, int] = {}
+        looked_at: dict[int, int] = {}
         reasons: list[str] = []
         failed: list[str] | None = None
         for resource in resource_order(list(requests)):
@@ -317,13 +322,13 @@ def assign_flavors(
             if resource in chosen:
                 continue
             index = cq.resource_groups.index(group)
-            first = (start or {}).get((indices[0], index), 0)
+            first = (start or {}).get((indices[0], resource), 0)
             found = _choose(search, group, members, requests, out.usage, first, out.attempts)
             flavor, modes, group_reasons, looked = found
             if flavor is None:
                 failed = group_reasons
                 break
-            tried[(indices[0], index)] = looked
+            looked_at[index] = looked
             reasons += group_reasons
             for r, mode in modes.items():
                 chosen[r] = (flavor, mode)
@@ -339,9 +344,12 @@ def assign_flavors(
             for r, (f, m) in mine.items():
                 out.usage[(f, r)] = out.usage.get((f, r), 0) + own[ps.name].get(r, 0)
                 out.borrow = max(out.borrow, m.borrow)
+                group = cq.group_of(r)
+                assert group is not None
+                out.tried[(slot, r)] = looked_at[cq.resource_groups.index(group)]
+            slot += 1
         if failed is not None:
             return out
-        out.tried.update(tried)
     return out
 
 
