@@ -30,9 +30,13 @@ CLUSTER_SCOPED = (
     ("v1", "Node"),
     (KUEUE_API, "ResourceFlavor"),
     (KUEUE_API, "Topology"),
+    (KUEUE_API, "WorkloadPriorityClass"),
 )
 """Cluster-scoped kinds a run creates, in deletion order (Kueue's finalizers hold a
 ResourceFlavor while a ClusterQueue uses it, and a Topology while a flavor names it)."""
+KEPT_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")
+"""Kinds an identical object of the next scenario may keep, in the order decided (a flavor
+only with its Topology, a ClusterQueue only with all its flavors)."""
 
 _retry = tenacity.retry(
     retry=tenacity.retry_if_exception_type(KubeError),
@@ -60,9 +64,7 @@ def clear_run(
             with contextlib.suppress(NotFound):
                 kube.delete_all(api, kind, ns, sel)
         _force_pods(kube, ns, sel)
-    for api, kind in CLUSTER_SCOPED[:2]:  # flavors and topologies: _replace_kueue_objects
-        with contextlib.suppress(NotFound):
-            kube.delete_all(api, kind, labels=sel)
+    kube.delete_all("v1", "Node", labels=sel)  # Kueue's kinds: _replace_kueue_objects
     awaited = _replace_kueue_objects(kube, sel, reuse)
     for ns in namespaces:
         kube.delete("v1", "Namespace", ns)
@@ -82,24 +84,42 @@ def clear_run(
 
 
 def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:
-    """Delete the run's Topologies and ResourceFlavors except identical ones in `reuse`
-    (a flavor only together with its topology); returns the (kind, name) deleted."""
-    wanted = {(o["kind"], o["metadata"]["name"]): o.get("spec") for o in reuse}
-    deleted: list[tuple[str, str]] = []
+    """Delete the run's Kueue objects except identical ones in `reuse` (a flavor only
+    together with its Topology, a ClusterQueue only with all its flavors); returns the
+    (kind, name) to wait for: every deleted Topology and flavor, and a deleted ClusterQueue
+    or WorkloadPriorityClass whose name `reuse` creates again."""
+    wanted = {(o["kind"], o["metadata"]["name"]): content(o) for o in reuse}
+    doomed: list[tuple[str, str]] = []
     kept: set[tuple[str, str]] = set()
-    for kind in ("Topology", "ResourceFlavor"):
+    for kind in KEPT_KINDS:
         for obj in _labelled(kube, KUEUE_API, kind, sel):
             key = (kind, obj["metadata"]["name"])
-            same = key in wanted and obj.get("spec") == wanted[key]
-            if kind == "ResourceFlavor":
-                topology = (obj.get("spec") or {}).get("topologyName")
-                same = same and ("Topology", topology) in kept
+            spec = obj.get("spec") or {}
+            same = key in wanted and content(obj) == wanted[key]
+            if kind == "ResourceFlavor" and spec.get("topologyName") is not None:
+                same = same and ("Topology", spec["topologyName"]) in kept
+            if kind == "ClusterQueue":
+                flavors = {
+                    f["name"] for g in spec.get("resourceGroups") or [] for f in g["flavors"]
+                }
+                same = same and all(("ResourceFlavor", f) in kept for f in flavors)
             if same and not obj["metadata"].get("deletionTimestamp"):
                 kept.add(key)
-                continue
-            kube.delete(KUEUE_API, kind, key[1])
-            deleted.append(key)
-    return deleted
+            else:
+                doomed.append(key)
+    for kind, name in doomed:  # Kueue's finalizers hold a flavor and Topology while in use
+        kube.delete(KUEUE_API, kind, name)
+    return [
+        (kind, name)
+        for kind, name in doomed
+        if kind in ("Topology", "ResourceFlavor") or (kind, name) in wanted
+    ]
+
+
+def content(obj: Obj) -> Obj:
+    """What makes two objects of a kind the same: all but metadata and status (a
+    WorkloadPriorityClass keeps its `value` outside any spec)."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
 
 
 def _force_pods(kube: Kube, ns: str, sel: str) -> None:

@@ -154,7 +154,7 @@ class ClusterBackend:
 
     def fresh_names(self, scenario: Scenario, local_queue: str = "") -> Names:
         """Names for the scenario's objects, in a namespace of its own, once the previous
-        scenario's objects are cleared (an identical Topology and ResourceFlavor stay).
+        scenario's objects are cleared (identical Kueue objects stay: shaping.reusable).
         Raises Unsupported when the provider cannot run the scenario."""
         assert self.kube is not None and self.provider is not None
         problem = self.provider.scenario_problem(scenario)
@@ -165,6 +165,7 @@ class ClusterBackend:
             self.run_id,
             namespace_for(self.seq, scenario.name),
             cluster_queue=f"kth-cq-{self.seq}",
+            own_queues=scenario.shorthand is None,
         )
         if local_queue:
             names = dataclasses.replace(names, local_queue=local_queue)
@@ -177,10 +178,6 @@ class ClusterBackend:
     def run(self, scenario: Scenario) -> Observation:
         if faults := scenario.fault_features():
             raise Unsupported(f"the cluster runner does not run faults yet: {'; '.join(faults)}")
-        if missing := scenario.version2_features():
-            raise Unsupported(
-                f"the cluster runner does not run version-2 scenarios yet: {', '.join(missing)}"
-            )
         kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
         if not self.jobsets:
             _refuse_unsupported(scenario)
@@ -203,6 +200,8 @@ class ClusterBackend:
             shaping.shape(kube, scenario, names, self.timeouts)
             phases.mark("shape")
             logger.info(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
+            session.admit_ahead()
+            phases.mark("admit")
             for workload in scenario.workloads:
                 session.submit(workload)
             phases.mark("submit")

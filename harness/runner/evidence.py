@@ -20,6 +20,7 @@ KINDS = (
     (KUEUE_API, "ClusterQueue", False),
     (KUEUE_API, "ResourceFlavor", False),
     (KUEUE_API, "Topology", False),
+    (KUEUE_API, "WorkloadPriorityClass", False),
 )
 
 

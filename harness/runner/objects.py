@@ -17,6 +17,7 @@ from harness.kube import KUEUE_API, RUN_LABEL
 from harness.kueue_keys import (
     GROUP,
     PREFERRED,
+    PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
     REQUIRED,
     SLICE_LEVEL,
@@ -25,6 +26,7 @@ from harness.kueue_keys import (
 )
 from harness.quantity import format_quantity
 from harness.scenario import (
+    AdmittedWorkload,
     Node,
     PodSet,
     Scenario,
@@ -57,10 +59,17 @@ class Names:
     namespace: str
     cluster_queue: str = "kth-cq"
     local_queue: str = "kth-lq"
+    # Version 2: each ClusterQueue has a LocalQueue of its own name and a workload goes to
+    # its `queue`; version 1 has one LocalQueue (`local_queue`) for every workload.
+    own_queues: bool = False
 
     @property
     def labels(self) -> dict[str, str]:
         return {RUN_LABEL: self.run_id}
+
+    def queue_of(self, w: Workload) -> str:
+        """The LocalQueue the workload is submitted to."""
+        return w.queue if self.own_queues else self.local_queue
 
 
 def resource_list(resources: Mapping[str, Fraction]) -> dict[str, str]:
@@ -309,7 +318,7 @@ def job(w: Workload, names: Names) -> Obj:
         "metadata": {
             "name": w.name,
             "namespace": names.namespace,
-            "labels": {**labels, QUEUE_LABEL: names.local_queue},
+            "labels": {**labels, **queue_labels(w, names)},
         },
         "spec": {
             "parallelism": ps.count,
@@ -337,7 +346,7 @@ def jobset(w: Workload, names: Names) -> Obj:
         "metadata": {
             "name": w.name,
             "namespace": names.namespace,
-            "labels": {**labels, QUEUE_LABEL: names.local_queue},
+            "labels": {**labels, **queue_labels(w, names)},
         },
         "spec": {
             "suspend": True,
@@ -388,16 +397,30 @@ def topology_request(tr: TopologyRequest | None) -> Obj:
     return out
 
 
-def workload(w: Workload, names: Names) -> Obj:
+def workload(w: Workload, names: Names, priority: int = 0) -> Obj:
     """A Kueue Workload created directly (several pod sets cannot be one batch/v1 Job);
-    it skips the Job webhook but still passes Kueue's Workload webhooks."""
+    it skips the Job webhook but still passes Kueue's Workload webhooks.
+
+    A priority class goes in as Kueue's job reconciler writes it for a Job with the
+    priority-class label (jobframework/reconciler.go: PrepareWorkloadPriority): a
+    WorkloadPriorityClass reference and `priority` = its value (`priority`, the caller's
+    lookup). Without a class both are left out: Kueue reads priority 0."""
     labels = {**names.labels, WORKLOAD_LABEL: w.name}
+    spec: Obj = {}
+    if w.priority_class is not None:
+        spec["priorityClassRef"] = {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": w.priority_class,
+        }
+        spec["priority"] = priority
     return {
         "apiVersion": KUEUE_API,
         "kind": "Workload",
         "metadata": {"name": w.name, "namespace": names.namespace, "labels": labels},
         "spec": {
-            "queueName": names.local_queue,
+            **spec,
+            "queueName": names.queue_of(w),
             "podSets": [
                 {
                     "name": ps.name,
@@ -414,14 +437,20 @@ def workload(w: Workload, names: Names) -> Obj:
     }
 
 
-def scenario_objects(scenario: Scenario, names: Names) -> Iterable[Obj]:
-    """The objects that shape the cluster before any workload is submitted, in order."""
-    yield namespace(names)
-    for n in scenario.nodes:
-        yield node(n, names)
-    for index, u in enumerate(scenario.usage):
-        yield from usage_pods(u, index, names)
-    yield topology(scenario, names)
-    yield resource_flavor(scenario, names)
-    yield cluster_queue(scenario, names)
-    yield local_queue(names)
+def queue_labels(w: Workload, names: Names) -> dict[str, str]:
+    """The labels that send a Job or JobSet to its LocalQueue with its priority class."""
+    out = {QUEUE_LABEL: names.queue_of(w)}
+    if w.priority_class is not None:
+        out[PRIORITY_CLASS_LABEL] = w.priority_class
+    return out
+
+
+def as_workload(a: AdmittedWorkload) -> Workload:
+    """An `admitted` entry as the workload it was submitted as (its Job, JobSet or Workload
+    is built like any other)."""
+    return Workload(
+        name=a.name,
+        pod_sets=tuple(p.pod_set for p in a.pod_sets),
+        queue=a.queue,
+        priority_class=a.priority_class,
+    )

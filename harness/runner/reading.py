@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,3 +86,60 @@ def pods_placement(pods: Iterable[Obj], lowest_value: Mapping[str, str]) -> dict
 
 def bound(pods: Iterable[Obj]) -> int:
     return sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+
+
+PREEMPTED = "Preempted"
+EVICTION_MESSAGE = "Preempted to accommodate"
+"""How Kueue's eviction message starts (pkg/scheduler/preemption: preemptionMessage); a victim
+keeps it as its pending message until the scheduler evaluates it again."""
+PENDING_PREEMPTION = "Pending the preemption of"
+"""A preemptor's pending message while its victims still hold quota (rules §7)."""
+
+
+def admission_flavors(
+    wl: Obj, rename: Mapping[str, str], groups: Sequence[Sequence[str]]
+) -> dict[str, str]:
+    """Pod set -> the ResourceFlavor it was admitted on, from status.admission.
+
+    A pod set whose resources got flavors from several resource groups reports them joined
+    by "," in resource-group order (`groups`: each group's covered resources, in the
+    ClusterQueue's order; resources outside every group come last)."""
+    admission = (wl.get("status") or {}).get("admission") or {}
+    rank = {r: i for i, covered in enumerate(groups) for r in covered}
+    out: dict[str, str] = {}
+    for psa in admission.get("podSetAssignments") or []:
+        name = rename.get(psa.get("name", "main"), psa.get("name", "main"))
+        by_resource: Mapping[str, str] = psa.get("flavors") or {}
+        ordered: list[str] = []
+        for resource in sorted(by_resource, key=lambda r: (rank.get(r, len(rank)), r)):
+            if by_resource[resource] not in ordered:
+                ordered.append(by_resource[resource])
+        out[name] = ",".join(ordered)
+    return out
+
+
+def evictions(wl: Obj | None, reason: str = PREEMPTED) -> int:
+    """How often Kueue evicted the workload for `reason` (status.schedulingStats.evictions):
+    the durable record, kept when a victim is admitted again (rules §6.5)."""
+    stats = ((wl or {}).get("status") or {}).get("schedulingStats") or {}
+    return sum(
+        int(e.get("count") or 0) for e in stats.get("evictions") or [] if e.get("reason") == reason
+    )
+
+
+def preempted(wl: Obj | None) -> bool:
+    """Kueue evicted the workload by preemption at some point: an eviction recorded with
+    reason Preempted, or Evicted (reason Preempted) / Preempted conditions still True."""
+    if evictions(wl) > 0:
+        return True
+    evicted = condition(wl, "Evicted") if wl else None
+    if evicted and evicted.get("status") == "True" and evicted.get("reason") == PREEMPTED:
+        return True
+    cond = condition(wl, "Preempted") if wl else None
+    return bool(cond and cond.get("status") == "True")
+
+
+def evicted_now(wl: Obj | None) -> bool:
+    """The Evicted condition is True: Kueue decided the eviction, the quota may still be held."""
+    cond = condition(wl, "Evicted") if wl else None
+    return bool(cond and cond.get("status") == "True")

@@ -5,20 +5,33 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 
+from harness.admission import ADMISSION_FIELD_MANAGER, reservation_times
 from harness.backends import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError
 from harness.outcome import Outcome
-from harness.runner import binding, objects, shaping
+from harness.runner import binding, objects, preadmit, shaping
 from harness.runner.objects import Names, Obj
-from harness.runner.reading import State, admission_placement, pods_placement, state
+from harness.runner.reading import (
+    NO_CONDITION,
+    State,
+    admission_flavors,
+    admission_placement,
+    evictions,
+    pods_placement,
+    preempted,
+    state,
+)
+from harness.runner.settling import Submission, settle_submission
 from harness.runner.waits import (
     Timeouts,
     delete_pods,
     find_workload,
     settle,
     wait_gone,
+    wait_past_second,
 )
 from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
 
@@ -68,6 +81,10 @@ class Session:
     nodes: dict[str, Node] = field(default_factory=dict)
     usage_count: int = 0
     notes: list[str] = field(default_factory=list)
+    # Priority -> the creationTimestamp of the last Workload created with it. Kueue orders
+    # workloads by priority, then creation second, then random UID (rules §3.1, §3.3, §8),
+    # so the next one of equal priority is created in a later second.
+    last_created: dict[int, str] = field(default_factory=dict)
     # Several pod sets go as a JobSet when Kueue manages JobSets here (the embedded cluster
     # installs the CRD), else as a Workload built directly.
     jobsets: bool = False
@@ -83,7 +100,40 @@ class Session:
     # -- submission ----------------------------------------------------------------------
 
     def submit(self, w: Workload) -> None:
-        """Create the workload and wait until Kueue admits it or keeps it pending."""
+        """Create the workload and wait until Kueue admits it or keeps it pending, and every
+        workload it preempted is released and evaluated again (harness.runner.settling)."""
+        before = {name: evictions(wl) for name, wl in self.snapshot().items()}
+        entry = self._create(w)
+        if entry.rejected is not None:
+            return
+        entry.may_park = self._may_park(entry)
+        sub = Submission(w.name, self._ref(entry), before, entry.may_park)
+        seen = settle_submission(self.snapshot, sub, self.t)
+        entry.settled_message = seen.message if seen.kind == "pending" else None
+
+    def _may_park(self, entry: Entry) -> bool:
+        """Kueue may leave the workload without any status: an identical one is pending
+        (SchedulingEquivalenceHashing parks it unevaluated), or a StrictFIFO ClusterQueue
+        has a pending head ahead of it in queue order (priority, then creation), which
+        Kueue retries alone (rules §3.1)."""
+        w = entry.workload
+        strict = (
+            self.scenario.shorthand is None
+            and self.scenario.cluster_queue(w.queue).queueing_strategy == "StrictFIFO"
+        )
+        for e in self.entries.values():
+            if e is entry or not e.kueue_name or self.state_of(e).kind != "pending":
+                continue
+            if e.workload.pod_sets == w.pod_sets:
+                return True
+            ahead = self.scenario.priority(e.workload) >= self.scenario.priority(w)
+            if strict and e.workload.queue == w.queue and ahead:
+                return True
+        return False
+
+    def _create(self, w: Workload) -> Entry:
+        """Create the workload's Job, JobSet or Workload in a later second than the previous
+        Workload of equal priority (`last_created`) and find the Workload Kueue made for it."""
         kind = "Job" if len(w.pod_sets) == 1 else "JobSet" if self.jobsets else "Workload"
         entry = Entry(w, kind)
         self.entries[w.name] = entry
@@ -92,29 +142,87 @@ class Session:
         elif kind == "JobSet":
             obj = objects.jobset(w, self.names)
         else:
-            obj = objects.workload(w, self.names)
+            obj = objects.workload(w, self.names, self.scenario.priority(w))
             self._refuse_skipped_webhook(w, obj)
+        priority = self.scenario.priority(w)
+        if priority in self.last_created:
+            wait_past_second(self.kube, self.names.namespace, self.last_created[priority], self.t)
         try:
             self.kube.create(obj)
         except KubeError as err:
             if not refused(err):
                 raise
             entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
-            return
+            return entry
         entry.kueue_name = (
             find_workload(self.kube, self.names.namespace, kind, w.name, self.t)
             if entry.owned
             else w.name
         )
-        entry.may_park = any(
-            e.workload.pod_sets == w.pod_sets
-            and e.kueue_name
-            and self.state_of(e).kind == "pending"
-            for e in self.entries.values()
-            if e is not entry
+        wl = self.workload_obj(entry)
+        self.last_created[priority] = ((wl or {}).get("metadata") or {}).get(
+            "creationTimestamp", ""
         )
-        seen = self._settle(entry)
-        entry.settled_message = seen.message if seen.kind == "pending" else None
+        return entry
+
+    def snapshot(self) -> dict[str, Obj | None]:
+        """Every live workload's Workload object (one list call), by the scenario's name."""
+        found = {
+            wl["metadata"]["name"]: wl
+            for wl in self.kube.list(KUEUE_API, "Workload", self.names.namespace)
+        }
+        return {
+            name: found.get(e.kueue_name)
+            for name, e in self.entries.items()
+            if e.kueue_name and e.rejected is None
+        }
+
+    # -- admitted before the scenario starts (harness.runner.preadmit) ------------------
+
+    def admit_ahead(self) -> None:
+        """Create the `admitted` entries in their held LocalQueues, write their admissions
+        as Kueue would, check Kueue counts them and their pods run where they were placed,
+        then lift the hold."""
+        admitted = self.scenario.admitted
+        if not admitted:
+            return
+        for a in admitted:
+            entry = self._create(objects.as_workload(a))
+            if entry.rejected is not None:
+                raise BackendError(
+                    f"admitted workload {a.name} was refused: {entry.rejected.message}"
+                )
+            preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue, self.t)
+        reserved = reservation_times(self.scenario, datetime.now(UTC))
+        patches = []
+        for a in admitted:
+            entry = self.entries[a.name]
+            rename = {a.pod_sets[0].pod_set.name: "main"} if entry.as_job else {}
+            patches.append(
+                preadmit.status_patch(
+                    self.scenario, a, entry.kueue_name, self.names, reserved[a.name], rename
+                )
+            )
+        for patch in patches:
+            self.kube.apply(patch, subresource="status", field_manager=ADMISSION_FIELD_MANAGER)
+        for patch in patches:
+            preadmit.wait_admitted_as_written(self.kube, self.names, patch, self.t)
+        preadmit.wait_counted(self.kube, patches, self.t)
+        for a in admitted:
+            entry = self.entries[a.name]
+            if not self.has_pods(entry):
+                continue
+            for aps in a.pod_sets:
+                preadmit.wait_pods_placed(
+                    self.kube,
+                    self.names,
+                    self._selector(entry, aps.pod_set.name),
+                    f"{entry.kind} {self.names.namespace}/{a.name} pod set {aps.pod_set.name}",
+                    aps.placement,
+                    aps.pod_set.count,
+                    self.t,
+                )
+        preadmit.release(self.kube, self.scenario, self.names, self.t)
 
     def _refuse_skipped_webhook(self, w: Workload, obj: Obj) -> None:
         """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).
@@ -153,7 +261,7 @@ class Session:
     # -- reading -------------------------------------------------------------------------
 
     def read(self) -> dict[str, Outcome]:
-        """Every live workload's outcome in submission order; checks pods against Kueue."""
+        """Every live workload's outcome in creation order; checks pods against Kueue."""
         out: dict[str, Outcome] = {}
         for name, entry in self.entries.items():
             if entry.rejected is not None:
@@ -162,20 +270,31 @@ class Session:
             # Pending already held its settle window (at submission, or a step's window);
             # only a workload caught in between (e.g. requeued) is waited for again.
             seen = self.state_of(entry)
+            if seen.message == NO_CONDITION and entry.settled_message == "":
+                seen = State("pending", "")  # never evaluated when it settled, and still not
             if seen.kind == "unsettled":
                 seen = self._settle(entry)
+            wl = self.workload_obj(entry)
+            was_preempted = preempted(wl)
             if seen.kind == "pending":
-                message = entry.settled_message
                 out[name] = Outcome(
-                    admitted=False, message=seen.message if message is None else message
+                    admitted=False,
+                    message=self._pending_message(entry, seen),
+                    preempted=was_preempted,
                 )
                 continue
-            wl = self.workload_obj(entry)
             assert wl is not None
             rename = {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
             placement = admission_placement(wl, rename)
+            flavors = admission_flavors(wl, rename, self._groups(wl))
             if not self.has_pods(entry):  # a bare Workload has no pods to bind
-                out[name] = Outcome(True, placement=placement, binding_observed=False)
+                out[name] = Outcome(
+                    True,
+                    placement=placement,
+                    binding_observed=False,
+                    flavors=flavors,
+                    preempted=was_preempted,
+                )
                 continue
             counts, reasons = self._watch_pods(entry, wl, placement)
             entry.unschedulable = sum(counts.values())
@@ -184,8 +303,26 @@ class Session:
                 placement=placement,
                 unschedulable=counts,
                 unschedulable_reasons=reasons,
+                flavors=flavors,
+                preempted=was_preempted,
             )
         return out
+
+    def _pending_message(self, entry: Entry, seen: State) -> str:
+        """Version 1 reports the message a workload settled with (the observation point of
+        the version-1 contract: later unrelated requeues may restate it); version 2 the
+        latest status Kueue wrote, which the fit model's cycles also give."""
+        if self.scenario.shorthand is None or entry.settled_message is None:
+            return seen.message
+        return entry.settled_message
+
+    def _groups(self, wl: Obj) -> list[tuple[str, ...]]:
+        """The covered resources of each resource group of the ClusterQueue that admitted
+        the workload (a version-1 file's one ClusterQueue goes by another name here)."""
+        name = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        queues = {cq.name: cq for cq in self.scenario.cluster_queues}
+        cq = queues.get(name) or self.scenario.cluster_queues[0]
+        return [g.covered for g in cq.resource_groups]
 
     def has_pods(self, entry: Entry) -> bool:
         return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods)
@@ -202,11 +339,6 @@ class Session:
         """Per pod set, wait until every pod is bound, unschedulable or stays gated; pods
         kube-scheduler bound must be where Kueue's assignment says (harness.runner.binding)."""
         w = entry.workload
-        lowest = self.scenario.topology.levels[-1]
-        by_node = {
-            n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
-            for n in self.nodes.values()
-        }
         assignments = {
             (w.pod_sets[0].name if entry.as_job else a.get("name")): a.get("topologyAssignment")
             for a in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments")
@@ -231,9 +363,11 @@ class Session:
                 quiet=self.t.gate_quiet,
                 unreleased=self.t.gate_unreleased,
             )
-            on_nodes = pods_placement(seen.bound, by_node)
+            assignment = assignments.get(ps.name)
+            # A flavor without TAS has no assignment: kube-scheduler picks any of its nodes.
+            on_nodes = pods_placement(seen.bound, self._lowest_values(assignment or {}))
             assigned = placement.get(ps.name, {})
-            if any(n > assigned.get(d, 0) for d, n in on_nodes.items()):
+            if assignment and any(n > assigned.get(d, 0) for d, n in on_nodes.items()):
                 raise PlacementDisagreement(
                     f"{owner} pod set {ps.name}: Kueue assigned {assigned} but kube-scheduler "
                     f"bound the pods to {on_nodes}"
@@ -242,6 +376,15 @@ class Session:
                 counts[ps.name] = seen.unschedulable
                 reasons[ps.name] = seen.reason
         return counts, reasons
+
+    def _lowest_values(self, assignment: Obj) -> dict[str, str]:
+        """Node name -> its value of the assignment's lowest level (the last one Kueue
+        wrote: only the hostname when that is the lowest level of the flavor's Topology)."""
+        lowest = (assignment.get("levels") or [HOSTNAME])[-1]
+        return {
+            n.name: n.labels.get(lowest, n.name if lowest == HOSTNAME else "")
+            for n in self.nodes.values()
+        }
 
     def _ungate_errors(self, pod_names: Sequence[str]) -> dict[str, str]:
         if self.kueue_log is None:

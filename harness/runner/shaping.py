@@ -1,4 +1,5 @@
-"""Shape a cluster for one scenario: namespace, nodes, usage, Topology, flavor and queues.
+"""Shape a cluster for one scenario: namespace, nodes, usage, then Kueue's objects (one
+Topology, flavor and queue of a version-1 file, or a version-2 scenario's whole world).
 
 Clearing away what the run created before is harness.providers.cleanup.clear_run.
 """
@@ -20,7 +21,8 @@ from harness.kube import (
     wait_for_all,
 )
 from harness.kube import condition as get_condition
-from harness.runner import objects
+from harness.providers.cleanup import content
+from harness.runner import objects, world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
 from harness.scenario import Node, Scenario, Usage
@@ -81,7 +83,11 @@ def _running(obj: Obj | None) -> tuple[bool, str]:
 
 
 def reusable(scenario: Scenario, names: Names) -> list[Obj]:
-    """The cluster-scoped objects a later scenario may share: Topology and ResourceFlavor."""
+    """The cluster-scoped objects a later scenario may share when identical: Topology and
+    ResourceFlavor of a version-1 file; every Kueue object of a version-2 one (its
+    ClusterQueues have fixed names, so one that differs must be gone before it is created)."""
+    if scenario.shorthand is None:
+        return world.cluster_objects(scenario, names)
     return [objects.topology(scenario, names), objects.resource_flavor(scenario, names)]
 
 
@@ -95,6 +101,9 @@ def shape(
     ready = {n.name for n in scenario.nodes if n.ready}
     for index, usage in enumerate(scenario.usage):
         create_usage(kube, usage, index, names, ready, t)
+    if scenario.shorthand is None:
+        shape_world(kube, scenario, names, t)
+        return
     for kept in reusable(scenario, names):  # left in place by clear() when identical
         with contextlib.suppress(Conflict):
             kube.create(kept)
@@ -120,3 +129,59 @@ def shape(
         what="Active",
         timeout=t.settle,
     )
+
+
+def create_or_keep(kube: Kube, obj: Obj) -> None:
+    """Create a cluster-scoped object; one of that name may stay only if identical (the
+    previous scenario's, kept by clear_run), anything else there is an error."""
+    try:
+        kube.create(obj)
+    except Conflict:
+        meta = obj["metadata"]
+        there = kube.get(obj["apiVersion"], obj["kind"], meta["name"])
+        if content(there) != content(obj) or there["metadata"].get("deletionTimestamp"):
+            raise KubeError(
+                f"{obj['kind']} {meta['name']} exists and differs from the scenario's "
+                f"(not made by this run, or being deleted): {content(there)}"
+            ) from None
+
+
+def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
+    """Every Topology, ResourceFlavor, WorkloadPriorityClass and ClusterQueue (kept when
+    identical), then one LocalQueue per ClusterQueue, held when it has `admitted` entries
+    (harness.runner.preadmit); returns once Kueue shows them all ready and empty."""
+    for obj in world.cluster_objects(scenario, names):
+        create_or_keep(kube, obj)
+    held = world.held_queues(scenario)
+    for cq in scenario.cluster_queues:
+        kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
+    for cq in scenario.cluster_queues:
+        wait_for(
+            kube,
+            KUEUE_API,
+            "ClusterQueue",
+            cq.name,
+            _active_and_empty,
+            what="Active and holding no workload",
+            timeout=t.settle,
+            interval=t.interval,
+        )
+        wait_for(
+            kube,
+            KUEUE_API,
+            "LocalQueue",
+            cq.name,
+            has_condition("Active", "False" if cq.name in held else "True"),
+            namespace=names.namespace,
+            what="held (Active False)" if cq.name in held else "Active",
+            timeout=t.settle,
+            interval=t.interval,
+        )
+
+
+def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
+    """A kept ClusterQueue may still count the previous scenario's workloads for a moment."""
+    active, seen = has_condition("Active")(obj)
+    status = (obj or {}).get("status") or {}
+    counts = (status.get("reservingWorkloads", 0), status.get("pendingWorkloads", 0))
+    return active and counts == (0, 0), f"{seen}; reserving/pending {counts}"

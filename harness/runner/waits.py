@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from harness.kube import KUEUE_API, Kube, NotFound, Obj, WaitTimeout, absent, poll_until
 from harness.runner.reading import NO_CONDITION, State, bound
@@ -33,6 +34,8 @@ class Timeouts:
     gate_quiet: float = 2.0
     gate_unreleased: float = 8.0
     unwritten_window: float = 15.0
+    # Waiting for the next creation second; more than 1 s means the clocks disagree.
+    clock: float = 5.0
     interval: float = 0.1
 
     @classmethod
@@ -160,4 +163,41 @@ def delete_pods(kube: Kube, namespace: str, sel: str, t: Timeouts) -> None:
 
     poll_until(
         probe, what=f"pods {sel} in {namespace} to be deleted", timeout=t.pods, interval=t.interval
+    )
+
+
+def _stamp(text: str) -> datetime:
+    """A Kubernetes timestamp (RFC 3339, whole seconds, UTC)."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def server_time(kube: Kube, namespace: str) -> datetime:
+    """The API server's clock, to the second: the creationTimestamp it gives a ConfigMap in
+    a dry run (nothing is stored)."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"generateName": "kth-clock-", "namespace": namespace},
+    }
+    return _stamp(kube.create(probe, dry_run=True)["metadata"]["creationTimestamp"])
+
+
+def wait_past_second(kube: Kube, namespace: str, previous: str, t: Timeouts) -> None:
+    """Until the API server's clock is past the second of `previous` (a creationTimestamp),
+    so the next object is created in a later second. Kueue orders a queue by creation
+    second and then by UID, which is random (docs/dev/kueue-v0.19.2-rules-v2.md §8)."""
+    target = _stamp(previous)
+    ahead = (target - datetime.now(UTC)).total_seconds() + 1
+    if 0 < ahead <= 2:  # our clock is the server's here; spare the API the polling
+        time.sleep(ahead)
+
+    def probe() -> tuple[bool, str]:
+        now = server_time(kube, namespace)
+        return now > target, f"server clock {now:%H:%M:%S}"
+
+    poll_until(
+        probe,
+        what=f"the API server's clock to pass {previous}",
+        timeout=t.clock,
+        interval=t.interval,
     )

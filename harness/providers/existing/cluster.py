@@ -166,17 +166,20 @@ class ExistingCluster(ProviderBase):
         (pkg/util/tas/node.go NodeMatchesFlavor). The provider may not cordon them."""
         if self.kube is None:
             raise ClusterError("existing cluster not started")
-        levels = scenario.topology.levels
-        wanted = scenario.flavor.node_labels
+        tas = [
+            (f.node_labels, t.levels)
+            for f in scenario.resource_flavors
+            if (t := scenario.topology_of(f)) is not None
+        ]
         found = []
         for node in self.kube.list("v1", "Node"):
             labels = node["metadata"].get("labels") or {}
             if labels.get(RUN_LABEL) == self.run_id or node["spec"].get("unschedulable"):
                 continue
-            if (
+            if node_ready(node)[0] and any(
                 all(labels.get(k) == v for k, v in wanted.items())
                 and all(lv in labels for lv in levels)
-                and node_ready(node)[0]
+                for wanted, levels in tas
             ):
                 found.append(node["metadata"]["name"])
         return sorted(found)
@@ -186,12 +189,16 @@ class ExistingCluster(ProviderBase):
         foreign = self.foreign_nodes(scenario)
         if not foreign:
             return None
+        topologies = " or ".join(
+            repr(t)
+            for t in sorted({f.topology_name or "" for f in scenario.resource_flavors} - {""})
+        )
         shown = ", ".join(foreign[:5]) + (
             f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
         )
         return (
             f"{len(foreign)} node(s) of the existing cluster would join topology "
-            f"{scenario.topology.name!r} ({shown}); give the scenario a flavor nodeLabels "
+            f"{topologies} ({shown}); give the scenario a flavor nodeLabels "
             "selector or use --cluster=local"
         )
 

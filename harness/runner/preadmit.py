@@ -1,0 +1,242 @@
+"""Workloads admitted before the scenario starts (contract v2 `admitted:`), written on a real
+cluster the way Kueue itself admits (docs/dev/v2-plan.md §6).
+
+Their LocalQueues are created with `stopPolicy: Hold`, so Kueue queues nothing from them
+(pkg/controller/core/localqueue_controller.go: Create adds only a LocalQueue without stop
+policy to the queue manager). Once Kueue has marked each Workload "LocalQueue <name> is
+inactive" (workload_controller.go: Reconcile -> syncQuotaReservedFalseCondition ->
+getQueueBlocker; "is stopped" from reconcileOnLocalQueueActiveState concerns only workloads
+that hold quota) no write of Kueue's is in flight, and the admission is server-side applied
+on workloads/status with Kueue's own field manager `kueue-admission` and force: Kueue
+writes every admission status that way (pkg/workload/patching/patching.go: patchStatus,
+pkg/constants: AdmissionName), and apply only removes fields the applier owns, so Kueue's
+eviction (an apply without `admission`) clears what the harness wrote. The Workload webhook
+accepts it (workload_webhook.go: validateAdmission, validateAdmissionUpdate: set while
+absent). The workload controller's Update handler then sees pending -> admitted and adds
+the workload to its cache (quota and TAS usage); a held LocalQueue keeps admitted workloads
+(only HoldAndDrain evicts). The Job reconciler unsuspends the Job and the TAS ungater binds
+its pods to the assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from harness.admission import admission_conditions, admission_status
+from harness.kube import KUEUE_API, Kube, has_condition, poll_until, wait_for
+from harness.kube import condition as get_condition
+from harness.quantity import parse_quantity
+from harness.runner import world
+from harness.runner.objects import Names, Obj
+from harness.runner.waits import Timeouts
+from harness.scenario import AdmittedWorkload, Scenario
+
+
+def status_patch(
+    scenario: Scenario,
+    admitted: AdmittedWorkload,
+    kueue_name: str,
+    names: Names,
+    reserved_at: Any,
+    rename: Mapping[str, str],
+) -> Obj:
+    """The apply body for workloads/status: the shared admission (harness.admission) and
+    its two True conditions. `rename`: the scenario's pod set name -> the Workload's (a
+    Job's one pod set is "main")."""
+    admission = admission_status(scenario, admitted)
+    for psa in admission["podSetAssignments"]:
+        psa["name"] = rename.get(psa["name"], psa["name"])
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Workload",
+        "metadata": {"name": kueue_name, "namespace": names.namespace},
+        "status": {
+            "admission": admission,
+            "conditions": admission_conditions(admission["clusterQueue"], reserved_at),
+        },
+    }
+
+
+def wait_stopped(kube: Kube, names: Names, kueue_name: str, queue: str, t: Timeouts) -> None:
+    """Until Kueue has said the Workload waits on its held LocalQueue."""
+    wanted = f"LocalQueue {queue} is inactive"
+
+    def check(wl: Obj | None) -> tuple[bool, str]:
+        cond = get_condition(wl, "QuotaReserved") if wl else None
+        if cond is None:
+            return False, "no QuotaReserved condition"
+        seen = f"QuotaReserved={cond.get('status')} ({cond.get('message', '')})"
+        return cond.get("status") == "False" and cond.get("message") == wanted, seen
+
+    wait_for(
+        kube,
+        KUEUE_API,
+        "Workload",
+        kueue_name,
+        check,
+        namespace=names.namespace,
+        what=f"QuotaReserved=False '{wanted}'",
+        timeout=t.settle,
+        interval=t.interval,
+    )
+
+
+def comparable(admission: Mapping[str, Any]) -> Obj:
+    """An admission with quantities parsed: the API server may write them in another form."""
+    out = dict(admission)
+    out["podSetAssignments"] = [
+        {
+            **psa,
+            "resourceUsage": {
+                r: parse_quantity(q) for r, q in (psa.get("resourceUsage") or {}).items()
+            },
+        }
+        for psa in admission.get("podSetAssignments") or []
+    ]
+    return out
+
+
+def wait_admitted_as_written(kube: Kube, names: Names, patch: Obj, t: Timeouts) -> None:
+    """Until the Workload reads back with the admission applied and QuotaReserved and
+    Admitted True (Kueue did not refuse or undo it)."""
+    name = patch["metadata"]["name"]
+    wanted = comparable(patch["status"]["admission"])
+
+    def check(wl: Obj | None) -> tuple[bool, str]:
+        if wl is None:
+            return False, "Workload absent"
+        got = (wl.get("status") or {}).get("admission")
+        reserved = get_condition(wl, "QuotaReserved") or {}
+        admitted = get_condition(wl, "Admitted") or {}
+        flags = f"QuotaReserved={reserved.get('status')}, Admitted={admitted.get('status')}"
+        if got is None or comparable(got) != wanted:
+            return False, f"admission {got}; {flags}"
+        return reserved.get("status") == admitted.get("status") == "True", flags
+
+    wait_for(
+        kube,
+        KUEUE_API,
+        "Workload",
+        name,
+        check,
+        namespace=names.namespace,
+        what="its pre-admission (status.admission as applied, QuotaReserved and Admitted True)",
+        timeout=t.settle,
+        interval=t.interval,
+    )
+
+
+def reservation_totals(patches: Iterable[Obj]) -> dict[str, dict[tuple[str, str], Fraction]]:
+    """ClusterQueue -> (flavor, resource) -> quota the applied admissions reserve."""
+    out: dict[str, dict[tuple[str, str], Fraction]] = {}
+    for patch in patches:
+        admission = patch["status"]["admission"]
+        book = out.setdefault(admission["clusterQueue"], {})
+        for psa in admission["podSetAssignments"]:
+            for resource, quantity in psa["resourceUsage"].items():
+                key = (psa["flavors"][resource], resource)
+                book[key] = book.get(key, Fraction(0)) + parse_quantity(quantity)
+    return out
+
+
+def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
+    """Until each ClusterQueue's status counts the pre-admitted workloads (reserving and
+    admitted) and reserves their quota per flavor and resource."""
+    count: dict[str, int] = {}
+    for patch in patches:
+        cq = patch["status"]["admission"]["clusterQueue"]
+        count[cq] = count.get(cq, 0) + 1
+    for cq, book in reservation_totals(patches).items():
+
+        def check(obj: Obj | None, cq: str = cq, book: Mapping[Any, Fraction] = book) -> Any:
+            status = (obj or {}).get("status") or {}
+            got = {
+                (f["name"], r["name"]): parse_quantity(r.get("total") or 0)
+                for f in status.get("flavorsReservation") or []
+                for r in f.get("resources") or []
+            }
+            counts = (status.get("reservingWorkloads"), status.get("admittedWorkloads"))
+            done = counts == (count[cq], count[cq]) and all(
+                got.get(k, Fraction(0)) == v for k, v in book.items()
+            )
+            return done, f"reserving/admitted {counts}, reserved {got}"
+
+        wait_for(
+            kube,
+            KUEUE_API,
+            "ClusterQueue",
+            cq,
+            check,
+            what=f"{count[cq]} pre-admitted workload(s) counted with their quota",
+            timeout=t.settle,
+            interval=t.interval,
+        )
+
+
+def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
+    """Lift the hold: stopPolicy None, then each LocalQueue is Active."""
+    for queue in sorted(world.held_queues(scenario)):
+        kube.patch(
+            KUEUE_API,
+            "LocalQueue",
+            queue,
+            {"spec": {"stopPolicy": "None"}},
+            namespace=names.namespace,
+        )
+        wait_for(
+            kube,
+            KUEUE_API,
+            "LocalQueue",
+            queue,
+            has_condition("Active"),
+            namespace=names.namespace,
+            what="Active after its hold was lifted",
+            timeout=t.settle,
+            interval=t.interval,
+        )
+
+
+def check_bound(
+    owner: str, placement: Mapping[str, int] | None, pods: Iterable[Obj]
+) -> tuple[bool, str]:
+    """Pods bound to the placement's nodes (node -> pods); any node for a flavor without TAS."""
+    on: dict[str, int] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            on[node] = on.get(node, 0) + 1
+    if placement is None:
+        return True, f"{owner}: pods on {on}"
+    return on == dict(placement), f"{owner}: pods on {on}, admitted on {dict(placement)}"
+
+
+def wait_pods_placed(
+    kube: Kube,
+    names: Names,
+    selector: str,
+    owner: str,
+    placement: Mapping[str, int] | None,
+    count: int,
+    t: Timeouts,
+) -> None:
+    """Until the pod set's `count` pods are bound where its admission placed them."""
+
+    def probe() -> tuple[bool, str]:
+        pods = [
+            p
+            for p in kube.list("v1", "Pod", names.namespace, selector)
+            if not p["metadata"].get("deletionTimestamp")
+        ]
+        bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+        if bound < count:
+            return False, f"{owner}: {len(pods)} pods, {bound} bound"
+        return check_bound(owner, placement, pods)
+
+    poll_until(
+        probe,
+        what=f"the pods of {owner} bound to their pre-admitted nodes",
+        timeout=t.pods,
+        interval=t.interval,
+    )

@@ -1,0 +1,143 @@
+"""Pure builders for a version-2 scenario's Kueue objects: every Topology, ResourceFlavor,
+WorkloadPriorityClass and ClusterQueue under the scenario's own names, and one LocalQueue of
+the same name per ClusterQueue (docs/scenario-format-v2.md).
+
+Every default Kueue's CRDs fill in (apis/kueue/v1beta2/clusterqueue_types.go,
+`+kubebuilder:default`) is written out, so the object read back from the API server equals
+the one built here and an identical ClusterQueue can be kept for the next scenario
+(harness.providers.cleanup compares specs). A version-1 file keeps its own builders in
+harness.runner.objects (kth-cq-<n>, kth-lq, the ALL_NODES_LABEL workaround).
+"""
+
+from __future__ import annotations
+
+from harness.kube import KUEUE_API
+from harness.quantity import format_quantity
+from harness.runner.objects import Names, Obj, taint, toleration
+from harness.scenario import (
+    ClusterQueue,
+    Flavor,
+    PriorityClass,
+    ResourceGroup,
+    ResourceQuota,
+    Scenario,
+    Topology,
+)
+
+
+def topology(t: Topology, names: Names) -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Topology",
+        "metadata": {"name": t.name, "labels": names.labels},
+        "spec": {"levels": [{"nodeLabel": level} for level in t.levels]},
+    }
+
+
+def resource_flavor(f: Flavor, names: Names) -> Obj:
+    """nodeLabels, nodeTaints, tolerations and topologyName as the scenario gives them."""
+    spec: Obj = {}
+    if f.node_labels:
+        spec["nodeLabels"] = dict(f.node_labels)
+    if f.node_taints:
+        spec["nodeTaints"] = [taint(t) for t in f.node_taints]
+    if f.tolerations:
+        spec["tolerations"] = [toleration(t) for t in f.tolerations]
+    if f.topology_name is not None:
+        spec["topologyName"] = f.topology_name
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": f.name, "labels": names.labels},
+        "spec": spec,
+    }
+
+
+def priority_class(pc: PriorityClass, names: Names) -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": pc.name, "labels": names.labels},
+        "value": pc.value,
+    }
+
+
+def _quota(q: ResourceQuota) -> Obj:
+    out: Obj = {"name": q.name, "nominalQuota": format_quantity(q.nominal)}
+    if q.borrowing_limit is not None:
+        out["borrowingLimit"] = format_quantity(q.borrowing_limit)
+    if q.lending_limit is not None:
+        out["lendingLimit"] = format_quantity(q.lending_limit)
+    return out
+
+
+def _group(g: ResourceGroup) -> Obj:
+    return {
+        "coveredResources": list(g.covered),
+        "flavors": [
+            {"name": f.name, "resources": [_quota(q) for q in f.resources]} for f in g.flavors
+        ],
+    }
+
+
+def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
+    """The ClusterQueue under its own name: Kueue quotes it in messages ("preemptor path:
+    /research/team-a"), so the scenario's name is what the expectations see."""
+    borrow: Obj = {"policy": cq.preemption.borrow_within_cohort}
+    if cq.preemption.max_priority_threshold is not None:
+        borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
+    spec: Obj = {
+        "namespaceSelector": {},
+        "queueingStrategy": cq.queueing_strategy,
+        "stopPolicy": "None",
+        "preemption": {
+            "withinClusterQueue": cq.preemption.within_cluster_queue,
+            "reclaimWithinCohort": cq.preemption.reclaim_within_cohort,
+            "borrowWithinCohort": borrow,
+        },
+        "flavorFungibility": {
+            "whenCanBorrow": cq.fungibility.when_can_borrow,
+            "whenCanPreempt": cq.fungibility.when_can_preempt,
+        },
+        "resourceGroups": [_group(g) for g in cq.resource_groups],
+    }
+    if cq.cohort:
+        spec["cohortName"] = cq.cohort
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": cq.name, "labels": names.labels},
+        "spec": spec,
+    }
+
+
+def local_queue(cluster_queue_name: str, names: Names, *, hold: bool = False) -> Obj:
+    """The LocalQueue named after its ClusterQueue. `hold`: stopPolicy Hold, so Kueue
+    admits nothing from it while the runner writes pre-admitted workloads' admissions (it
+    keeps admitted workloads; only HoldAndDrain evicts them)."""
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": cluster_queue_name,
+            "namespace": names.namespace,
+            "labels": names.labels,
+        },
+        "spec": {"clusterQueue": cluster_queue_name, "stopPolicy": "Hold" if hold else "None"},
+    }
+
+
+def cluster_objects(scenario: Scenario, names: Names) -> list[Obj]:
+    """The cluster-scoped Kueue objects, in the order they can be created (a flavor after
+    its Topology, a ClusterQueue after its flavors and priority classes)."""
+    return [
+        *(topology(t, names) for t in scenario.topologies),
+        *(resource_flavor(f, names) for f in scenario.resource_flavors),
+        *(priority_class(pc, names) for pc in scenario.priority_classes),
+        *(cluster_queue(cq, names) for cq in scenario.cluster_queues),
+    ]
+
+
+def held_queues(scenario: Scenario) -> set[str]:
+    """ClusterQueues whose LocalQueue must hold while `admitted` entries are written."""
+    return {a.queue for a in scenario.admitted}
