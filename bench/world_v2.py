@@ -33,7 +33,12 @@ def preemption_world(admitted: int = 200, preemptor_pods: int = 256) -> dict[str
                     "allocatable": {"nvidia.com/gpu": 8, "cpu": 64, "pods": 110},
                 }
             )
-    quota = NODES_PER_FLAVOR * 8 // len(TEAMS)
+    # team-a (the preemptor's) lends: half of every flavor is its nominal quota, the other
+    # teams hold more than theirs by borrowing it, so team-a reclaims from any team's
+    # workloads in the block it needs (reclaimWithinCohort: Any).
+    capacity = NODES_PER_FLAVOR * 8
+    quotas = {TEAMS[0]: capacity // 2}
+    quotas.update({team: capacity // 2 // (len(TEAMS) - 1) + 1 for team in TEAMS[1:]})
     queues = [
         {
             "name": team,
@@ -43,8 +48,11 @@ def preemption_world(admitted: int = 200, preemptor_pods: int = 256) -> dict[str
                 {
                     "coveredResources": ["nvidia.com/gpu"],
                     "flavors": [
-                        {"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": q}]}
-                        for f, q in zip(FLAVORS, [quota] * len(FLAVORS), strict=True)
+                        {
+                            "name": flavor,
+                            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quotas[team]}],
+                        }
+                        for flavor in FLAVORS
                     ],
                 }
             ],
