@@ -7,6 +7,7 @@ build sim/ the first time (a few minutes cold, seconds after).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from harness.loader import scenario_from_data
+from harness.errors import Nondeterministic
+from harness.loader import load_scenario, scenario_from_data
 from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
-from harness.sim_backend import SimBackend
+from harness.sim_backend import SimBackend, _decidable
 from harness.toolchain.gocmd import ToolchainError
 
 HOST = "kubernetes.io/hostname"
@@ -401,3 +403,41 @@ def test_old_sim_builds_are_pruned_to_the_newest_few(
     assert sorted(p.name for p in removed) == ["sim-b", "sim-c"]
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["kueue-v0.19.2", "sim-a", "sim-d", "sim-e"]
+
+
+GROUP_FINDING = Path(__file__).parent.parent / (
+    "suites/kueue-findings/v2-group-leader-without-gpu-loses-flavor-scan.yaml"
+)
+
+
+@pytest.mark.sim
+def test_an_alternating_message_is_checked_when_every_alternative_holds(
+    backend: SimBackend,
+) -> None:
+    # Kueue retries the group every cycle and names either of its pod sets (rules §8): the
+    # expected reason is in both messages, so the outcome is decidable; with no expectation on
+    # the group it is not, and the scenario is still refused as nondeterministic.
+    scenario = load_scenario(GROUP_FINDING)
+    assert backend.run(scenario).outcomes["group"].admitted is False
+    unexpected = dataclasses.replace(
+        scenario, expect={k: v for k, v in (scenario.expect or {}).items() if k != "group"}
+    )
+    with pytest.raises(Nondeterministic, match="group: its message changes"):
+        backend.run(unexpected)
+
+
+def test_an_alternative_without_the_expected_message_is_not_decidable() -> None:
+    scenario = load_scenario(GROUP_FINDING)
+    note = (
+        "group: its message changes from one scheduling cycle to the next: "
+        '"couldn\'t assign flavors to pod set leader: topology \\"l4-topology\\" doesn\'t allow '
+        'to fit any of 1 pod(s)" | "couldn\'t assign flavors to pod set workers: insufficient'
+        ' quota"'
+    )
+    assert not _decidable(scenario, note)
+    assert _decidable(
+        scenario,
+        note.replace(
+            "insufficient quota", 'topology \\"l4-topology\\" doesn\'t allow to fit any of 1 pod(s)'
+        ),
+    )
