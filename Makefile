@@ -25,7 +25,8 @@ binaries: venv
 	$(PY) -m harness.sim.build
 
 ## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
-## and the real-cluster tests (embedded cluster: guide scenarios, lifecycle, signals).
+## and the real-cluster tests (embedded cluster: guide and version-2 scenarios, lifecycle,
+## signals).
 ## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
 ## actionlint), so only the tests that need Docker are skipped.
 test: binaries tools

@@ -4,6 +4,8 @@ settled (no cluster: Workload objects shaped as Kueue v0.19.2 writes them, rules
 from __future__ import annotations
 
 import itertools
+import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -121,9 +123,22 @@ def test_settle_timeout_names_each_unsettled_workload() -> None:
     sub = Submission("new", "Workload ns/new", {"old": 0})
     stuck = {"new": admitted(), "old": pending(EVICTION, schedulingStats=STATS)}
     with pytest.raises(WaitTimeout) as err:
-        settle_submission(_reads(stuck), sub, FAST)
+        settle_submission(_reads(stuck), sub, replace(FAST, unwritten_window=5.0))
     assert "old: released, not evaluated again yet: Preempted to accommodate" in str(err.value)
     assert "new:" not in str(err.value)
+
+
+def test_a_released_victim_never_evaluated_again_settles_after_the_unwritten_window() -> None:
+    """Kueue may park it with an identical pending workload, or keep it behind a StrictFIFO
+    head: its eviction message then stays for good."""
+    sub = Submission("new", "Workload ns/new", {"old": 0})
+    stuck = {"new": admitted(), "old": pending(EVICTION, schedulingStats=STATS)}
+    started = time.monotonic()
+    assert settle_submission(_reads(stuck), sub, FAST).kind == "admitted"
+    assert time.monotonic() - started >= FAST.unwritten_window
+    holding = {"new": pending("x"), "old": admitted(schedulingStats=STATS, extra=EVICTED_TRUE)}
+    with pytest.raises(WaitTimeout, match="old: evicted, still holding quota"):
+        settle_submission(_reads(holding), sub, FAST)  # no window for one holding quota
 
 
 def test_settle_without_victims_is_the_old_rule() -> None:

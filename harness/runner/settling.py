@@ -5,7 +5,9 @@ A submission is settled when the submitted workload is admitted, or pending for 
 window (harness.runner.waits.settle's rule), and every workload Kueue evicted since the
 submission has let go of its quota and is admitted again or pending with a message of the
 scheduler (not the eviction message it keeps until it is evaluated again), and no workload
-pends with "Pending the preemption of" (a preemptor whose victims still hold quota).
+pends with "Pending the preemption of" (a preemptor whose victims still hold quota). A
+released victim still showing the eviction message counts as settled after the unwritten
+window: Kueue may never evaluate it again (parked, or behind a StrictFIFO head).
 Kueue's order of events is in docs/dev/kueue-v0.19.2-rules-v2.md §6.
 """
 
@@ -29,6 +31,7 @@ from harness.runner.reading import (
 )
 from harness.runner.waits import Timeouts
 
+RELEASED = "released, not evaluated again yet"
 Snapshot = Mapping[str, Obj | None]
 """Workload name (the scenario's) -> its Workload object as last read (None: absent)."""
 
@@ -67,7 +70,7 @@ def victim_problem(wl: Obj | None) -> str | None:
     if seen.kind == "pending" and not seen.message.startswith(EVICTION_MESSAGE):
         return None
     if seen.kind == "pending":
-        return f"released, not evaluated again yet: {seen.message}"
+        return f"{RELEASED}: {seen.message}"
     return f"{seen.kind}: {seen.message}"
 
 
@@ -90,6 +93,7 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
     deadline = started + t.settle
     quiet_since = started
     last: tuple[object, ...] | None = None
+    released: dict[str, float] = {}
     while True:
         seen = read()
         now = time.monotonic()
@@ -99,6 +103,12 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
             if now - started >= window:
                 mine = State("pending", "")  # parked unevaluated, or never written
         others = problems(sub, seen)
+        # A released victim Kueue never evaluates again (parked with an identical pending
+        # workload, or behind a StrictFIFO head) keeps the eviction message for good.
+        released = {n: released.get(n, now) for n, why in others.items() if RELEASED in why}
+        others = {
+            n: why for n, why in others.items() if now - released.get(n, now) < t.unwritten_window
+        }
         moved = victims(sub, seen)
         signature = (mine.kind, tuple((n, state(seen[n])) for n in moved), tuple(others.items()))
         if signature != last:
