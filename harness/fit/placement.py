@@ -82,7 +82,7 @@ def _feasible(run: _Run, flavor_tolerations: tuple[Toleration, ...]) -> list[Dom
     tree, stats = run.tree, run.stats
     leaves = [leaf.domain for leaf in tree.leaves.values()]
     stats.total_nodes += len(leaves)
-    if not tree.hostname_lowest:
+    if not tree.hostname_lowest or (not tree.tainted and not run.request.workers.node_selector):
         return leaves
     tolerations = run.request.workers.tolerations + flavor_tolerations
     out = []
@@ -121,13 +121,35 @@ def _fill_counts(
     assumed: Mapping[LeafKey, ResourceVector],
     simulate_empty: bool = False,
 ) -> None:
-    for domain in run.tree.domains():
-        domain.reset()
-    run.tree.excluded.clear()
+    tree = run.tree
+    for domain in tree.per_level[-1].values():  # inner domains are all rewritten by _aggregate
+        domain.pods = domain.pods_wl = domain.slices = domain.slices_wl = domain.leaders = 0
+    tree.excluded.clear()
     request = run.request
+    # The worker count without building each leaf's free vector (the common case): the
+    # resources it asks a nonzero amount of, as count_in reads them.
+    asked = [(r, v) for r, v in request.worker_requests.items() if v]
+    quick = request.leader_requests is None and len(asked) == len(request.worker_requests)
     for domain in _feasible(run, flavor_tolerations):
         leaf = domain.leaf
         assert leaf is not None
+        if quick:
+            extra = assumed.get(leaf.key)
+            pods, limiting = (MAX_INT32, "") if asked else (0, "")
+            for r, v in asked:
+                free = leaf.capacity.get(r, 0) - leaf.non_tas.get(r, 0)
+                if not simulate_empty:
+                    free -= leaf.tas.get(r, 0)
+                if extra is not None:
+                    free -= extra.get(r, 0)
+                count = min(max(0, free // v), MAX_INT32)
+                if count < pods or (count == pods and (not limiting or r < limiting)):
+                    pods, limiting = count, r
+            domain.pods = domain.pods_wl = pods
+            if pods == 0 and limiting:
+                run.stats.exclude_resource(limiting)
+                tree.excluded[leaf.key] = f"no room for one pod: {limiting}"
+            continue
         remaining = leaf.free(simulate_empty)
         if leaf.key in assumed:
             sub_into(remaining, assumed[leaf.key])
@@ -142,22 +164,36 @@ def _fill_counts(
             domain.leaders = 1
             sub_into(remaining, request.leader_requests)
         domain.pods_wl = count_in(request.worker_requests, remaining)[0]
-    for root in run.tree.per_level[0].values():
-        roll_up_from(root, request)
+    # roll_up_from every root, level by level from the bottom (leaves have no children).
+    lowest = len(tree.per_level) - 1
+    if request.slice_level_index == lowest:
+        size = request.slice_size
+        for domain in tree.per_level[lowest].values():
+            domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
+    for level in range(lowest - 1, -1, -1):
+        for domain in tree.per_level[level].values():
+            _aggregate(domain, request)
 
 
 def roll_up_from(domain: Domain, request: PlacementRequest) -> None:
     """Recompute a subtree's counts from its leaves (Kueue's fillInCountsHelper)."""
-    size, at_slice_level = request.slice_size, domain.level == request.slice_level_index
     if not domain.children:
-        if at_slice_level:
+        if domain.level == request.slice_level_index:
+            size = request.slice_size
             domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
         return
+    for child in domain.children:
+        roll_up_from(child, request)
+    _aggregate(domain, request)
+
+
+def _aggregate(domain: Domain, request: PlacementRequest) -> None:
+    """One inner domain's counts from its children's."""
+    size, at_slice_level = request.slice_size, domain.level == request.slice_level_index
     pods = slices = leaders = 0
     min_pod_penalty = min_slice_penalty = MAX_INT32
     contributor = False
     for child in domain.children:
-        roll_up_from(child, request)
         pods += child.pods
         slices += child.slices
         if request.leader is None or child.leaders > 0:

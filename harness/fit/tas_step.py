@@ -62,7 +62,9 @@ class TasTrees:
         for name, tree in self.trees.items():
             total: ResourceVector = {}
             for leaf in tree.leaves.values():
-                add_into(total, {r: max(0, v) for r, v in leaf.free().items()})
+                for r, v in leaf.free().items():
+                    if v > 0:
+                        total[r] = total.get(r, 0) + v
             self.free[name] = total
         self.journal: list[tuple[str, LeafKey, ResourceVector, int]] | None = None
         self.counters: dict[str, list[PodCounter]] = {}
@@ -73,16 +75,19 @@ class TasTrees:
         leaf = tree.leaves.get(key) if tree is not None else None
         if leaf is None:
             return
-        free = self.free[flavor]
+        free, capacity, non_tas, tas = self.free[flavor], leaf.capacity, leaf.non_tas, leaf.tas
         for r, v in vector.items():
-            before = leaf.capacity.get(r, 0) - leaf.non_tas.get(r, 0) - leaf.tas.get(r, 0)
-            leaf.tas[r] = leaf.tas.get(r, 0) + sign * v
+            used = tas.get(r, 0)
+            before = capacity.get(r, 0) - non_tas.get(r, 0) - used
+            tas[r] = used + sign * v
             after = before - sign * v
-            free[r] = free.get(r, 0) + max(0, after) - max(0, before)
+            if before != after and (before > 0 or after > 0):
+                free[r] = free.get(r, 0) + max(0, after) - max(0, before)
         if self.journal is not None:
             self.journal.append((flavor, key, dict(vector), sign))
-        for counter in self.counters.get(flavor, ()):
-            counter.update(key)
+        if flavor in self.counters:
+            for counter in self.counters[flavor]:
+                counter.update(key)
 
     def add_usage(self, usage: Mapping[str, Mapping[LeafKey, ResourceVector]], sign: int) -> None:
         for flavor, per_leaf in usage.items():
@@ -151,8 +156,9 @@ class PodCounter:
         tolerations = request.pod_set.tolerations + flavor.tolerations
         self.level = self.wanted.level_index if self.wanted.required else -1
         self.domain: dict[LeafKey, tuple[str, ...]] = {}
+        checked = tree.hostname_lowest and (tree.tainted or bool(request.pod_set.node_selector))
         for key, leaf in tree.leaves.items():
-            if tree.hostname_lowest and leaf_exclusion(leaf, request.pod_set, tolerations):
+            if checked and leaf_exclusion(leaf, request.pod_set, tolerations):
                 continue
             self.domain[key] = leaf.domain.values[: self.level + 1]
         self.counts: dict[LeafKey, int] = {}

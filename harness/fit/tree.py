@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from harness.fit.resources import ResourceVector, add_into, from_quantities, sub_into
 from harness.scenario import Flavor, Node, Topology, Usage
@@ -41,7 +42,7 @@ class Domain:
         self.parent = parent
         self.children: list[Domain] = []
         self.leaf: Leaf | None = None
-        self.reset()
+        self.pods = self.pods_wl = self.slices = self.slices_wl = self.leaders = 0
 
     def reset(self) -> None:
         self.pods = self.pods_wl = self.slices = self.slices_wl = self.leaders = 0
@@ -90,6 +91,11 @@ class Tree:
     def hostname_lowest(self) -> bool:
         return self.topology.lowest_is_hostname
 
+    @cached_property
+    def tainted(self) -> bool:
+        """Whether any leaf's node has a taint (else no toleration check can exclude one)."""
+        return any(node.taints for leaf in self.leaves.values() for node in leaf.nodes)
+
     def domains(self) -> Iterable[Domain]:
         for level in self.per_level:
             yield from level.values()
@@ -124,20 +130,22 @@ def build_tree(
     """Build the leaves (with capacity and usage) and their ancestors."""
     levels = topology.levels
     tree = Tree(topology, {}, [{} for _ in levels], {})
+    hostname_lowest = tree.hostname_lowest
     for node in nodes:
         reason = why_not_in_flavor(node, flavor, topology)
         if reason is not None:
             tree.dropped[node.name] = reason
             continue
-        values = tuple(node.labels.get(level, "") for level in levels)
-        key: LeafKey = node.labels[levels[-1]] if tree.hostname_lowest else values
+        values = tuple([node.labels[level] for level in levels])  # every level label is there
+        key: LeafKey = values[-1] if hostname_lowest else values
         leaf = tree.leaves.get(key)
         if leaf is None:
-            leaf = Leaf(key=key, domain=_attach(tree, values, key))
+            leaf = Leaf(key, _attach(tree, values, key), [node], from_quantities(node.allocatable))
             leaf.domain.leaf = leaf
             tree.leaves[key] = leaf
-        leaf.nodes.append(node)
-        add_into(leaf.capacity, from_quantities(node.allocatable))
+        else:
+            leaf.nodes.append(node)
+            add_into(leaf.capacity, from_quantities(node.allocatable))
         tree.node_to_leaf[node.name] = key
     for entry in usage:
         leaf_key = tree.node_to_leaf.get(entry.node)
