@@ -171,7 +171,7 @@ def _schedule(
     reasons, stopped = quota_reasons(scenario, groups, used)
     unassigned = _without_flavor(scenario, groups)
     if unassigned is not None and not stopped:
-        message = f"failed to assign flavors to pod set {unassigned}: no TAS flavor assigned"
+        message = f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
         return Outcome(admitted=False, message=message), None
     if reasons:
         message = "; ".join(
@@ -241,6 +241,16 @@ def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | Non
         if not any(requests_something(scenario, p) for p in members):
             return members[0].name
     return None
+
+
+def _no_tas_request(scenario: Scenario) -> str:
+    """Why a pod set without a flavor gets no TAS request (tas_flavorassigner.go
+    podSetTopologyRequest): a ClusterQueue that covers no resource has no TAS flavor at all
+    (ErrNoTASCacheInformation, checked first); otherwise it was assigned none of them
+    (onlyTASFlavor: ErrNoTASFlavorAssigned)."""
+    if not any(g.flavors for cq in scenario.cluster_queues for g in cq.resource_groups):
+        return "workload requires Topology, but there is no TAS cache information"
+    return "no TAS flavor assigned"
 
 
 def _with_binding(outcome: Outcome, bound: Unplaceable) -> Outcome:
