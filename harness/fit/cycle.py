@@ -76,6 +76,10 @@ class Entry:
     tas: list[TasRequest] = field(default_factory=list)
     per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
     targets: list[Target] = field(default_factory=list)
+    # The TAS step's as-if-empty placement and the requests it placed: updateAssignmentForTAS
+    # without targets places the same requests on the same snapshot (the victim search
+    # between them restores every removal), so it is not run twice.
+    empty: tuple[list[TasRequest], TasResult] | None = None
 
     @property
     def name(self) -> str:
@@ -389,6 +393,7 @@ class Model:
                 entry.per_leaf = result.per_leaf
                 return
         empty = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
+        entry.empty = (list(entry.tas), empty)
         if empty.failures:
             ps, _ = self._failure(entry, empty)
             a.set_mode(ps, NO_FIT)
@@ -418,7 +423,9 @@ class Model:
         if not (any(ps.topology is not None for ps in w.pod_sets) or tas_only):
             return
         entry.tas = self._tas_requests(entry)
-        if not entry.targets:
+        if not entry.targets and entry.empty is not None and entry.empty[0] == entry.tas:
+            result = entry.empty[1]
+        elif not entry.targets:
             result = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
         else:
             for t in entry.targets:
