@@ -136,7 +136,7 @@ def build_tree(
         if reason is not None:
             tree.dropped[node.name] = reason
             continue
-        values = tuple([node.labels[level] for level in levels])  # every level label is there
+        values = tuple(map(node.labels.__getitem__, levels))  # every level label is there
         key: LeafKey = values[-1] if hostname_lowest else values
         leaf = tree.leaves.get(key)
         if leaf is None:
