@@ -46,8 +46,16 @@ def main() -> None:
             )
     v2_preemption()
     root = Path(__file__).resolve().parent.parent / "suites"
-    files = sorted(root.rglob("*.yaml"))[:60]
-    scenarios = [load_scenario(f) for f in files]
+    scenarios = []
+    for f in sorted(root.rglob("*.yaml")):
+        scenario = load_scenario(f)
+        try:
+            fit(scenario)
+        except HarnessError:
+            continue  # a scenario the fit model does not model yet (suites/faults)
+        scenarios.append(scenario)
+        if len(scenarios) == 60:
+            break
     runs = timed(lambda: [fit(s) for s in scenarios], 5)
     print(
         f"  suite of {len(scenarios)} scenarios: median {statistics.median(runs) * 1000:.1f} ms "
