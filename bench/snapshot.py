@@ -203,7 +203,7 @@ class Phases:
         print(f"  {label:<24} {wall:6.2f} s wall, {cpu:6.2f} s cpu{extra}")
 
 
-def measure(kube: Kube, size: int, repeat: int) -> None:
+def measure(kube: Kube, size: int, repeat: int, sim: bool) -> None:
     phase = Phases()
     for _ in range(repeat):
         with phase("read"):
@@ -222,6 +222,9 @@ def measure(kube: Kube, size: int, repeat: int) -> None:
         with phase("simulate"):
             subs = submissions(manifests.read(job), Cluster.of(snap.data), NS)
             outcome = simulate.predict(snap.data, subs, "fit", "snapshot")["probe"].outcome
+        if sim:
+            with phase("sim"):
+                simulate.predict(snap.data, subs, "sim", "snapshot")
     print(
         f"{size} nodes, {len(state.pods)} pods, {len(snap.data['admitted'])} admitted, "
         f"{len(snap.data['usage'])} usage entries, {len(text) / 1e6:.1f} MB of YAML "
@@ -235,6 +238,8 @@ def measure(kube: Kube, size: int, repeat: int) -> None:
     phase.show("json", "parse the file as JSON")
     verdict = "admitted" if outcome.admitted else "pending"
     phase.show("simulate", "simulate (fit engine)", f" (64 pods, required block: {verdict})")
+    if sim:
+        phase.show("sim", "simulate (sim engine)", " (a kueue-sim process per call)")
 
 
 def main() -> None:
@@ -242,6 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,5000", help="node counts, ascending")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per size (median)")
+    parser.add_argument("--sim", action="store_true", help="also time simulate --engine sim")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     cluster = LocalCluster()
@@ -267,7 +273,7 @@ def main() -> None:
                     lambda: all_admitted(kube, JOBS), what="the TAS jobs admitted", timeout=180
                 )
             done = size
-            measure(kube, size, args.repeat)
+            measure(kube, size, args.repeat, args.sim)
     finally:
         cluster.stop()
 
