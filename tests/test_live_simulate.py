@@ -220,6 +220,23 @@ def test_the_command_reads_manifest_files_and_a_snapshot_file(tmp_path: Path) ->
     ]
 
 
+def test_html_draws_the_snapshot_after_each_submission(tmp_path: Path) -> None:
+    """`--format html`: one self-contained page whose maps name the snapshot's nodes and the
+    submitted job (issue 15: the same map as `oracle --format html`, for a live cluster)."""
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    (tmp_path / "jobs.yaml").write_text(yaml.safe_dump(job("small", count=1)))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "simulate", str(tmp_path / "jobs.yaml"),
+         "--from", str(tmp_path / "snap.yaml"), "--format", "html"],
+        capture_output=True, text=True, check=False, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = done.stdout
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert "<svg" in page and "x1" in page and "small" in page
+    assert "http://" not in page.replace("http://www.w3.org", "")
+
+
 @pytest.mark.sim
 def test_the_sim_engine_answers_as_the_fit_model() -> None:
     subs = subs_of(

@@ -70,7 +70,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default="fit",
         help="fit: the fit model; sim: Kueue's own scheduler in process",
     )
-    sim.add_argument("--format", choices=("text", "json"), default="text", help="output form")
+    sim.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="output form (html: one self-contained page with the rack-and-GPU map of every "
+        "flavor after each submission)",
+    )
     sim.add_argument("--explain", action="store_true", help="why it waits (not built yet)")
     sim.set_defaults(handler=_simulate)
     up = sub.add_parser(
@@ -144,8 +150,14 @@ def _simulate(args: argparse.Namespace) -> int:
     read = [m for path in args.manifests for m in manifests.read(Path(path))]
     subs = submissions(read, Cluster.of(data), args.namespace or namespace)
     started = time.monotonic()
-    predictions = simulate.predict(data, subs, args.engine, file)
-    if args.format == "json":
+    world = simulate.scenario(data, subs, file)
+    states = simulate.run_engine(world, args.engine)
+    predictions = simulate.predictions_of(states, data, subs)
+    if args.format == "html":
+        from harness.html import outcomes_page
+
+        print(outcomes_page(world, states[0], states[1:], label=args.engine))
+    elif args.format == "json":
         print(json.dumps(simulate.to_json(predictions), indent=2))
     else:
         print(simulate.render_text(predictions))

@@ -71,7 +71,13 @@ def predict(
     snapshot: Mapping[str, Any], subs: Sequence[Submission], engine: str, file: str
 ) -> dict[str, Prediction]:
     """Each submission's prediction, keyed by manifest name (NAME/GROUP for LWS groups)."""
-    states = run_engine(scenario(snapshot, subs, file), engine)
+    return predictions_of(run_engine(scenario(snapshot, subs, file), engine), snapshot, subs)
+
+
+def predictions_of(
+    states: Sequence[Mapping[str, Outcome]], snapshot: Mapping[str, Any], subs: Sequence[Submission]
+) -> dict[str, Prediction]:
+    """The predictions read off an engine's states (after the snapshot, then each submission)."""
     cluster_names = dict((snapshot.get("x-snapshot") or {}).get("workloads") or {})
     shown = {**cluster_names, **{s.workload["name"]: s.key for s in subs if s.workload}}
     out: dict[str, Prediction] = {}
