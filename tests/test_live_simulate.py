@@ -49,11 +49,13 @@ def snapshot() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def job(name: str, cpus: str = "1", count: int = 2, **labels: str) -> dict[str, Any]:
+def job(
+    name: str, cpus: str = "1", count: int = 2, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": "ml",
-                     "labels": {"kueue.x-k8s.io/queue-name": "lq-a", **labels}},
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq-a", **(labels or {})}},
         "spec": {"parallelism": count, "template": {
             "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": HOST}},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpus}}}]}}},
@@ -67,7 +69,7 @@ def subs_of(
 
 
 def test_a_job_goes_to_its_local_queues_cluster_queue_with_its_class() -> None:
-    (sub,) = subs_of(job("train", **{"kueue.x-k8s.io/priority-class": "high"}))
+    (sub,) = subs_of(job("train", labels={"kueue.x-k8s.io/priority-class": "high"}))
     assert sub.workload == {
         "name": "train", "queue": "team-a", "priorityClass": "high",
         "podSets": [{"name": "main", "count": 2, "requests": {"cpu": "1"},
@@ -173,7 +175,7 @@ def test_predictions_say_where_and_whom_each_manifest_preempts() -> None:
     one host) does not fit beside old (low, 4 CPUs) and small: team-a preempts lower
     priority, so old is evicted and urgent takes x1; small (priority 0) is lower too but one
     victim suffices. 'huge' (6 CPUs) never fits a 5-CPU host."""
-    subs = subs_of(job("small", count=1), job("urgent", **{"kueue.x-k8s.io/priority-class": "high"}),
+    subs = subs_of(job("small", count=1), job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"}),
                    job("huge", cpus="6", count=1))  # fmt: skip
     got = simulate.to_json(simulate.predict(snapshot(), subs, "fit", "snap.yaml"))
     assert got["small"] == {"admitted": True, "flavors": {"main": "tas"},
@@ -240,7 +242,7 @@ def test_html_draws_the_snapshot_after_each_submission(tmp_path: Path) -> None:
 @pytest.mark.sim
 def test_the_sim_engine_answers_as_the_fit_model() -> None:
     subs = subs_of(
-        job("small", count=1), job("urgent", **{"kueue.x-k8s.io/priority-class": "high"})
+        job("small", count=1), job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"})
     )
     try:
         sim = simulate.to_json(simulate.predict(snapshot(), subs, "sim", "snap.yaml"))
