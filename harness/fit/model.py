@@ -15,6 +15,7 @@ from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder, Unplaceable
 from harness.fit.cycle import fit_v2
 from harness.fit.placement import PlacementFailed, place
+from harness.fit.queueing import scheduling_hash
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
 from harness.fit.resources import ResourceVector, add_into, from_quantities
@@ -113,7 +114,7 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
         # of every later one, so BestEffortFIFO never pops those: they get no status at all.
         state.pending.append(workload)
         return Outcome(admitted=False, message="")
-    shape = _scheduling_shape(workload)
+    shape = scheduling_hash(workload, priority=0)  # version 1: no priority classes
     if shape in state.inadmissible_shapes:
         # SchedulingEquivalenceHashing (on by default): a workload shaped like one just found
         # inadmissible is parked with it, unevaluated, keeping whatever status it had.
@@ -133,22 +134,6 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
 
 def _stuck_at_head(outcome: Outcome | None) -> bool:
     return outcome is SKIPPED or outcome is UNWRITABLE
-
-
-def _scheduling_shape(workload: Workload) -> Hashable:
-    """What Kueue's scheduling equivalence hash covers: every pod set's name, shape, count,
-    requests and topology request (workload.computeSchedulingHash); the name is not part."""
-    return tuple(
-        (
-            p.name,
-            p.count,
-            tuple(sorted(p.requests.items())),
-            p.topology,
-            tuple(sorted(p.node_selector.items())),
-            p.tolerations,
-        )
-        for p in workload.pod_sets
-    )
 
 
 def _groups(workload: Workload) -> list[list[PodSet]]:

@@ -12,14 +12,12 @@ harness.runner.objects (kth-cq-<n>, kth-lq, the ALL_NODES_LABEL workaround).
 from __future__ import annotations
 
 from harness.kube import KUEUE_API
-from harness.quantity import format_quantity
+from harness.kueue_specs import cluster_queue_spec
 from harness.runner.objects import Names, Obj, taint, toleration
 from harness.scenario import (
     ClusterQueue,
     Flavor,
     PriorityClass,
-    ResourceGroup,
-    ResourceQuota,
     Scenario,
     Topology,
 )
@@ -62,47 +60,10 @@ def priority_class(pc: PriorityClass, names: Names) -> Obj:
     }
 
 
-def _quota(q: ResourceQuota) -> Obj:
-    out: Obj = {"name": q.name, "nominalQuota": format_quantity(q.nominal)}
-    if q.borrowing_limit is not None:
-        out["borrowingLimit"] = format_quantity(q.borrowing_limit)
-    if q.lending_limit is not None:
-        out["lendingLimit"] = format_quantity(q.lending_limit)
-    return out
-
-
-def _group(g: ResourceGroup) -> Obj:
-    return {
-        "coveredResources": list(g.covered),
-        "flavors": [
-            {"name": f.name, "resources": [_quota(q) for q in f.resources]} for f in g.flavors
-        ],
-    }
-
-
 def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
     """The ClusterQueue under its own name: Kueue quotes it in messages ("preemptor path:
     /research/team-a"), so the scenario's name is what the expectations see."""
-    borrow: Obj = {"policy": cq.preemption.borrow_within_cohort}
-    if cq.preemption.max_priority_threshold is not None:
-        borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
-    spec: Obj = {
-        "namespaceSelector": {},
-        "queueingStrategy": cq.queueing_strategy,
-        "stopPolicy": "None",
-        "preemption": {
-            "withinClusterQueue": cq.preemption.within_cluster_queue,
-            "reclaimWithinCohort": cq.preemption.reclaim_within_cohort,
-            "borrowWithinCohort": borrow,
-        },
-        "flavorFungibility": {
-            "whenCanBorrow": cq.fungibility.when_can_borrow,
-            "whenCanPreempt": cq.fungibility.when_can_preempt,
-        },
-        "resourceGroups": [_group(g) for g in cq.resource_groups],
-    }
-    if cq.cohort:
-        spec["cohortName"] = cq.cohort
+    spec: Obj = {"namespaceSelector": {}, "stopPolicy": "None", **cluster_queue_spec(cq)}
     return {
         "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",

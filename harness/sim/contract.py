@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.admission import admission_conditions, admission_status, reservation_times
 from harness.kueue_gates import merged
+from harness.kueue_specs import cluster_queue_spec
 from harness.quantity import format_quantity
 from harness.scenario import (
     AdmittedWorkload,
@@ -20,7 +21,6 @@ from harness.scenario import (
     Flavor,
     Node,
     PodSet,
-    ResourceQuota,
     Scenario,
     Step,
     Taint,
@@ -113,46 +113,9 @@ def _flavor(f: Flavor) -> dict[str, Any]:
     return out
 
 
-def _quota(q: ResourceQuota) -> dict[str, Any]:
-    out = {"name": q.name, "nominalQuota": format_quantity(q.nominal)}
-    if q.borrowing_limit is not None:
-        out["borrowingLimit"] = format_quantity(q.borrowing_limit)
-    if q.lending_limit is not None:
-        out["lendingLimit"] = format_quantity(q.lending_limit)
-    return out
-
-
 def _cluster_queue(cq: ClusterQueue) -> dict[str, Any]:
     """A ClusterQueue: its name and Kueue's ClusterQueueSpec, every default spelled out."""
-    borrow: dict[str, Any] = {"policy": cq.preemption.borrow_within_cohort}
-    if cq.preemption.max_priority_threshold is not None:
-        borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
-    out: dict[str, Any] = {
-        "name": cq.name,
-        "queueingStrategy": cq.queueing_strategy,
-        "preemption": {
-            "withinClusterQueue": cq.preemption.within_cluster_queue,
-            "reclaimWithinCohort": cq.preemption.reclaim_within_cohort,
-            "borrowWithinCohort": borrow,
-        },
-        "flavorFungibility": {
-            "whenCanBorrow": cq.fungibility.when_can_borrow,
-            "whenCanPreempt": cq.fungibility.when_can_preempt,
-        },
-        "resourceGroups": [
-            {
-                "coveredResources": list(group.covered),
-                "flavors": [
-                    {"name": fq.name, "resources": [_quota(q) for q in fq.resources]}
-                    for fq in group.flavors
-                ],
-            }
-            for group in cq.resource_groups
-        ],
-    }
-    if cq.cohort is not None:
-        out["cohortName"] = cq.cohort
-    return out
+    return {"name": cq.name, **cluster_queue_spec(cq)}
 
 
 def _admitted(sc: Scenario, a: AdmittedWorkload, reserved_at: datetime) -> dict[str, Any]:
