@@ -23,8 +23,8 @@ from harness.html.pytest_report import DEFAULT_PATH as DEFAULT_REPORT
 from harness.html.pytest_report import HtmlReport
 from harness.kueue_gates import GateError, parse_gates
 
-# The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model).
-pytest_plugins = ["harness.fixtures.plugin"]
+# The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model), and --shard.
+pytest_plugins = ["harness.fixtures.plugin", "harness.pytest_shards"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

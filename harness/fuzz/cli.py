@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.fuzz.campaign import Summary, run_campaign
+from harness.sharding import parse_shard, seed_range
 
 
 def _whole(minimum: int) -> Callable[[str], int]:
@@ -65,6 +66,13 @@ def register(sub: Any) -> None:
     )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
     fuzz.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only part I of N (1-based) of the cases [start, start + cases): contiguous "
+        "index ranges, so N machines together run the whole campaign",
+    )
+    fuzz.add_argument(
         "--jobs", type=_positive, default=2, help="backend processes in parallel (sim only)"
     )
     fuzz.add_argument(
@@ -90,6 +98,14 @@ def register(sub: Any) -> None:
 
 def _fuzz(args: argparse.Namespace) -> int:
     out: Path = args.out or Path("run") / f"fuzz-{args.seed}"
+    if args.shard is not None:
+        shard = parse_shard(args.shard)
+        args.start, args.cases = seed_range(args.start, args.cases, shard)
+        if args.out is None:
+            out = Path("run") / f"fuzz-{args.seed}-shard-{shard.index}-of-{shard.total}"
+        if args.cases == 0:
+            print(f"fuzz seed {args.seed}: shard {shard} has no cases", file=sys.stderr)
+            return 0
     if out.exists() and not out.is_dir():
         raise HarnessError(f"--out {out}: exists and is not a folder")
 
