@@ -112,3 +112,12 @@ def test_every_run_uploads_the_html_report(ci: dict[str, Any]) -> None:
     for name, job in ci["jobs"].items():
         (upload,) = _uploads(job, "always()")
         assert "run/report.html" in upload["with"]["path"].split(), name
+
+
+def test_embedded_e2e_runs_as_a_matrix_of_shards_covering_the_suite(ci: dict[str, Any]) -> None:
+    job = ci["jobs"]["e2e-embedded"]
+    shards = job["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, len(shards) + 1)) and len(shards) > 1
+    (e2e,) = [s["run"] for s in _steps(job) if str(s.get("run", "")).startswith("make e2e")]
+    assert f'--shard ${{{{ matrix.shard }}}}/{len(shards)}"' in e2e
+    assert job["strategy"]["fail-fast"] is False  # one shard's failure must not hide the others'
