@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ from harness.errors import UnsupportedVersionError
 from harness.fit import check_supported
 from harness.loader import scenario_from_data
 from harness.outcome import Outcome
-from harness.runner.backend import ClusterBackend
 from harness.scenario import Eviction, Expectation, PodFault, Scenario, Taint, TaintChange
 from harness.sim_backend import SimBackend
 from harness.verdict import against_expectations, against_prediction
@@ -153,16 +153,14 @@ FAULTY: list[dict[str, Any]] = [
 NAMED = "steps node-not-ready, terminate-pods"
 
 
-def test_fit_model_refuses_fault_steps_by_name() -> None:
-    with pytest.raises(UnsupportedVersionError, match=f"does not model faults yet: {NAMED}"):
-        check_supported(_load(FAULTY))
-
-
-def test_fit_model_refuses_a_fault_expectation_on_an_old_step() -> None:
-    """delete-node under a running workload is a fault too; its `replaced` says so."""
+def test_fit_model_runs_faults_of_version1_scenarios_only() -> None:
+    """harness/fit/faults.py runs on the version-1 path; a version-2 scenario with a fault
+    (delete-node with `replaced` is one) is refused by name."""
+    check_supported(_load(FAULTY))
     expect = {"w": {"admitted": True, "replaced": {"main": {"n1": "n3"}}}}
-    with pytest.raises(UnsupportedVersionError, match="expectations replaced"):
-        check_supported(_load([{"delete-node": "n1", "expect": expect}]))
+    version2 = replace(_load([{"delete-node": "n1", "expect": expect}]), shorthand=None)
+    with pytest.raises(UnsupportedVersionError, match="version-1 scenarios: expectations replaced"):
+        check_supported(version2)
 
 
 def test_sim_refuses_faults_before_starting_anything() -> None:
@@ -170,16 +168,6 @@ def test_sim_refuses_faults_before_starting_anything() -> None:
     with pytest.raises(Unsupported, match=f"the sim does not model faults yet: {NAMED}"):
         backend.run(_load(FAULTY))
     assert backend._sim is None
-
-
-def test_cluster_runner_refuses_faults_before_starting_a_cluster() -> None:
-    backend = ClusterBackend("local")
-    try:
-        with pytest.raises(Unsupported, match=f"does not run faults yet: {NAMED}"):
-            backend.run(_load(FAULTY))
-        assert backend.provider is None
-    finally:
-        backend.close()
 
 
 def test_a_scenario_without_faults_has_none() -> None:
@@ -261,12 +249,15 @@ def test_prediction_and_observation_must_agree_on_faults() -> None:
 # ---- pytest collection -----------------------------------------------------------------------
 
 
-def test_pytest_skips_a_fault_scenario_with_the_reason(pytester: pytest.Pytester) -> None:
-    """Not failed (the suite stays green) and not passed (nothing was checked)."""
+def test_pytest_checks_a_fault_scenario_on_the_fit_model(pytester: pytest.Pytester) -> None:
+    """Checked, not skipped: a wrong expectation after a fault step fails."""
     suite = pytester.path / "suites"
     suite.mkdir()
-    data = _world(FAULTY, expect={"w": {"admitted": True, "placement": {"main": {"n1": 2}}}})
+    wrong = {"w": {"admitted": True, "placement": {"main": {"n1": 2}}}}
+    data = _world(
+        FAULTY, expect={"w": {"admitted": True, "placement": {"main": {"n1": 1, "n2": 1}}}}
+    )
+    data["steps"][-1]["expect"] = wrong
     (suite / "faults.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "--kth-report=")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines([f"*fit model: *does not model faults yet: {NAMED}*"])
+    result.assert_outcomes(failed=1)

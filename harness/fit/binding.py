@@ -39,10 +39,15 @@ PerLeaf = Mapping[str, Mapping[LeafKey, int]]
 
 @dataclass
 class _Bound:
+    """Bound pods. `terminating`: deleted but kept by a finalizer (a `terminate-pods` step):
+    still holding the node for kube-scheduler, no longer progressing for Kueue."""
+
     workload: str
     node: str
     pod: Pod
     count: int
+    pod_set: str = ""
+    terminating: bool = False
 
 
 @dataclass
@@ -85,7 +90,7 @@ class Binder:
         waiting: list[_Waiting] = []
         for pod_set in workload.pod_sets:
             leaves = per_leaf.get(pod_set.name, {})
-            for key, count in sorted(leaves.items(), key=lambda kv: _path(kv[0])):
+            for key, count in sorted(leaves.items(), key=_by_path):
                 pod, conflict = self._released_pod(pod_set, key)
                 item = _Waiting(pod_set.name, _domain_name(key), pod, count, conflict)
                 (gated if conflict else waiting).append(item)
@@ -102,10 +107,71 @@ class Binder:
         return self.unplaceable(workload.name)
 
     def forget(self, workload: str) -> None:
-        """The workload was deleted: its pods leave the nodes."""
-        self.bound = [b for b in self.bound if b.workload != workload]
+        """The workload was deleted or evicted: its pods leave the nodes, except those stuck
+        Terminating, which hold their node until the scenario ends (kueue#10076)."""
+        self.bound = [b for b in self.bound if b.workload != workload or b.terminating]
         self.waiting.pop(workload, None)
         self.gated.pop(workload, None)
+
+    def pods_of(self, workload: str, node: str | None = None) -> list[_Bound]:
+        """The workload's bound pods (on `node` only, if given), in binding order."""
+        return [
+            b for b in self.bound if b.workload == workload and (node is None or b.node == node)
+        ]
+
+    def reassign(
+        self,
+        workload: Workload,
+        per_leaf: PerLeaf,
+        nodes: Mapping[str, Node],
+        usage: list[Usage],
+        held_back: frozenset[str] = frozenset(),
+    ) -> Unplaceable:
+        """Release and bind again after pods went away or the assignment changed.
+
+        The Job keeps `count` active pods per pod set: those still running anywhere plus new
+        ones. The ungater releases a new pod into a domain only while the pods already there
+        (terminating ones included, terminated ones not) are fewer than the domain's count
+        (topology_ungater.go podsForPodSet), and never onto a node in the Workload's
+        unhealthyNodes (`held_back`). Released pods pinned to a node the assignment no longer
+        names are failed by Kueue and recreated, so nothing released earlier is kept."""
+        gated: list[_Waiting] = []
+        waiting: list[_Waiting] = []
+        for pod_set in workload.pod_sets:
+            mine = [b for b in self.pods_of(workload.name) if b.pod_set == pod_set.name]
+            pending = pod_set.count - sum(b.count for b in mine if not b.terminating)
+            for key, count in sorted(per_leaf.get(pod_set.name, {}).items(), key=_by_path):
+                there = sum(b.count for b in mine if self._in_domain(nodes.get(b.node), key))
+                need = min(max(0, count - there), pending)
+                if need == 0:
+                    continue
+                pending -= need
+                pod, conflict = self._released_pod(pod_set, key)
+                if key in held_back:
+                    conflict = (
+                        f"stays scheduling-gated: {key} is in the Workload's unhealthyNodes "
+                        "and the ungater releases no pod onto it"
+                    )
+                item = _Waiting(pod_set.name, _domain_name(key), pod, need, conflict)
+                (gated if conflict else waiting).append(item)
+            if pending > 0:
+                why = (
+                    "stays scheduling-gated: every domain of the assignment already has its "
+                    "count of pods (terminating ones included)"
+                )
+                gated.append(_Waiting(pod_set.name, "", self._plain_pod(pod_set), pending, why))
+        self.gated[workload.name] = gated
+        self.waiting[workload.name] = waiting
+        self._bind(workload.name, nodes, usage)
+        return self.unplaceable(workload.name)
+
+    def _in_domain(self, node: Node | None, key: LeafKey) -> bool:
+        if node is None:
+            return False
+        if isinstance(key, str):
+            return node.name == key
+        levels = self.scenario.topology.levels
+        return all(node.labels.get(level) == v for level, v in zip(levels, key, strict=True))
 
     def retry(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, Unplaceable]:
         """After a step: pods on deleted nodes are gone, unbound ones are tried again."""
@@ -168,7 +234,7 @@ class Binder:
                 if node is None:
                     break
                 loads[node.name].add(item.pod)
-                self.bound.append(_Bound(workload, node.name, item.pod, 1))
+                self.bound.append(_Bound(workload, node.name, item.pod, 1, item.pod_set))
                 item.count -= 1
             if item.count > 0:
                 reasons: dict[str, int] = {}
@@ -191,6 +257,10 @@ class Binder:
 
 def _path(key: LeafKey) -> tuple[str, ...]:
     return (key,) if isinstance(key, str) else key
+
+
+def _by_path(item: tuple[LeafKey, int]) -> tuple[str, ...]:
+    return _path(item[0])
 
 
 def _domain_name(key: LeafKey) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder, Unplaceable
 from harness.fit.cycle import fit_v2
+from harness.fit.faults import Faults, Gates, Held, StepReport
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.queueing import scheduling_hash
 from harness.fit.quota import quota_reasons, quota_request, requests_something
@@ -22,7 +23,7 @@ from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.webhook import webhook_rejection
-from harness.outcome import Outcome
+from harness.outcome import Outcome, Placement
 from harness.scenario import Node, PodSet, Scenario, Step, Usage, Workload
 
 MODELLED_KUEUE_VERSIONS = ("v0.19.2",)
@@ -39,25 +40,37 @@ UNWRITABLE = Outcome(admitted=False, message="")
 
 
 @dataclass
-class _Admitted:
-    quota: ResourceVector
-    tas: dict[LeafKey, ResourceVector]
-    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
-
-
-@dataclass
 class _State:
     scenario: Scenario
     nodes: dict[str, Node]
     usage: list[Usage]
-    admitted: dict[str, _Admitted] = field(default_factory=dict)
+    admitted: dict[str, Held] = field(default_factory=dict)
     pending: list[Workload] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     inadmissible_shapes: set[Hashable] = field(default_factory=set)
     binder: Binder = field(init=False)
+    faults: Faults = field(init=False)
+    workloads: dict[str, Workload] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.binder = Binder(self.scenario)
+        self.faults = Faults(Gates.of(self.scenario))
+
+    def workload(self, name: str) -> Workload:
+        return self.workloads[name]
+
+    def tree(self) -> Tree:
+        """The TAS snapshot now: every admitted workload's usage on the current nodes."""
+        return _snapshot(self)
+
+    def evict(self, name: str) -> None:
+        """Evicted: quota and nodes released, pods deleted (those stuck Terminating stay),
+        requeued at once in submission order (NodeFailures skips the PodsReady backoff)."""
+        self.admitted.pop(name, None)
+        self.binder.forget(name)
+        order = list(self.workloads)
+        self.pending.append(self.workloads[name])
+        self.pending.sort(key=lambda w: order.index(w.name))
 
 
 @dataclass
@@ -81,9 +94,10 @@ def check_supported(scenario: Scenario) -> None:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
             )
-    if faults := scenario.fault_features():
+    if scenario.shorthand is None and (faults := scenario.fault_features()):
         raise UnsupportedVersionError(
-            f"{scenario.path}: the fit model does not model faults yet: {'; '.join(faults)}"
+            f"{scenario.path}: the fit model models faults only in version-1 scenarios: "
+            f"{'; '.join(faults)}"
         )
 
 
@@ -100,12 +114,42 @@ def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     initial = dict(state.outcomes)
     after_steps = []
     for step in scenario.steps:
+        state.faults.report = StepReport()
         _apply(state, step, trace)
-        after_steps.append(dict(state.outcomes))
+        after_steps.append(_after_step(state))
     return FitResult(outcomes=initial, steps=after_steps)
 
 
+def _after_step(state: _State) -> dict[str, Outcome]:
+    """The outcomes after a step, with what the step replaced and evicted, and the drift.
+    A replaced assignment becomes the workload's placement from now on."""
+    report, out = state.faults.report, {}
+    for name, outcome in state.outcomes.items():
+        held = state.admitted.get(name)
+        if held is not None and name in report.replaced:
+            outcome = replace(outcome, placement=_placement_of(state, name, held))
+            state.outcomes[name] = outcome
+        if held is not None:
+            outcome = replace(
+                outcome,
+                replaced=report.replaced.get(name, {}),
+                drift=state.faults.drift(state, name),
+            )
+        out[name] = replace(outcome, evicted=report.evicted.get(name))
+    return out
+
+
+def _placement_of(state: _State, name: str, held: Held) -> Placement:
+    tree = state.tree()
+    return {
+        ps.name: _by_lowest_value(tree, held.per_leaf[ps.name])
+        for ps in state.workloads[name].pod_sets
+        if ps.name in held.per_leaf
+    }
+
+
 def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
+    state.workloads.setdefault(workload.name, workload)
     rejection = webhook_rejection(workload)
     if rejection is not None:
         return Outcome(admitted=False, message=rejection, rejected=True)
@@ -147,7 +191,7 @@ def _groups(workload: Workload) -> list[list[PodSet]]:
 
 def _schedule(
     state: _State, workload: Workload, trace: Trace | None
-) -> tuple[Outcome, _Admitted | None]:
+) -> tuple[Outcome, Held | None]:
     scenario = state.scenario
     groups = _groups(workload)
     used: ResourceVector = {}
@@ -166,13 +210,7 @@ def _schedule(
         if trace:
             trace(workload.name, None, f"pending on quota: {message}")
         return Outcome(admitted=False, message=message), None
-    tas_usage: dict[LeafKey, ResourceVector] = {}
-    for entry in state.admitted.values():
-        for key, vector in entry.tas.items():
-            add_into(tas_usage.setdefault(key, {}), vector)
-    tree = build_tree(
-        scenario.topology, scenario.flavor, state.nodes.values(), state.usage, tas_usage
-    )
+    tree = _snapshot(state)
     mixed = scenario.feature_gates.get("TASProfileMixed", True)
     balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
     assumed: dict[LeafKey, ResourceVector] = {}
@@ -213,8 +251,19 @@ def _schedule(
     quota: ResourceVector = {}
     for members in groups:
         add_into(quota, quota_request(scenario, members))
-    admitted = _Admitted(quota=quota, tas=assumed, per_leaf=per_leaf_by_pod_set)
+    admitted = Held(quota=quota, tas=assumed, per_leaf=per_leaf_by_pod_set)
     return Outcome(admitted=True, placement=ordered), admitted
+
+
+def _snapshot(state: _State) -> Tree:
+    scenario = state.scenario
+    tas_usage: dict[LeafKey, ResourceVector] = {}
+    for entry in state.admitted.values():
+        for key, vector in entry.tas.items():
+            add_into(tas_usage.setdefault(key, {}), vector)
+    return build_tree(
+        scenario.topology, scenario.flavor, state.nodes.values(), state.usage, tas_usage
+    )
 
 
 def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | None:
@@ -264,6 +313,7 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
     if step.action == "delete-workload":
         assert isinstance(target, str)
         state.admitted.pop(target, None)
+        state.faults.unhealthy.pop(target, None)
         state.pending = [w for w in state.pending if w.name != target]
         state.outcomes.pop(target, None)
         state.binder.forget(target)
@@ -275,6 +325,7 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
         state.nodes[target] = replace(node, unschedulable=step.action == "cordon")
     elif step.action == "delete-node":
         assert isinstance(target, str)
+        state.faults.node_deleted(state, target)
         state.nodes.pop(target, None)
         state.usage = [u for u in state.usage if u.node != target]
     elif step.action == "add-node":
@@ -287,8 +338,24 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
         assert isinstance(target, Workload)
         _retry_pending(state, trace)
         state.outcomes[target.name] = _attempt(state, target, trace)
+        _react(state, trace)
         return
+    else:
+        state.faults.apply(state, step)
+    _react(state, trace)
     _retry_pending(state, trace)
+
+
+MAX_FAULT_ROUNDS = 100
+
+
+def _react(state: _State, trace: Trace | None) -> None:
+    """Kueue's node controller and second pass until nothing changes; evicted workloads are
+    requeued and retried with every pending one after each round."""
+    for _ in range(MAX_FAULT_ROUNDS):
+        if not state.faults.settle(state):
+            return
+        _retry_pending(state, trace)
 
 
 def _retry_pending(state: _State, trace: Trace | None) -> None:

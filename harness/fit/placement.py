@@ -38,6 +38,7 @@ class _Run:
     request: PlacementRequest
     algo: Algorithm
     stats: ExclusionStats
+    within: tuple[str, ...] | None = None
 
 
 def place(
@@ -49,10 +50,13 @@ def place(
     balanced_gate: bool,
     observe: Callable[[Tree], None] | None = None,
     simulate_empty: bool = False,
+    within: tuple[str, ...] | None = None,
 ) -> Assignment:
     """Place the request or raise PlacementFailed with Kueue's message. `simulate_empty`:
-    as if no TAS workload held any capacity (Kueue's WithSimulateEmpty)."""
-    run = _Run(tree, request, algo, ExclusionStats())
+    as if no TAS workload held any capacity (Kueue's WithSimulateEmpty). `within`: the level
+    values of the one domain a node replacement may use (requiredReplacementDomain); leaves
+    outside it hold no pods (fillLeafCounts, TopologyDomainID.BelongsTo)."""
+    run = _Run(tree, request, algo, ExclusionStats(), within)
     if request.level_index > request.slice_level_index:
         levels = tree.topology.levels
         raise PlacementFailed(
@@ -133,6 +137,11 @@ def _fill_counts(
     for domain in _feasible(run, flavor_tolerations):
         leaf = domain.leaf
         assert leaf is not None
+        if run.within is not None and domain.values[: len(run.within)] != run.within:
+            # Checked after the node filters, as Kueue counts it: a tainted leaf outside
+            # the domain is a taint exclusion, an untainted one a topologyDomain exclusion.
+            run.stats.topology_domain += 1
+            continue
         if quick:
             extra = assumed.get(leaf.key)
             pods, limiting = (MAX_INT32, "") if asked else (0, "")

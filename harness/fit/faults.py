@@ -1,0 +1,339 @@
+"""Faults under running workloads (docs/scenario-extensions.md): what the kubelet, the taint
+manager and the Job controller do to pods, and how Kueue v0.19.2 repairs or evicts.
+
+Rules and citations: docs/dev/kueue-v0.19.2-node-replacement.md. The TAS node controller
+(pkg/controller/tas/node_controller.go) decides per workload whether a node of its
+assignment failed and records it in `unhealthyNodes` (a second, different node evicts); the
+scheduler's second pass (harness.fit.replacement) repairs the assignment or, with
+TASFailedNodeReplacementFailFast, evicts; an evicted workload is requeued at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from harness.fit.binding import Binder
+from harness.fit.kubescheduler import Pod
+from harness.fit.replacement import ReplacementFailed, find_replacement
+from harness.fit.resources import ResourceVector, add_into, from_quantities
+from harness.fit.sorting import Algorithm
+from harness.fit.tree import LeafKey, Tree
+from harness.scenario import (
+    Eviction,
+    Node,
+    PodFault,
+    Scenario,
+    Step,
+    Taint,
+    TaintChange,
+    Toleration,
+    Usage,
+    Workload,
+)
+
+MULTIPLE_FAILURES = (
+    "Workload eviction triggered due to multiple TAS assigned node failures, including: {}"
+)
+NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): {}"
+SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The feature gates of node replacement (pkg/features/kube_features.go, v0.19.2
+    defaults)."""
+
+    replacement: bool = True
+    fail_fast: bool = True
+    on_pod_termination: bool = True
+    on_taints: bool = True
+    over_fixed_time: bool = False
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> Gates:
+        g = scenario.feature_gates
+        return cls(
+            replacement=g.get("TASFailedNodeReplacement", True),
+            fail_fast=g.get("TASFailedNodeReplacementFailFast", True),
+            on_pod_termination=g.get("TASReplaceNodeOnPodTermination", True),
+            on_taints=g.get("TASReplaceNodeOnNodeTaints", True),
+            over_fixed_time=g.get("TASReplaceNodeDueToNotReadyOverFixedTime", False),
+        )
+
+
+@dataclass
+class Held:
+    """An admitted workload as the fit model keeps it: quota, TAS usage per leaf, and pods
+    per leaf per pod set (its topology assignment)."""
+
+    quota: ResourceVector
+    tas: dict[LeafKey, ResourceVector]
+    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
+
+
+class World(Protocol):
+    """What the fault rules read and change in the fit model's state."""
+
+    scenario: Scenario
+    nodes: dict[str, Node]
+    usage: list[Usage]
+    admitted: dict[str, Held]
+    binder: Binder
+
+    def workload(self, name: str) -> Workload: ...
+
+    def tree(self) -> Tree: ...
+
+    def evict(self, name: str) -> None: ...
+
+
+@dataclass
+class StepReport:
+    """What one step did to each workload: nodes replaced, evictions."""
+
+    replaced: dict[str, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+    evicted: dict[str, Eviction] = field(default_factory=dict)
+
+
+@dataclass
+class Faults:
+    """Kueue's node-failure bookkeeping across steps (Workload.status.unhealthyNodes)."""
+
+    gates: Gates
+    unhealthy: dict[str, list[str]] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)
+    report: StepReport = field(default_factory=StepReport)
+
+    # -- the step, as the node, the kubelet and the taint manager act ----------------------
+
+    def apply(self, world: World, step: Step) -> bool:
+        """Apply a fault step; False if `step` is not one."""
+        target, action = step.target, step.action
+        if action in ("node-not-ready", "node-ready"):
+            node = world.nodes[str(target)]
+            world.nodes[node.name] = replace(node, ready=action == "node-ready")
+        elif action == "taint-node":
+            assert isinstance(target, TaintChange)
+            node = world.nodes[target.node]
+            world.nodes[node.name] = replace(node, taints=(*node.taints, target.taint))
+            if target.taint.effect == "NoExecute":
+                self._taint_manager(world, target.node, target.taint)
+        elif action == "untaint-node":
+            assert isinstance(target, TaintChange)
+            node = world.nodes[target.node]
+            kept = tuple(
+                t
+                for t in node.taints
+                if (t.key, t.effect) != (target.taint.key, target.taint.effect)
+            )
+            world.nodes[node.name] = replace(node, taints=kept)
+        elif action in ("terminate-pods", "fail-pods"):
+            assert isinstance(target, PodFault)
+            if target.workload is not None:
+                self._pod_fault(world, target, terminate=action == "terminate-pods")
+            # A usage pod stuck Terminating still counts as non-TAS usage (its capacity is
+            # freed only when it is gone: non_tas_usage_controller.go), so nothing changes.
+        else:
+            return False
+        return True
+
+    def node_deleted(self, world: World, name: str) -> None:
+        """Pod GC deletes the pods of a node that is gone; their Jobs recreate them."""
+        for b in list(world.binder.bound):
+            if b.node == name:
+                self.touched.add(b.workload)
+        world.binder.bound = [b for b in world.binder.bound if b.node != name]
+
+    def _taint_manager(self, world: World, node: str, taint: Taint) -> None:
+        """kube-controller-manager deletes the pods that do not tolerate a NoExecute taint (a
+        toleration with tolerationSeconds defers that beyond any step)."""
+        gone = [b for b in world.binder.bound if b.node == node and not b.pod.tolerates(taint)]
+        for b in gone:
+            world.binder.bound.remove(b)
+            self.touched.add(b.workload)
+
+    def _pod_fault(self, world: World, fault: PodFault, terminate: bool) -> None:
+        """The workload's running pods on `node` (or all), at most `count`, in pod-set order:
+        stuck Terminating (still holding the node) or Failed (gone); the Job replaces them."""
+        assert fault.workload is not None
+        w = world.workload(fault.workload)
+        order = {ps.name: i for i, ps in enumerate(w.pod_sets)}
+        pods = [b for b in world.binder.pods_of(w.name, fault.node) if not b.terminating]
+        pods.sort(key=lambda b: order.get(b.pod_set, 0))
+        for b in pods[: fault.count if fault.count is not None else len(pods)]:
+            if terminate:
+                b.terminating = True
+            else:
+                world.binder.bound.remove(b)
+        self.touched.add(w.name)
+
+    # -- Kueue's reaction ------------------------------------------------------------------
+
+    def settle(self, world: World) -> bool:
+        """One round: rebind what changed, the node controller, the second pass. True if
+        anything changed (the caller retries pending workloads and calls again)."""
+        changed = False
+        if not (world.scenario.topology.lowest_is_hostname and self.gates.replacement):
+            self._rebind(world)
+            return False
+        self._rebind(world)
+        for name in list(world.admitted):
+            changed |= self._node_controller(world, name)
+        for name in list(world.admitted):
+            if self.unhealthy.get(name):
+                changed |= self._second_pass(world, name)
+        self._rebind(world)
+        return changed
+
+    def _rebind(self, world: World) -> None:
+        for name in sorted(self.touched):
+            held = world.admitted.get(name)
+            if held is not None:
+                blocked = frozenset(self.unhealthy.get(name, ()))
+                world.binder.reassign(
+                    world.workload(name), held.per_leaf, world.nodes, world.usage, blocked
+                )
+        self.touched.clear()
+
+    def _node_controller(self, world: World, name: str) -> bool:
+        """Per node of the assignment: failed for this workload, or healthy again."""
+        held, listed = world.admitted[name], self.unhealthy.setdefault(name, [])
+        changed = False
+        for node in _assigned_nodes(held):
+            failed = self.failed_for(world, name, node)
+            if failed and node not in listed:
+                if listed:
+                    nodes = ", ".join([*listed, node])
+                    self.evict(world, name, MULTIPLE_FAILURES.format(nodes))
+                    return True
+                listed.append(node)
+                self.touched.add(name)
+                changed = True
+            elif not failed and node in listed:
+                listed.remove(node)
+                self.touched.add(name)
+                changed = True
+        return changed
+
+    def failed_for(self, world: World, name: str, node_name: str) -> bool:
+        """getWorkloadStatus: has this node failed for this workload?"""
+        node = world.nodes.get(node_name)
+        if node is None:
+            return True
+        g = self.gates
+        progressing = any(not b.terminating for b in world.binder.pods_of(name, node_name))
+        if not node.ready:
+            if g.over_fixed_time or not g.on_pod_termination:
+                return True  # the step dates NotReady NodeFailureDelay (30 s) back
+            return not progressing
+        taints = [t for t in node.taints if t.effect in SCHEDULING_EFFECTS]
+        if not g.on_taints or not taints:
+            return False
+        tolerations = _tolerations_on(world, name, node_name)
+        untolerated = [t for t in taints if not all(_tolerates(ts, t) for ts in tolerations)]
+        if untolerated:
+            return not g.on_pod_termination or not progressing
+        permanent = [tuple(t for t in ts if t.toleration_seconds is None) for ts in tolerations]
+        if any(not all(_tolerates(ts, t) for ts in permanent) for t in taints):
+            return not progressing
+        return False
+
+    def _second_pass(self, world: World, name: str) -> bool:
+        """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
+        order, each seeing the earlier ones' replacements; the first failure stops it."""
+        held, failed = world.admitted[name], self.unhealthy[name][0]
+        tree = world.tree()
+        w = world.workload(name)
+        flavor = world.scenario.flavor
+        mixed = world.scenario.feature_gates.get("TASProfileMixed", True)
+        assumed: dict[LeafKey, ResourceVector] = {}
+        repaired: dict[str, dict[LeafKey, int]] = {}
+        replaced: dict[str, dict[str, tuple[str, ...]]] = {}
+        for ps in w.pod_sets:
+            current = held.per_leaf.get(ps.name, {})
+            if failed not in current:
+                continue
+            unconstrained = ps.topology is None or ps.topology.mode not in ("required", "preferred")
+            algo = Algorithm(best_fit=not (unconstrained and mixed))
+            try:
+                found = find_replacement(
+                    tree, ps, current, failed, flavor.tolerations, assumed, algo
+                )
+            except ReplacementFailed:
+                if self.gates.fail_fast:
+                    self.evict(world, name, NO_REPLACEMENT.format(",".join(self.unhealthy[name])))
+                    return True
+                return False
+            per_pod = _with_pod(from_quantities(ps.requests))
+            for key, n in found.added.items():
+                add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
+            repaired[ps.name] = found.assignment
+            replaced[ps.name] = {failed: tuple(sorted(str(k) for k in found.added))}
+        held.per_leaf.update(repaired)
+        held.tas = _tas_usage(w, held.per_leaf)
+        self.report.replaced.setdefault(name, {}).update(replaced)
+        self.unhealthy[name] = []
+        self.touched.add(name)
+        return True
+
+    def evict(self, world: World, name: str, message: str) -> None:
+        """Evicted with reason NodeFailures: unhealthyNodes cleared, the Job suspended (its
+        pods deleted), quota released and the workload requeued at once."""
+        self.report.evicted[name] = Eviction("NodeFailures", message)
+        self.unhealthy.pop(name, None)
+        world.evict(name)
+
+    def drift(self, world: World, name: str) -> dict[str, dict[str, int]]:
+        """Running pods on nodes the assignment no longer names (kueue#12735)."""
+        if not world.scenario.topology.lowest_is_hostname:
+            return {}
+        held = world.admitted[name]
+        out: dict[str, dict[str, int]] = {}
+        for b in world.binder.pods_of(name):
+            if not b.terminating and b.node not in held.per_leaf.get(b.pod_set, {}):
+                per = out.setdefault(b.pod_set, {})
+                per[b.node] = per.get(b.node, 0) + b.count
+        return out
+
+
+def _assigned_nodes(held: Held) -> Iterator[str]:
+    seen: set[str] = set()
+    for per_leaf in held.per_leaf.values():
+        for key in sorted(k for k in per_leaf if isinstance(k, str)):
+            if key not in seen:
+                seen.add(key)
+                yield key
+
+
+def _tolerations_on(world: World, name: str, node: str) -> list[tuple[Toleration, ...]]:
+    """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
+    its own tolerations and the flavor's."""
+    held, flavor = world.admitted[name], world.scenario.flavor
+    return [
+        ps.tolerations + flavor.tolerations
+        for ps in world.workload(name).pod_sets
+        if node in held.per_leaf.get(ps.name, {})
+    ]
+
+
+def _tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    return Pod({}, {}, tolerations).tolerates(taint)
+
+
+def _with_pod(per_pod: ResourceVector) -> ResourceVector:
+    out = dict(per_pod)
+    out["pods"] = out.get("pods", 0) + 1
+    return out
+
+
+def _tas_usage(
+    w: Workload, per_leaf: dict[str, dict[LeafKey, int]]
+) -> dict[LeafKey, ResourceVector]:
+    out: dict[LeafKey, ResourceVector] = {}
+    for ps in w.pod_sets:
+        per_pod = _with_pod(from_quantities(ps.requests))
+        for key, n in per_leaf.get(ps.name, {}).items():
+            add_into(out.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
+    return out

@@ -1,0 +1,174 @@
+"""The fit model's node-failure rules (docs/dev/kueue-v0.19.2-node-replacement.md), one rule
+per test on a small cluster: when a node counts as failed for a workload, where the second
+pass may put the lost pods, and when the workload is evicted instead."""
+
+from __future__ import annotations
+
+from harness.fit import fit
+from harness.fit.replacement import ReplacementFailed, find_replacement
+from harness.fit.request import placement_request
+from harness.fit.sorting import Algorithm
+from harness.fit.tree import build_tree
+from harness.loader import scenario_from_data
+from harness.outcome import Outcome
+from harness.scenario import Eviction, Scenario
+from harness.strict_yaml import parse_yaml
+
+NODES = """
+topology: {name: t, levels: [example.com/block, example.com/rack, kubernetes.io/hostname]}
+flavor: {name: gpu}
+x-host: &host {nvidia.com/gpu: 8, pods: 110}
+nodes:
+  - {name: a1, labels: {example.com/block: b1, example.com/rack: r1}, allocatable: *host}
+  - {name: a2, labels: {example.com/block: b1, example.com/rack: r1}, allocatable: *host}
+  - {name: a3, labels: {example.com/block: b1, example.com/rack: r1}, allocatable: *host}
+  - {name: c1, labels: {example.com/block: b1, example.com/rack: r10}, allocatable: *host}
+  - {name: c2, labels: {example.com/block: b1, example.com/rack: r10}, allocatable: {nvidia.com/gpu: 24, pods: 110}}
+"""
+# BestFit puts a two-pod job in rack r1 (room for 3 pods) rather than r10 (room for 4), on
+# a1 and a2.
+
+
+def world(pod_set: str, steps: str, gates: str = "", usage: str = "") -> Scenario:
+    text = f"name: w\n{gates}{NODES}{usage}workloads:\n  - name: job\n    podSets:\n"
+    text += f"      - {{name: main, {pod_set}}}\nsteps:{chr(10) + steps if steps else ' []'}"
+    return scenario_from_data(parse_yaml(text, "w.yaml"), "w.yaml")
+
+
+REQUIRED_RACK = (
+    "count: 2, requests: {nvidia.com/gpu: 8}, topology: {mode: required, level: example.com/rack}"
+)
+PREFERRED_RACK = (
+    "count: 2, requests: {nvidia.com/gpu: 8}, topology: {mode: preferred, level: example.com/rack}"
+)
+
+
+def last(scenario: Scenario) -> Outcome:
+    return fit(scenario).steps[-1]["job"]
+
+
+def test_a_required_replacement_stays_in_the_rack_of_the_first_remaining_node() -> None:
+    # job runs on a1, a2 (rack r1); a1 is deleted: a3, also in r1, takes its pod.
+    got = last(world(REQUIRED_RACK, "  - delete-node: a1\n"))
+    assert got.placement == {"main": {"a2": 1, "a3": 1}}
+    assert got.replaced == {"main": {"a1": ("a3",)}}
+    assert got.evicted is None
+
+
+def test_rack_r1_is_not_rack_r10() -> None:
+    # kueue#14452: with a3 busy, r1 has no spare; r10's nodes are free but outside the rack.
+    busy = "usage:\n  - {name: busy, node: a3, requests: {nvidia.com/gpu: 8}}\n"
+    got = last(world(REQUIRED_RACK, "  - delete-node: a1\n", usage=busy))
+    assert got.evicted == Eviction(
+        "NodeFailures", "Workload was evicted as there was no replacement for unhealthy node(s): a1"
+    )
+    assert got.replaced == {}
+    assert got.admitted and got.placement == {"main": {"c2": 2}}  # readmitted in r10
+
+
+def test_a_preferred_replacement_may_leave_its_rack() -> None:
+    # The same loss under a preferred rack: no domain to stay in, the tightest rack that fits
+    # one pod anywhere. r1 (a3 only) is tighter than r10 (two free nodes).
+    got = last(world(PREFERRED_RACK, "  - delete-node: a1\n"))
+    assert got.replaced == {"main": {"a1": ("a3",)}}
+    busy = "usage:\n  - {name: busy, node: a3, requests: {nvidia.com/gpu: 8}}\n"
+    got = last(world(PREFERRED_RACK, "  - delete-node: a1\n", usage=busy))
+    assert got.replaced == {"main": {"a1": ("c1",)}}
+    assert got.evicted is None
+
+
+def test_a_notready_node_fails_only_once_no_pod_progresses_there() -> None:
+    one_pod_each = "count: 2, requests: {nvidia.com/gpu: 8}, topology: {mode: required, level: example.com/rack}"
+    running = world(one_pod_each, "  - node-not-ready: a1\n")
+    assert fit(running).steps[0]["job"].replaced == {}
+    terminating = world(
+        one_pod_each, "  - node-not-ready: a1\n  - terminate-pods: {workload: job, node: a1}\n"
+    )
+    result = fit(terminating)
+    assert result.steps[1]["job"].replaced == {"main": {"a1": ("a3",)}}
+
+
+def test_without_pod_termination_gate_a_notready_node_fails_at_once_and_pods_drift() -> None:
+    gates = "featureGates: {TASReplaceNodeOnPodTermination: false}\n"
+    got = last(world(REQUIRED_RACK, "  - node-not-ready: a1\n", gates=gates))
+    assert got.replaced == {"main": {"a1": ("a3",)}}
+    assert got.drift == {"main": {"a1": 1}}
+
+
+def test_taints_judged_against_the_pod_sets_tolerations() -> None:
+    noschedule = "  - taint-node: {node: a1, key: k, effect: NoSchedule}\n"
+    assert last(world(REQUIRED_RACK, noschedule)).replaced == {}  # pods keep running
+    noexecute = "  - taint-node: {node: a1, key: k, effect: NoExecute}\n"
+    assert last(world(REQUIRED_RACK, noexecute)).replaced == {"main": {"a1": ("a3",)}}
+    tolerant = REQUIRED_RACK.replace(
+        "count: 2", "tolerations: [{key: k, operator: Exists}], count: 2"
+    )
+    assert last(world(tolerant, noexecute)).replaced == {}
+    # Tolerated for good, the node stays healthy even once the pods are gone; tolerated
+    # only for some seconds, it fails then (classifyTaints: toleratedTemporarily).
+    gone = noexecute + "  - terminate-pods: {workload: job, node: a1}\n"
+    assert last(world(tolerant, gone)).replaced == {}
+    for_a_while = tolerant.replace("operator: Exists}", "operator: Exists, tolerationSeconds: 60}")
+    assert last(world(for_a_while, noexecute)).replaced == {}
+    assert last(world(for_a_while, gone)).replaced == {"main": {"a1": ("a3",)}}
+    gates = "featureGates: {TASReplaceNodeOnNodeTaints: false}\n"
+    got = last(world(REQUIRED_RACK, noexecute, gates=gates))
+    assert got.replaced == {} and got.unschedulable == {"main": 1}  # evicted pod stuck
+
+
+def test_a_second_failed_node_evicts_before_the_first_is_replaced() -> None:
+    steps = "  - node-not-ready: a1\n  - node-not-ready: a2\n  - terminate-pods: {workload: job}\n"
+    got = last(world(REQUIRED_RACK, steps))
+    assert got.evicted is not None and got.evicted.reason == "NodeFailures"
+    assert got.evicted.message == (
+        "Workload eviction triggered due to multiple TAS assigned node failures, including: a1, a2"
+    )
+    # Two failures one after the other are two replacements.
+    two = last(world(REQUIRED_RACK, "  - delete-node: a1\n  - delete-node: a2\n"))
+    assert two.evicted is not None  # r1 has a3 only: the second loss has no spare
+
+
+def test_a_cordoned_remaining_node_makes_the_assignment_stale() -> None:
+    got = last(world(REQUIRED_RACK, "  - cordon: a2\n  - delete-node: a1\n"))
+    assert got.evicted is not None
+    assert got.evicted.message.endswith("no replacement for unhealthy node(s): a1")
+
+
+def test_fail_fast_off_keeps_the_workload_until_room_appears() -> None:
+    gates = "featureGates: {TASFailedNodeReplacementFailFast: false}\n"
+    busy = "usage:\n  - {name: busy, node: a3, requests: {nvidia.com/gpu: 8}}\n"
+    result = fit(world(REQUIRED_RACK, "  - delete-node: a1\n  - delete-usage: busy\n", gates, busy))
+    first, second = result.steps
+    assert first["job"].evicted is None and first["job"].replaced == {}
+    assert first["job"].placement == {"main": {"a1": 1, "a2": 1}}
+    assert second["job"].replaced == {"main": {"a1": ("a3",)}}
+
+
+def test_the_replacement_search_counts_leaves_outside_the_domain() -> None:
+    # findReplacementAssignment on its own: r1 full, so the search inside it fails and
+    # Kueue's message counts r10's two nodes as topologyDomain exclusions.
+    busy = "usage:\n  - {name: busy, node: a3, requests: {nvidia.com/gpu: 8}}\n"
+    scenario = world(REQUIRED_RACK, "", usage=busy)
+    nodes = [n for n in scenario.nodes if n.name != "a1"]
+    own = {"a2": {"nvidia.com/gpu": 8, "pods": 1}}  # the job's pod that stays on a2
+    tree = build_tree(scenario.topology, scenario.flavor, nodes, scenario.usage, own)
+    ps = scenario.workloads[0].pod_sets[0]
+    assert placement_request(scenario.topology, [ps]).required
+    try:
+        find_replacement(tree, ps, {"a1": 1, "a2": 1}, "a1", (), {}, Algorithm(best_fit=True))
+    except ReplacementFailed as failed:
+        assert "topologyDomain: 2" in str(failed)
+    else:
+        raise AssertionError("expected no replacement inside rack r1")
+
+
+def test_terminating_pods_of_a_deleted_workload_still_hold_their_node() -> None:
+    single = "count: 1, requests: {nvidia.com/gpu: 8}, topology: {mode: required, level: kubernetes.io/hostname}"
+    nxt = (
+        "  - submit: {name: next, podSets: [{name: main, count: 1, requests: "
+        "{nvidia.com/gpu: 8}, topology: {mode: required, level: kubernetes.io/hostname}}]}\n"
+    )
+    steps = "  - terminate-pods: {workload: job}\n  - delete-workload: job\n" + nxt
+    got = fit(world(single, steps)).steps[-1]["next"]
+    assert got.placement == {"main": {"a1": 1}}  # kueue#10076: Kueue sees a1 free
+    assert got.unschedulable == {"main": 1}
