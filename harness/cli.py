@@ -7,10 +7,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.errors import HarnessError
 from harness.outcome import Outcome, outcomes_to_json
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141
@@ -47,10 +50,12 @@ def _oracle(args: argparse.Namespace) -> int:
     from harness.fit import fit
     from harness.fit.explain import Explainer
     from harness.loader import load_scenario
+    from harness.whatif import Whys
 
     scenario = load_scenario(args.file)
-    explainer = Explainer() if args.explain else None
+    explainer = Explainer() if args.explain_domains else None
     result = fit(scenario, trace=explainer.trace if explainer else None)
+    whys = Whys.per_state(scenario, [result.outcomes, *result.steps]) if args.explain else []
     if args.format == "html":
         from harness.html import oracle_page
 
@@ -59,15 +64,38 @@ def _oracle(args: argparse.Namespace) -> int:
         payload = outcomes_to_json(result.outcomes)
         if result.steps:
             payload["_steps"] = [outcomes_to_json(s) for s in result.steps]
+        states = [payload, *payload.get("_steps", [])] if whys else []
+        for state, why in zip(states, whys, strict=True):
+            for name, explained in why.json().items():
+                state[name]["explain"] = explained
         print(json.dumps(payload, indent=2))
     else:
         print(render_text(result.outcomes))
         for index, after in enumerate(result.steps, 1):
             print(f"after step {index} ({scenario.steps[index - 1].action}):")
             print(render_text(after))
+    to = sys.stdout if args.format == "text" else sys.stderr
+    if args.format != "json":
+        for index, why in enumerate(whys):
+            if why.text():
+                print(f"why ({_state_name(scenario, index)}):\n{why.text()}", file=to)
+        if whys and not any(why.text() for why in whys):
+            print(f"explain: {NOTHING_TO_EXPLAIN}", file=to)
     if explainer is not None:
-        print(explainer.render(), file=sys.stdout if args.format == "text" else sys.stderr)
+        print(explainer.render(), file=to)
     return 0
+
+
+NOTHING_TO_EXPLAIN = (
+    "nothing to explain: every workload is admitted, none spread over several domains of a "
+    "preferred level"
+)
+
+
+def _state_name(scenario: Scenario, index: int) -> str:
+    if not index:
+        return "after the submissions"
+    return f"after step {index} ({scenario.steps[index - 1].action})"
 
 
 def render_text(outcomes: dict[str, Outcome]) -> str:
@@ -87,6 +115,27 @@ def render_text(outcomes: dict[str, Outcome]) -> str:
     return "\n".join(lines)
 
 
+def add_explain_options(parser: argparse.ArgumentParser) -> None:
+    """--explain and --explain-domains, the same for `oracle` and `simulate`."""
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="for each pending pod set: the level it needs, the best domain and what holds "
+        "the capacity it lacks, then what would make it fit (free these pods or workloads, "
+        "required->preferred, a smaller count, another flavor), each checked by running the "
+        "fit model again (at most 16 runs a workload); admitted pod sets that missed a "
+        "preferred domain say so. Text: after the outcomes (stderr with html); json: under "
+        '"explain" per workload (in the last state)',
+    )
+    parser.add_argument(
+        "--explain-domains",
+        action="store_true",
+        help="also dump the free capacity of every domain at every level when Kueue looked "
+        "and why nodes were rejected: on stdout after the outcomes with --format text, on "
+        "stderr otherwise",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -99,12 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="json: the outcomes as JSON (as `run` prints them); text: one line a workload; "
         "html: a self-contained page with the rack-and-GPU map of each flavor",
     )
-    oracle.add_argument(
-        "--explain",
-        action="store_true",
-        help="also show free capacity per domain and why candidates were rejected: on "
-        "stdout after the outcomes with --format text, on stderr with json or html",
-    )
+    add_explain_options(oracle)
     oracle.set_defaults(handler=_oracle)
     for register in _extra_commands():
         register(sub)

@@ -58,10 +58,14 @@ def test_check_write_expect_and_the_report_are_as_the_page_shows(first_job: Path
 
 def test_explain_goes_where_the_page_says(first_job: Path) -> None:
     text = _harness(first_job, "oracle", "my-scenarios/first-job.yaml", "--format", "text",
-                    "--explain")  # fmt: skip
+                    "--explain-domains")  # fmt: skip
     assert text.stdout.startswith("train: admitted\n") and "free capacity" in text.stdout
     assert text.stderr == ""
-    as_json = _harness(first_job, "oracle", "my-scenarios/first-job.yaml", "--explain")
+    why = _harness(first_job, "oracle", "my-scenarios/first-job.yaml", "--format", "text",
+                   "--explain")  # fmt: skip
+    assert why.stdout.endswith("explain: nothing to explain: every workload is admitted, none "
+                               "spread over several domains of a preferred level\n")  # fmt: skip
+    as_json = _harness(first_job, "oracle", "my-scenarios/first-job.yaml", "--explain-domains")
     assert set(json.loads(as_json.stdout)) == {"train", "eval"}
     assert "free capacity" in as_json.stderr
 

@@ -47,7 +47,7 @@ def test_pending_workloads_and_steps_are_shown() -> None:
 
 
 def test_explain_goes_to_stderr_so_the_page_stays_clean() -> None:
-    done = oracle_html(SUITES / "guide" / "guide-required-host.yaml", "--explain")
+    done = oracle_html(SUITES / "guide" / "guide-required-host.yaml", "--explain-domains")
     assert done.returncode == 0
     assert done.stdout.startswith("<!DOCTYPE html>")
     assert "free capacity" in done.stderr

@@ -69,7 +69,9 @@ def test_guide_stays_pending_with_kueues_message_when_every_node_is_half_busy(
 
 
 def test_explain_names_rejected_and_missing_nodes(tmp_path: Path) -> None:
-    done = oracle(tmp_path, scenario(busy_node3=False, taint=True), "--format", "text", "--explain")
+    done = oracle(
+        tmp_path, scenario(busy_node3=False, taint=True), "--format", "text", "--explain-domains"
+    )
     assert done.returncode == 0, done.stderr
     assert "train: pending" in done.stdout
     assert 'taint "maintenance=true:NoSchedule": 1' in done.stdout

@@ -11,10 +11,14 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness.cli import NOTHING_TO_EXPLAIN, add_explain_options
 from harness.errors import HarnessError
 from harness.live.simulate import ENGINES
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 
 class SnapshotDoesNotLoad(HarnessError):
@@ -77,7 +81,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="output form (html: one self-contained page with the rack-and-GPU map of every "
         "flavor after each submission)",
     )
-    sim.add_argument("--explain", action="store_true", help="why it waits (not built yet)")
+    add_explain_options(sim)
     sim.set_defaults(handler=_simulate)
     up = sub.add_parser(
         "up",
@@ -153,22 +157,37 @@ def _simulate(args: argparse.Namespace) -> int:
     world = simulate.scenario(data, subs, file)
     states = simulate.run_engine(world, args.engine)
     predictions = simulate.predictions_of(states, data, subs)
+    whys = simulate.explain(world, states, data, subs, args.engine) if args.explain else None
     if args.format == "html":
         from harness.html import outcomes_page
 
         print(outcomes_page(world, states[0], states[1:], label=args.engine))
     elif args.format == "json":
-        print(json.dumps(simulate.to_json(predictions), indent=2))
+        print(json.dumps(simulate.to_json(predictions, whys), indent=2))
     else:
         print(simulate.render_text(predictions))
+    if whys is not None and args.format != "json":
+        to = sys.stdout if args.format == "text" else sys.stderr
+        print(whys.text() or f"explain: {NOTHING_TO_EXPLAIN}", file=to)
     print(
-        f"simulate: {len(subs)} workload(s) predicted by the {args.engine} engine in "
-        f"{time.monotonic() - started:.2f}s",
+        f"simulate: {len(subs)} workload(s) predicted by the {args.engine} engine"
+        + (" and explained by the fit model" if whys is not None else "")
+        + f" in {time.monotonic() - started:.2f}s",
         file=sys.stderr,
     )
-    if args.explain:
-        print("simulate: --explain is not built yet (issue 12, item 3)", file=sys.stderr)
+    if args.explain_domains:
+        _dump_domains(world)
     return 0
+
+
+def _dump_domains(world: Scenario) -> None:
+    """--explain-domains: the fit model's per-domain trace of the whole simulation."""
+    from harness.fit import fit
+    from harness.fit.explain import Explainer
+
+    explainer = Explainer()
+    fit(world, trace=explainer.trace)
+    print(explainer.render(), file=sys.stderr)
 
 
 def _snapshot_data(args: argparse.Namespace) -> tuple[dict[str, Any], str, str]:

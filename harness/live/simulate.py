@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.live.submissions import Submission
 from harness.loader import scenario_from_data
 from harness.outcome import Outcome
 from harness.scenario import Scenario
+
+if TYPE_CHECKING:
+    from harness.whatif import Whys
 
 ENGINES = ("fit", "sim")
 NOT_SEEN = Outcome(admitted=False)
@@ -78,8 +81,7 @@ def predictions_of(
     states: Sequence[Mapping[str, Outcome]], snapshot: Mapping[str, Any], subs: Sequence[Submission]
 ) -> dict[str, Prediction]:
     """The predictions read off an engine's states (after the snapshot, then each submission)."""
-    cluster_names = dict((snapshot.get("x-snapshot") or {}).get("workloads") or {})
-    shown = {**cluster_names, **{s.workload["name"]: s.key for s in subs if s.workload}}
+    shown = shown_names(snapshot, subs)
     out: dict[str, Prediction] = {}
     step = 0
     for sub in subs:
@@ -99,8 +101,35 @@ def predictions_of(
     return out
 
 
-def to_json(predictions: Mapping[str, Prediction]) -> dict[str, Any]:
-    return {key: p.to_json() for key, p in predictions.items()}
+def shown_names(snapshot: Mapping[str, Any], subs: Sequence[Submission]) -> dict[str, str]:
+    """Scenario workload name -> the name the user knows (the cluster's namespace/name for a
+    snapshot's workloads, the manifest's for a submission)."""
+    cluster_names = dict((snapshot.get("x-snapshot") or {}).get("workloads") or {})
+    return {**cluster_names, **{s.workload["name"]: s.key for s in subs if s.workload}}
+
+
+def explain(
+    world: Scenario,
+    states: Sequence[Mapping[str, Outcome]],
+    snapshot: Mapping[str, Any],
+    subs: Sequence[Submission],
+    engine: str,
+) -> Whys:
+    """--explain: the fit model's verdicts and checked options for each submission in the
+    final state (the fit model's own, also when another engine predicted)."""
+    from harness.whatif import Whys
+
+    final = states[-1] if engine == "fit" else run_engine(world, "fit")[-1]
+    mine = [s.workload["name"] for s in subs if s.workload is not None]
+    return Whys.of(world, final, mine, shown_names(snapshot, subs))
+
+
+def to_json(predictions: Mapping[str, Prediction], whys: Whys | None = None) -> dict[str, Any]:
+    out = {key: p.to_json() for key, p in predictions.items()}
+    for key, explained in (whys.json() if whys is not None else {}).items():
+        if key in out:
+            out[key]["explain"] = explained
+    return out
 
 
 def render_text(predictions: Mapping[str, Prediction]) -> str:

@@ -1,0 +1,313 @@
+"""What would make a pod set fit, each option checked by one fit-model run on a changed
+scenario (harness/whatif/variants.py): free the fewest holders found, relax required to
+preferred, the largest count that fits, another flavor.
+
+The arithmetic of the ledger only proposes (which holders, which count to try first, which
+flavor could hold it); an option is reported only when the model admitted the workload in
+the changed scenario, with the placement it got there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from harness.outcome import Outcome
+from harness.scenario import Scenario, Workload
+from harness.whatif import variants
+from harness.whatif.ledger import FlavorLedger, Holder, leaves_under, pods_per_domain
+from harness.whatif.variants import Budget
+from harness.whatif.verdict import Verdict, candidate_ledgers, judge, level_word
+
+MAX_FREED = 8
+"""Holders a freeing option may name; beyond that, freeing is not a useful answer."""
+
+
+@dataclass
+class Option:
+    kind: str  # free | relax | count | flavor
+    text: str
+    pod_set: str | None = None
+    free: tuple[Holder, ...] = ()
+    count: int | None = None
+    flavor: str | None = None
+    spans: tuple[str, ...] = ()
+    placement: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+Check = Callable[[Scenario], Outcome | None]
+
+
+def _holders_text(holders: tuple[Holder, ...]) -> str:
+    names = [h.text() for h in holders]
+    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{joined} {'was' if len(names) == 1 else 'were'} not running"
+
+
+def _domain_pods(
+    ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...], gone: list[Holder]
+) -> int:
+    depth = len(domain) - 1 if domain else None
+    return pods_per_domain(ledger, v.pod_set, depth, gone).get(domain, 0)
+
+
+def greedy_holders(ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...]) -> list[Holder]:
+    """Holders in the domain to free, most pods gained first, until the ledger says the pod
+    set fits there ([] when it never does within MAX_FREED)."""
+    pool = sorted(
+        {h for leaf in leaves_under(ledger, domain) for h in leaf.held}, key=lambda h: h.name
+    )
+    chosen: list[Holder] = []
+    have = _domain_pods(ledger, v, domain, chosen)
+    while have < v.count and len(chosen) < MAX_FREED:
+        gains = [
+            (_domain_pods(ledger, v, domain, [*chosen, h]), h) for h in pool if h not in chosen
+        ]
+        if not gains:
+            return []
+        best, holder = max(gains, key=lambda g: g[0])
+        if best <= have:
+            return []
+        chosen.append(holder)
+        have = best
+    return chosen if have >= v.count else []
+
+
+def _proposals(ledgers: Mapping[str, FlavorLedger], v: Verdict) -> list[list[Holder]]:
+    """Holder sets to try for one verdict: in its best domain and the next best, smallest
+    first."""
+    if v.flavor is None:
+        return []
+    ledger = ledgers[v.flavor]
+    depth = None if not v.domain else len(v.domain) - 1
+    counts = pods_per_domain(ledger, v.pod_set, depth)
+    ranked = sorted(counts, key=lambda d: (-counts[d], d))[:2]
+    found = [greedy_holders(ledger, v, d) for d in ranked]
+    return sorted((f for f in found if f), key=len)
+
+
+def free_option(
+    base: Scenario,
+    name: str,
+    ledgers: Mapping[str, FlavorLedger],
+    verdicts: list[Verdict],
+    check: Check,
+    extra: list[Holder],
+) -> Option | None:
+    """Free holders until the model admits the workload, then drop any it did not need.
+    `extra`: holders of its quota (its ClusterQueue's admitted workloads), tried after."""
+    proposal: list[Holder] = []
+    for v in verdicts:
+        found = _proposals(ledgers, v)
+        if found:
+            proposal += [h for h in found[0] if h not in proposal]
+    outcome = check(variants.without(base, proposal)) if proposal else None
+    for holder in extra:
+        if outcome is not None or len(proposal) >= MAX_FREED:
+            break
+        if holder not in proposal:
+            proposal.append(holder)
+            outcome = check(variants.without(base, proposal))
+    if outcome is None:
+        return None
+    for holder in reversed(list(proposal)):
+        if len(proposal) == 1:
+            break
+        fewer = [h for h in proposal if h != holder]
+        smaller = check(variants.without(base, fewer))
+        if smaller is not None:
+            proposal, outcome = fewer, smaller
+    chosen = tuple(proposal)
+    return Option("free", _holders_text(chosen), free=chosen, placement=outcome.placement)
+
+
+def _of(v: Verdict, many: bool) -> str:
+    """Names the pod set where the workload has several."""
+    return f'pod set "{v.pod_set.name}": ' if many else ""
+
+
+def relax_option(
+    base: Scenario,
+    name: str,
+    v: Verdict,
+    ledgers: Mapping[str, FlavorLedger],
+    check: Check,
+    many: bool,
+) -> Option | None:
+    if v.mode != "required":
+        return None
+    outcome = check(variants.relaxed(base, name, v.pod_set.name))
+    if outcome is None:
+        return None
+    spread = outcome.placement.get(v.pod_set.name, {})
+    flavor = outcome.flavors.get(v.pod_set.name) or v.flavor
+    spans = spans_of(ledgers.get(flavor or ""), v.level, spread)
+    word = level_word(v.level)
+    text = f"{_of(v, many)}topology were preferred"
+    if spans:
+        text += f" (spans {word}s {', '.join(spans)})" if len(spans) > 1 else f" (one {word})"
+    return Option("relax", text, v.pod_set.name, spans=tuple(spans), placement=outcome.placement)
+
+
+def spans_of(
+    ledger: FlavorLedger | None, level: str | None, spread: Mapping[str, int]
+) -> list[str]:
+    """The domains at `level` a placement (lowest-level name -> pods) uses, most pods first."""
+    if ledger is None or level is None or level not in ledger.topology.levels:
+        return []
+    depth = ledger.topology.levels.index(level)
+    where = {leaf.values[-1]: leaf.values[depth] for leaf in ledger.leaves.values()}
+    pods: dict[str, int] = {}
+    for lowest, n in spread.items():
+        if lowest in where:
+            pods[where[lowest]] = pods.get(where[lowest], 0) + n
+    return sorted(pods, key=lambda d: (-pods[d], d))
+
+
+def count_option(base: Scenario, name: str, v: Verdict, check: Check, many: bool) -> Option | None:
+    """The largest count the model admits below the asked one: the ledger's count first, then
+    a binary search (about log2(count) runs); counts step by the slice size."""
+    tr = v.pod_set.topology
+    step = tr.slice_size if tr is not None and tr.slice_size else 1
+    top = (v.count - 1) // step
+    if top < 1:
+        return None
+    seen: dict[int, Outcome | None] = {}
+
+    def ok(k: int) -> bool:
+        if k not in seen:
+            seen[k] = check(variants.with_count(base, name, v.pod_set.name, k * step))
+        return seen[k] is not None
+
+    good, bad = 0, top + 1
+    hint = min(max(v.fits // step, 1), top)
+    if ok(hint):
+        good = hint
+        if hint + 1 <= top and not ok(hint + 1):
+            bad = hint + 1
+    else:
+        bad = hint
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    if good == 0:
+        return None
+    outcome = seen[good]
+    assert outcome is not None
+    count = good * step
+    text = f"{_of(v, many)}count were {count} (not {v.count})"
+    return Option("count", text, v.pod_set.name, count=count, placement=outcome.placement)
+
+
+def flavor_options(
+    base: Scenario,
+    w: Workload,
+    v: Verdict,
+    ledgers: Mapping[str, FlavorLedger],
+    check: Callable[[Scenario], Outcome | None],
+) -> list[Option]:
+    """Another ResourceFlavor of the ClusterQueue's resource group tried first, or one it does
+    not list (with the quota of the flavor it tried): only flavors whose free capacity, by the
+    ledger, holds the pod set are run (version 2 only)."""
+    if base.shorthand is not None or v.flavor is None:
+        return []
+    cq = base.cluster_queue(w.queue)
+    index = next(
+        (i for i, g in enumerate(cq.resource_groups) if any(f.name == v.flavor for f in g.flavors)),
+        None,
+    )
+    if index is None:
+        return []
+    group = cq.resource_groups[index]
+    listed = [f.name for f in group.flavors]
+    out: list[Option] = []
+    for flavor, ledger in ledgers.items():
+        if flavor == v.flavor or (listed and flavor == listed[0]):
+            continue
+        alone = judge(v.pod_set, [ledger], whole_flavor=v.mode != "required")
+        if alone.fits < v.count:
+            continue
+        changed = variants.with_flavor_first(base, cq.name, index, flavor, v.flavor)
+        outcome = check(changed)
+        if outcome is None or outcome.flavors.get(v.pod_set.name) != flavor:
+            continue
+        text = (
+            f"ClusterQueue {cq.name} tried flavor {flavor} first"
+            if flavor in listed
+            else f"ClusterQueue {cq.name} also offered flavor {flavor} (with {v.flavor}'s quota)"
+        )
+        out.append(Option("flavor", text, v.pod_set.name, flavor=flavor,
+                          placement=outcome.placement))  # fmt: skip
+        if len(out) == 2:
+            break
+    return out
+
+
+def quota_holders(
+    scenario: Scenario,
+    w: Workload,
+    final: Mapping[str, Outcome],
+    shown: Mapping[str, str] | None = None,
+) -> list[Holder]:
+    """Admitted workloads of the same ClusterQueue, largest first: what holds its quota."""
+    submitted = variants.submitted_workloads(scenario)
+    queues = {x.name: x.queue for x in submitted}
+    queues.update({a.name: a.queue for a in scenario.admitted})
+    shapes = {x.name: x.pod_sets for x in submitted}
+    shapes.update({a.name: tuple(p.pod_set for p in a.pod_sets) for a in scenario.admitted})
+    mine = [
+        n
+        for n, o in final.items()
+        if o.admitted and n != w.name and queues.get(n) == w.queue and n in shapes
+    ]
+    wanted = {r for p in w.pod_sets for r in p.requests}
+
+    def size(n: str) -> float:
+        return float(sum(p.requests.get(r, 0) * p.count for p in shapes[n] for r in wanted))
+
+    ranked = sorted(mine, key=lambda n: (-size(n), n))
+    return [Holder("workload", n, shown=(shown or {}).get(n, "")) for n in ranked]
+
+
+def all_options(
+    base: Scenario,
+    w: Workload,
+    ledgers: Mapping[str, FlavorLedger],
+    verdicts: list[Verdict],
+    final: Mapping[str, Outcome],
+    budget: Budget,
+    relax: bool = True,
+    shown: Mapping[str, str] | None = None,
+) -> list[Option]:
+    """Every option found within the budget, in the order: free, relax, count, flavor."""
+
+    def check(changed: Scenario) -> Outcome | None:
+        return budget.admits(changed, w.name)
+
+    short = [v for v in verdicts if v.fits < v.count] or verdicts
+    many = len(w.pod_sets) > 1
+    found: list[Option] = []
+    try:
+        holders = quota_holders(base, w, final, shown)
+        found += _one(free_option(base, w.name, ledgers, short, check, holders))
+        for v in short:
+            if relax:
+                found += _one(relax_option(base, w.name, v, ledgers, check, many))
+            found += _one(count_option(base, w.name, v, check, many))
+        found += flavor_options(base, w, short[0], ledgers, check) if short else []
+    except variants.OutOfRuns:
+        pass  # the options found so far stand
+    return found
+
+
+def _one(option: Option | None) -> list[Option]:
+    return [option] if option is not None else []
+
+
+def ledgers_for(
+    scenario: Scenario, w: Workload, ledgers: Mapping[str, FlavorLedger]
+) -> dict[str, list[FlavorLedger]]:
+    return {p.name: candidate_ledgers(scenario, w, p, ledgers) for p in w.pod_sets}

@@ -1,0 +1,127 @@
+"""`--explain`: for each workload left pending, a verdict per pod set and the options that
+would make it fit; for each admitted pod set that missed its `preferred` domain, the domains
+it got and what would have fit in one.
+
+Cost: one fit-model run for the state, then at most RUNS_PENDING runs per pending workload
+and RUNS_SPREAD per spread pod set, each on a changed copy of the scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from harness.html.world import World, pod_sets, worlds
+from harness.outcome import Outcome
+from harness.scenario import PodSet, Scenario, Workload
+from harness.whatif import variants
+from harness.whatif.ledger import FlavorLedger, Holder, build_ledgers
+from harness.whatif.options import Option, all_options, quota_holders, spans_of
+from harness.whatif.verdict import Verdict, candidate_ledgers, judge, mode_and_level
+
+RUNS_PENDING = 16
+"""Fit-model runs per pending workload: freeing (greedy plus pruning, up to ~6), relaxing
+(1 per pod set), the largest count (~log2(count)), another flavor (up to 2)."""
+RUNS_SPREAD = 8
+
+
+@dataclass
+class Explanation:
+    workload: str
+    state: str  # pending | rejected | spread
+    message: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    options: list[Option] = field(default_factory=list)
+    runs: int = 0
+    limit: int = 0
+    queue: str = ""
+    quota_held_by: list[Holder] = field(default_factory=list)
+    """Where Kueue's message is about quota: its ClusterQueue's admitted workloads."""
+
+
+def explain(
+    scenario: Scenario,
+    final: Mapping[str, Outcome],
+    names: Sequence[str] | None = None,
+    shown: Mapping[str, str] | None = None,
+) -> dict[str, Explanation]:
+    """Explanations of the named submitted workloads (default: all) in their final state;
+    `shown`: workload names as the user knows them (a snapshot's namespace/name)."""
+    shown = shown or {}
+    base = variants.quiet(scenario)
+    world = worlds(scenario)[-1]
+    shapes = pod_sets(scenario)
+    mine = {w.name: w for w in variants.submitted_workloads(scenario)}
+    ledgers = build_ledgers(scenario, world.nodes, world.usage, final, shapes, shown=shown)
+    out: dict[str, Explanation] = {}
+    for name in names if names is not None else list(mine):
+        w, outcome = mine.get(name), final.get(name)
+        if w is None or outcome is None:
+            continue
+        if outcome.rejected:
+            out[name] = Explanation(name, "rejected", outcome.message)
+        elif not outcome.admitted:
+            out[name] = _pending(base, w, outcome, ledgers, final, shown)
+        else:
+            spread = _spread(base, w, outcome, world, final, shapes, shown)
+            if spread is not None:
+                out[name] = spread
+    return out
+
+
+def _pending(
+    base: Scenario,
+    w: Workload,
+    outcome: Outcome,
+    ledgers: Mapping[str, FlavorLedger],
+    final: Mapping[str, Outcome],
+    shown: Mapping[str, str],
+) -> Explanation:
+    verdicts = []
+    for p in w.pod_sets:
+        mode, _ = mode_and_level(p)
+        verdicts.append(judge(p, candidate_ledgers(base, w, p, ledgers), mode != "required"))
+    budget = variants.Budget(RUNS_PENDING)
+    options = all_options(base, w, ledgers, verdicts, final, budget, shown=shown)
+    e = Explanation(
+        w.name, "pending", outcome.message, verdicts, options, budget.used, budget.limit, w.queue
+    )
+    if "quota" in outcome.message:
+        e.quota_held_by = quota_holders(base, w, final, shown)
+    return e
+
+
+def _spread(
+    base: Scenario,
+    w: Workload,
+    outcome: Outcome,
+    world: World,
+    final: Mapping[str, Outcome],
+    shapes: Mapping[str, Mapping[str, PodSet]],
+    shown: Mapping[str, str],
+) -> Explanation | None:
+    """Admitted pod sets whose `preferred` level it could not keep to one domain; the
+    verdict counts what each domain would hold without the workload's own pods."""
+    spread_sets = []
+    ledgers: dict[str, FlavorLedger] | None = None
+    for p in w.pod_sets:
+        mode, level = mode_and_level(p)
+        if mode != "preferred" or level is None:
+            continue
+        if ledgers is None:
+            ledgers = build_ledgers(
+                base, world.nodes, world.usage, final, shapes, leave_out=w.name, shown=shown
+            )
+        v = judge(p, candidate_ledgers(base, w, p, ledgers), whole_flavor=False)
+        flavor = outcome.flavors.get(p.name) or v.flavor or ""
+        v.spans = spans_of(ledgers.get(flavor), level, outcome.placement.get(p.name, {}))
+        if len(v.spans) > 1:
+            spread_sets.append(v)
+    if not spread_sets or ledgers is None:
+        return None
+    budget = variants.Budget(RUNS_SPREAD)
+    options: list[Option] = []
+    for v in spread_sets:
+        one = variants.required(base, w.name, v.pod_set.name)
+        options += all_options(one, w, ledgers, [v], final, budget, relax=False, shown=shown)
+    return Explanation(w.name, "spread", "", spread_sets, options, budget.used, budget.limit)
