@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.errors import HarnessError
-from harness.outcome import Outcome, outcomes_to_json
+from harness.outcome import Outcome, outcomes_to_json, replaced_to_json
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -109,9 +109,20 @@ def render_text(outcomes: dict[str, Outcome]) -> str:
             for pod_set, count in outcome.unschedulable.items():
                 why = outcome.unschedulable_reasons.get(pod_set, "")
                 lines.append(f"  {pod_set}: {count} pod(s) can never run: {why}")
+            for pod_set, per_node in replaced_to_json(outcome.replaced).items():
+                moved = ", ".join(
+                    f"{old} -> {new if isinstance(new, str) else ' + '.join(new)}"
+                    for old, new in per_node.items()
+                )
+                lines.append(f"  {pod_set}: replaced {moved}")
+            for pod_set, drifted in outcome.drift.items():
+                spread = ", ".join(f"{d}={n}" for d, n in sorted(drifted.items()))
+                lines.append(f"  {pod_set}: drift (running outside the assignment) {spread}")
         else:
             state = "rejected" if outcome.rejected else "pending"
             lines.append(f"{name}: {state}: {outcome.message}")
+        if outcome.evicted is not None:
+            lines.append(f"  evicted: {outcome.evicted.reason}: {outcome.evicted.message}")
     return "\n".join(lines)
 
 
