@@ -9,11 +9,13 @@ mapping override merged ones, and an earlier mapping in a merge list overrides a
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import contextlib
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import yaml
 
+from harness import json_items
 from harness.errors import ScenarioError
 from harness.keypath import kind
 
@@ -31,12 +33,19 @@ class _TooDeep(yaml.MarkedYAMLError):
     """Nesting beyond MAX_DEPTH, raised while composing, before any recursion limit."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys and deep nesting, and resolves merge keys."""
+class _NotSame(Exception):
+    """The placeholders of harness/json_items.py were not all read as block-sequence items
+    (or could nest too deep): parse the original text instead."""
 
-    def __init__(self, stream: str) -> None:
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and deep nesting, and resolves merge keys;
+    `runs`: the JSON items of harness/json_items.py by the (line, column) of their `- {}`."""
+
+    def __init__(self, stream: str, runs: dict[tuple[int, int], json_items.Run]) -> None:
         super().__init__(stream)
         self._depth = 0
+        self.runs = runs
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
@@ -44,9 +53,19 @@ class _StrictLoader(yaml.SafeLoader):
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise _TooDeep(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
+            run = self.run_of(node) if self.runs else None
+            if run is not None and self._depth + run.nesting > MAX_DEPTH:
+                raise _NotSame  # the YAML reading might refuse it as too deep
+            return node
         finally:
             self._depth -= 1
+
+    def run_of(self, node: yaml.Node | None) -> json_items.Run | None:
+        """The JSON items that an empty flow mapping stands for, if it is a placeholder."""
+        if not isinstance(node, yaml.MappingNode) or node.value:
+            return None
+        return self.runs.get((node.start_mark.line, node.start_mark.column))
 
     def flatten_mapping(self, node: yaml.MappingNode) -> None:
         """Resolve `<<` merge keys in place, comparing keys by value. PyYAML 6.0.4 compares
@@ -66,6 +85,8 @@ class _StrictLoader(yaml.SafeLoader):
             for source in sources:
                 if not isinstance(source, yaml.MappingNode):
                     raise _merge_error("a mapping", source)
+                if self.runs and self.run_of(source) is not None:
+                    raise _NotSame  # merging JSON items: leave it to YAML
                 self.flatten_mapping(source)
                 merged.extend(source.value)
         first: dict[object, tuple[yaml.Node, yaml.Node]] = {}
@@ -105,19 +126,51 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     return loader.construct_mapping(node)
 
 
+def _construct_sequence(loader: _StrictLoader, node: yaml.SequenceNode) -> Iterator[list[Any]]:
+    """A list (yielded first, as SafeConstructor does, so aliases to it resolve), each
+    placeholder replaced by its JSON items."""
+    data: list[Any] = []
+    yield data
+    for child in node.value:
+        run = loader.run_of(child) if loader.runs else None
+        if run is None:
+            data.append(loader.construct_object(child))
+        else:
+            del loader.runs[(child.start_mark.line, child.start_mark.column)]
+            data.extend(run.values)
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
 def parse_yaml(text: str, file: str) -> Any:
-    """Parse YAML text; a syntax error or a refusal becomes one line with the position."""
+    """Parse YAML text; a syntax error or a refusal becomes one line with the position.
+    Long runs of one-line JSON items are read with `json` (harness/json_items.py) when the
+    result is the same; any doubt or error and the whole text is read again as YAML."""
+    fast = json_items.substitute(text)
+    if fast is not None:
+        with contextlib.suppress(yaml.YAMLError, _NotSame, RecursionError):
+            data, unread = _load(*fast)
+            if not unread:  # every placeholder found as a list item
+                return data
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        return _load(text, {})[0]
     except _TooDeep as err:
         raise ScenarioError(file, _where(err), str(err.problem)) from None
     except yaml.MarkedYAMLError as err:
         raise ScenarioError(file, _where(err), f"invalid YAML: {err.problem}") from None
     except yaml.YAMLError as err:
         raise ScenarioError(file, "", f"invalid YAML: {err}") from None
+
+
+def _load(text: str, runs: dict[tuple[int, int], json_items.Run]) -> tuple[Any, int]:
+    """The document's data, and how many placeholders it did not read as list items."""
+    loader = _StrictLoader(text, runs)
+    try:
+        return loader.get_single_data(), len(loader.runs)
+    finally:
+        loader.dispose()
 
 
 def _where(err: yaml.MarkedYAMLError) -> str:
