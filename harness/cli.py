@@ -136,7 +136,7 @@ def add_explain_options(parser: argparse.ArgumentParser) -> None:
         "required->preferred, a smaller count, another flavor), each checked by running the "
         "fit model again (at most 16 runs a workload); admitted pod sets that missed a "
         "preferred domain say so. Text: after the outcomes (stderr with html); json: under "
-        '"explain" per workload (in the last state)',
+        '"explain" in the workload\'s entry of each state where it waits',
     )
     parser.add_argument(
         "--explain-domains",

@@ -177,16 +177,21 @@ def pods_in_leaf(
 
 
 def pods_per_domain(
-    ledger: FlavorLedger, pod_set: PodSet, depth: int | None, without: Collection[Holder] = ()
+    ledger: FlavorLedger,
+    pod_set: PodSet,
+    depth: int | None,
+    without: Collection[Holder] = (),
+    leaves: Iterable[LeafHoldings] | None = None,
 ) -> dict[tuple[str, ...], int]:
     """Pods that fit in each domain at `depth` (index into the levels; None: the whole
-    flavor, keyed ()), counted in whole slices when the pod set asks for slices."""
+    flavor, keyed ()), counted in whole slices when the pod set asks for slices; `leaves`:
+    only these (default: all)."""
     tr = pod_set.topology
     levels = ledger.topology.levels
     slice_size = tr.slice_size if tr is not None and tr.slice_size else 1
     slice_depth = levels.index(tr.slice_level) if tr and tr.slice_level in levels else None
     per_slice_domain: dict[tuple[str, ...], int] = {}
-    for leaf in ledger.leaves.values():
+    for leaf in ledger.leaves.values() if leaves is None else leaves:
         pods, _ = pods_in_leaf(leaf, pod_set, ledger.flavor, without)
         key = leaf.values[: slice_depth + 1] if slice_depth is not None else leaf.values
         per_slice_domain[key] = per_slice_domain.get(key, 0) + pods

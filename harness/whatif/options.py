@@ -9,13 +9,20 @@ the changed scenario, with the placement it got there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.outcome import Outcome
 from harness.scenario import Scenario, Workload
 from harness.whatif import variants
-from harness.whatif.ledger import FlavorLedger, Holder, leaves_under, pods_per_domain
+from harness.whatif.ledger import (
+    FlavorLedger,
+    Holder,
+    LeafHoldings,
+    leaves_under,
+    pods_in_leaf,
+    pods_per_domain,
+)
 from harness.whatif.variants import Budget
 from harness.whatif.verdict import Verdict, candidate_ledgers, judge, level_word
 
@@ -44,33 +51,40 @@ def _holders_text(holders: tuple[Holder, ...]) -> str:
     return f"{joined} {'was' if len(names) == 1 else 'were'} not running"
 
 
-def _domain_pods(
-    ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...], gone: list[Holder]
-) -> int:
-    depth = len(domain) - 1 if domain else None
-    return pods_per_domain(ledger, v.pod_set, depth, gone).get(domain, 0)
-
-
 def greedy_holders(ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...]) -> list[Holder]:
     """Holders in the domain to free, most pods gained first, until the ledger says the pod
-    set fits there ([] when it never does within MAX_FREED)."""
-    pool = sorted(
-        {h for leaf in leaves_under(ledger, domain) for h in leaf.held}, key=lambda h: h.name
-    )
+    set fits there ([] when it never does within MAX_FREED). A holder's gain is counted on
+    the few leaves it holds (linear in the domain's size, not quadratic)."""
+    leaves = leaves_under(ledger, domain)
+    depth = len(domain) - 1 if domain else None
+    on: dict[Holder, list[LeafHoldings]] = {}
+    for leaf in leaves:
+        for h in leaf.held:
+            on.setdefault(h, []).append(leaf)
     chosen: list[Holder] = []
-    have = _domain_pods(ledger, v, domain, chosen)
-    while have < v.count and len(chosen) < MAX_FREED:
-        gains = [
-            (_domain_pods(ledger, v, domain, [*chosen, h]), h) for h in pool if h not in chosen
-        ]
-        if not gains:
-            return []
-        best, holder = max(gains, key=lambda g: g[0])
-        if best <= have:
+    now = {leaf.key: pods_in_leaf(leaf, v.pod_set, ledger.flavor)[0] for leaf in leaves}
+
+    def have() -> int:
+        return pods_per_domain(ledger, v.pod_set, depth, chosen, leaves).get(domain, 0)
+
+    while have() < v.count and len(chosen) < MAX_FREED:
+        best, holder = 0, None
+        for h in sorted(on, key=lambda h: (h.name, h.index)):
+            if h in chosen:
+                continue
+            gone = [*chosen, h]
+            gain = sum(
+                pods_in_leaf(leaf, v.pod_set, ledger.flavor, gone)[0] - now[leaf.key]
+                for leaf in on[h]
+            )
+            if gain > best:
+                best, holder = gain, h
+        if holder is None:
             return []
         chosen.append(holder)
-        have = best
-    return chosen if have >= v.count else []
+        for leaf in on[holder]:
+            now[leaf.key] = pods_in_leaf(leaf, v.pod_set, ledger.flavor, chosen)[0]
+    return chosen if have() >= v.count else []
 
 
 def _proposals(ledgers: Mapping[str, FlavorLedger], v: Verdict) -> list[list[Holder]]:
@@ -92,7 +106,7 @@ def free_option(
     ledgers: Mapping[str, FlavorLedger],
     verdicts: list[Verdict],
     check: Check,
-    extra: list[Holder],
+    extra: Sequence[Holder],
 ) -> Option | None:
     """Free holders until the model admits the workload, then drop any it did not need.
     `extra`: holders of its quota (its ClusterQueue's admitted workloads), tried after."""
@@ -280,9 +294,11 @@ def all_options(
     final: Mapping[str, Outcome],
     budget: Budget,
     relax: bool = True,
-    shown: Mapping[str, str] | None = None,
+    quota: Sequence[Holder] = (),
 ) -> list[Option]:
-    """Every option found within the budget, in the order: free, relax, count, flavor."""
+    """Every option found within the budget, in the order: free, relax, count, flavor.
+    `quota`: what holds its ClusterQueue's quota, freed after what holds its nodes (where
+    Kueue's message says quota is short)."""
 
     def check(changed: Scenario) -> Outcome | None:
         return budget.admits(changed, w.name)
@@ -291,8 +307,7 @@ def all_options(
     many = len(w.pod_sets) > 1
     found: list[Option] = []
     try:
-        holders = quota_holders(base, w, final, shown)
-        found += _one(free_option(base, w.name, ledgers, short, check, holders))
+        found += _one(free_option(base, w.name, ledgers, short, check, quota))
         for v in short:
             if relax:
                 found += _one(relax_option(base, w.name, v, ledgers, check, many))

@@ -82,13 +82,20 @@ def _pending(
         mode, _ = mode_and_level(p)
         verdicts.append(judge(p, candidate_ledgers(base, w, p, ledgers), mode != "required"))
     budget = variants.Budget(RUNS_PENDING)
-    options = all_options(base, w, ledgers, verdicts, final, budget, shown=shown)
-    e = Explanation(
-        w.name, "pending", outcome.message, verdicts, options, budget.used, budget.limit, w.queue
+    # Kueue's quota messages all say "quota" ("insufficient quota", "... unused quota").
+    quota = quota_holders(base, w, final, shown) if "quota" in outcome.message else []
+    options = all_options(base, w, ledgers, verdicts, final, budget, quota=quota)
+    return Explanation(
+        w.name,
+        "pending",
+        outcome.message,
+        verdicts,
+        options,
+        budget.used,
+        budget.limit,
+        w.queue,
+        quota,
     )
-    if "quota" in outcome.message:
-        e.quota_held_by = quota_holders(base, w, final, shown)
-    return e
 
 
 def _spread(
@@ -123,5 +130,5 @@ def _spread(
     options: list[Option] = []
     for v in spread_sets:
         one = variants.required(base, w.name, v.pod_set.name)
-        options += all_options(one, w, ledgers, [v], final, budget, relax=False, shown=shown)
+        options += all_options(one, w, ledgers, [v], final, budget, relax=False)
     return Explanation(w.name, "spread", "", spread_sets, options, budget.used, budget.limit)
