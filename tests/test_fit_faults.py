@@ -172,3 +172,33 @@ def test_terminating_pods_of_a_deleted_workload_still_hold_their_node() -> None:
     got = fit(world(single, steps)).steps[-1]["next"]
     assert got.placement == {"main": {"a1": 1}}  # kueue#10076: Kueue sees a1 free
     assert got.unschedulable == {"main": 1}
+
+
+def test_a_broken_slice_is_repaired_inside_its_slice_domain() -> None:
+    # Slices of 2 pods per rack: one pod lost leaves r1's slice incomplete, so the lost pod
+    # goes back to r1 (a3), placed alone (no layer size divides 1: effective slice size 1).
+    sliced = (
+        "count: 2, requests: {nvidia.com/gpu: 8}, topology: {mode: preferred, "
+        "level: example.com/block, sliceLevel: example.com/rack, sliceSize: 2}"
+    )
+    got = last(world(sliced, "  - delete-node: a1\n"))
+    assert got.replaced == {"main": {"a1": ("a3",)}}
+
+
+def test_no_pod_is_released_onto_a_node_awaiting_replacement() -> None:
+    # Tolerated for 60 s, the node fails once the job's pod there failed; with no spare in
+    # r1 and fail-fast off, a1 stays in unhealthyNodes and the new pod stays gated (released,
+    # it would bind to a1, which tolerates it, and the node would look healthy again).
+    gates = "featureGates: {TASFailedNodeReplacementFailFast: false}\n"
+    busy = "usage:\n  - {name: busy, node: a3, requests: {nvidia.com/gpu: 8}}\n"
+    tolerant = REQUIRED_RACK.replace(
+        "count: 2", "tolerations: [{key: k, operator: Exists, tolerationSeconds: 60}], count: 2"
+    )
+    steps = (
+        "  - taint-node: {node: a1, key: k, effect: NoExecute}\n"
+        "  - fail-pods: {workload: job, node: a1}\n"
+    )
+    got = last(world(tolerant, steps, gates, busy))
+    assert got.replaced == {} and got.evicted is None
+    assert got.unschedulable == {"main": 1}
+    assert "unhealthyNodes" in got.unschedulable_reasons["main"]

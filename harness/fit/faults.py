@@ -172,13 +172,14 @@ class Faults:
     # -- Kueue's reaction ------------------------------------------------------------------
 
     def settle(self, world: World) -> bool:
-        """One round: rebind what changed, the node controller, the second pass. True if
-        anything changed (the caller retries pending workloads and calls again)."""
+        """One round: the node controller, the second pass, then the Job's new pods released
+        and bound. True if anything changed (the caller retries pending workloads and calls
+        again). The node controller reacts to a pod's end (100 ms batching) before its
+        replacement pod is created, released and bound, so it judges the pods left."""
         changed = False
         if not (world.scenario.topology.lowest_is_hostname and self.gates.replacement):
             self._rebind(world)
             return False
-        self._rebind(world)
         for name in list(world.admitted):
             changed |= self._node_controller(world, name)
         for name in list(world.admitted):
