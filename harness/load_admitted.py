@@ -32,7 +32,10 @@ def admitted(
     """Every `admitted` entry, in file order; its pods join the ledger of node capacity."""
     if world.shorthand is not None:
         at.fail("needs the version-2 lists (topologies, resourceFlavors, clusterQueues)")
-    return tuple(_entry(item, world, nodes, ledger, read_workload) for item in at.items())
+    by_domain: dict[str, dict[str, list[Node]]] = {}  # per flavor, built once: see _placement
+    return tuple(
+        _entry(item, world, nodes, ledger, read_workload, by_domain) for item in at.items()
+    )
 
 
 def _entry(
@@ -41,6 +44,7 @@ def _entry(
     nodes: Sequence[Node],
     ledger: UsageLedger,
     read_workload: Callable[[KeyPath], Workload],
+    by_domain: dict[str, dict[str, list[Node]]],
 ) -> AdmittedWorkload:
     extra: list[dict[str, KeyPath]] = []
     value = at.value
@@ -72,7 +76,7 @@ def _entry(
                 f" (its flavors: {', '.join(world.offered(workload))})"
             )
         flavor = next(f for f in world.flavors if f.name == flavor_name)
-        placement = _placement(ps_at, keys.get("placement"), flavor, world, nodes)
+        placement = _placement(ps_at, keys.get("placement"), flavor, world, nodes, by_domain)
         for node, count in (placement or {}).items():
             where = keys["placement"].child(node, count)
             ledger.add_admitted(Usage(node=node, requests=pod_set.requests, count=count), where)
@@ -90,9 +94,16 @@ def _entry(
 
 
 def _placement(
-    ps_at: KeyPath, at: KeyPath | None, flavor: Flavor, world: World, nodes: Sequence[Node]
+    ps_at: KeyPath,
+    at: KeyPath | None,
+    flavor: Flavor,
+    world: World,
+    nodes: Sequence[Node],
+    by_domain: dict[str, dict[str, list[Node]]],
 ) -> dict[str, int] | None:
-    """Lowest-level domain -> pods, as node names (one node per domain value)."""
+    """Lowest-level domain -> pods, as node names (one node per domain value). `by_domain`:
+    per flavor, its nodes by lowest-level value, made on first use (scanning every node for
+    every admitted pod set made a snapshot with many admitted workloads quadratic)."""
     topology = next((t for t in world.topologies if t.name == flavor.topology_name), None)
     if topology is None:
         if at is not None:
@@ -103,16 +114,18 @@ def _placement(
     if not isinstance(at.value, dict) or not at.value:
         at.fail(f"must map each lowest-level domain to a pod count, got {kind(at.value)}")
     lowest = topology.levels[-1]
-    members = [
-        n
-        for n in nodes
-        if all(n.labels.get(k) == v for k, v in flavor.node_labels.items())
-        and all(level in n.labels for level in topology.levels)
-    ]
+    domains = by_domain.get(flavor.name)
+    if domains is None:
+        domains = by_domain[flavor.name] = {}
+        for n in nodes:
+            if all(n.labels.get(k) == v for k, v in flavor.node_labels.items()) and all(
+                level in n.labels for level in topology.levels
+            ):
+                domains.setdefault(n.labels[lowest], []).append(n)
     out: dict[str, int] = {}
     for domain, count in at.value.items():
         where = at.child(str(domain), count)
-        matching = [n for n in members if n.labels[lowest] == str(domain)]
+        matching = domains.get(str(domain), [])
         if len(matching) != 1:
             where.fail(
                 f"no node of flavor {flavor.name} has {lowest}: {yaml_text(domain)}"

@@ -63,10 +63,33 @@ def _labels(at: _At) -> dict[str, str]:
     return {} if at.value is None else at.labels()
 
 
+_CHECKED: dict[tuple[object, ...], dict[str, Fraction]] = {}
+"""`_resources` answers by (container, kubernetes, each key, value and value's type): a
+5,000-node snapshot repeats a few request and allocatable maps 25,000 times. Bounded."""
+
+
 def _resources(at: _At, container: bool = False, kubernetes: bool = True) -> dict[str, Fraction]:
     """Resource name -> quantity. `kubernetes`: the API server's rules for node allocatable
     and pod requests (whole extended resources); `container`: also what a container may
     request (so pod sets and usage pods)."""
+    key: tuple[object, ...] | None = None
+    if isinstance(at.value, dict):
+        key = (container, kubernetes, *((k, type(v), v) for k, v in at.value.items()))
+        try:
+            known = _CHECKED.get(key)
+        except TypeError:  # an unhashable value: checked (and refused) below
+            known = key = None
+        if known is not None:
+            return dict(known)
+    out = _checked_resources(at, container, kubernetes)
+    if key is not None:
+        if len(_CHECKED) >= 4096:
+            _CHECKED.clear()
+        _CHECKED[key] = dict(out)
+    return out
+
+
+def _checked_resources(at: _At, container: bool, kubernetes: bool) -> dict[str, Fraction]:
     if not isinstance(at.value, dict):
         at.fail(f"must be a mapping of resource name to quantity, got {kind(at.value)}")
     out: dict[str, Fraction] = {}

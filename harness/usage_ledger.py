@@ -16,6 +16,7 @@ from harness.quantity import format_kueue_units, kueue_units
 from harness.scenario import Node, Usage
 
 PODS = "pods"
+_ZERO, _ONE = Fraction(0), Fraction(1)
 
 
 class UsageLedger:
@@ -35,7 +36,8 @@ class UsageLedger:
             at.child("node", usage.node).fail(
                 f"node {yaml_text(usage.node)} was deleted by an earlier step"
             )
-        resource = self._overcommitted(usage)
+        sums = self._sums(usage)
+        resource = self._overcommitted(usage.node, sums)
         if resource is not None:
             where = (
                 at.child("count", None)
@@ -43,30 +45,43 @@ class UsageLedger:
                 else at.child("requests", None).child(resource, None)
             )
             where.fail(self._problem("the usage", usage, resource))
-        self._record(usage)
+        self._record(usage, sums)
 
     def add_admitted(self, pods: Usage, at: KeyPath) -> None:
         """Record the pods of an admitted workload on one node, or fail at `at` (its
         placement entry) when the node cannot hold them with what is already there."""
-        resource = self._overcommitted(pods)
+        sums = self._sums(pods)
+        resource = self._overcommitted(pods.node, sums)
         if resource is not None:
             at.fail(self._problem("what is placed", pods, resource))
-        self._record(pods)
+        self._record(pods, sums)
 
-    def _record(self, usage: Usage) -> None:
+    def _record(self, usage: Usage, sums: dict[str, Fraction] | None = None) -> None:
         self.entries[usage.node].append(usage)
-        taken = self.totals[usage.node]
-        for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
-            taken[resource] = taken.get(resource, Fraction(0)) + per_pod * usage.count
+        self.totals[usage.node].update(self._sums(usage) if sums is None else sums)
 
-    def _overcommitted(self, usage: Usage) -> str | None:
-        taken = self._taken(usage.node)
-        allocatable = self.allocatable[usage.node]
-        for resource, per_pod in {**usage.requests, PODS: Fraction(1)}.items():
-            total = taken.get(resource, Fraction(0)) + per_pod * usage.count
-            if total > allocatable.get(resource, Fraction(0)):
+    def _overcommitted(self, node: str, sums: dict[str, Fraction]) -> str | None:
+        allocatable = self.allocatable[node]
+        for resource, total in sums.items():
+            if total > allocatable.get(resource, _ZERO):
                 return resource
         return None
+
+    def _sums(self, usage: Usage) -> dict[str, Fraction]:
+        """What the node's entries take with `usage` added, for the resources it requests
+        (and `pods`, one a pod, whatever `requests` says), in that order."""
+        taken = self.totals[usage.node]
+        count = usage.count
+        out: dict[str, Fraction] = {}
+        for resource, per_pod in usage.requests.items():
+            if resource == PODS:
+                per_pod = _ONE
+            out[resource] = taken.get(resource, _ZERO) + (
+                per_pod if count == 1 else per_pod * count
+            )
+        if PODS not in out:
+            out[PODS] = taken.get(PODS, _ZERO) + count
+        return out
 
     def _problem(self, what: str, usage: Usage, resource: str) -> str:
         per_pod = usage.requests.get(resource, Fraction(1) if resource == PODS else Fraction(0))

@@ -166,3 +166,18 @@ def test_step_expect_may_name_a_node_a_step_added_but_the_top_expect_may_not() -
 def test_topology_of_16_levels_loads() -> None:
     levels = [f"a.io/l{i}" for i in range(15)] + ["kubernetes.io/hostname"]
     assert len(scenario_from_data(base(topology={"name": "t", "levels": levels})).topology.levels)
+
+
+def test_a_resource_map_read_before_is_still_checked_by_its_value_types() -> None:
+    """The loader remembers resource maps it accepted (a snapshot repeats a few 25,000
+    times); `true` compares equal to `1` and must not pass as it."""
+
+    def with_gpus(value: object) -> dict[str, Any]:
+        node = {**base()["nodes"][0], "allocatable": {"nvidia.com/gpu": value, "pods": 10}}
+        return base(nodes=[node])
+
+    assert scenario_from_data(with_gpus(1)).nodes[0].allocatable["nvidia.com/gpu"] == 1
+    assert "nodes[0].allocatable.nvidia.com/gpu: " in refusal(with_gpus(True))
+    first = scenario_from_data(with_gpus(1)).nodes[0].allocatable
+    first["pods"] = 0  # a caller changing its copy changes nothing for the next load
+    assert scenario_from_data(with_gpus(1)).nodes[0].allocatable["pods"] == 10
