@@ -222,12 +222,9 @@ class Binder:
     def _bind(self, workload: str, nodes: Mapping[str, Node], usage: list[Usage]) -> None:
         loads = self._loads(nodes, usage)
         allocatable = {name: from_quantities(n.allocatable) for name, n in nodes.items()}
+        selecting = _Selecting(nodes)
         for item in self.waiting.get(workload, []):
-            matching = [
-                n
-                for n in nodes.values()
-                if all(n.labels.get(k) == v for k, v in item.pod.node_selector.items())
-            ]
+            matching = selecting.matching(item.pod.node_selector)
             while item.count > 0:
                 candidates = ((n, allocatable[n.name], loads[n.name]) for n in matching)
                 node = best_node(candidates, item.pod)
@@ -253,6 +250,34 @@ class Binder:
             if b.node in loads:
                 loads[b.node].add(b.pod, b.count)
         return loads
+
+
+class _Selecting:
+    """Nodes whose labels match a nodeSelector, in `nodes` order. One domain's pods select
+    its level values, so each selector is matched against the nodes of its most selective
+    label only (scanning every node for every domain made binding a placement over many
+    domains grow with domains x nodes: 4.7 of 13 s at 20,000 nodes, unconstrained)."""
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self.nodes = list(nodes.values())
+        self.by_label: dict[str, dict[str, list[Node]]] = {}
+
+    def matching(self, selector: Mapping[str, str]) -> list[Node]:
+        if not selector:
+            return list(self.nodes)
+        buckets = [self._with(key).get(value, []) for key, value in selector.items()]
+        fewest = min(buckets, key=len)
+        return [n for n in fewest if all(n.labels.get(k) == v for k, v in selector.items())]
+
+    def _with(self, key: str) -> dict[str, list[Node]]:
+        index = self.by_label.get(key)
+        if index is None:
+            index = self.by_label[key] = {}
+            for n in self.nodes:
+                value = n.labels.get(key)
+                if value is not None:
+                    index.setdefault(value, []).append(n)
+        return index
 
 
 def _path(key: LeafKey) -> tuple[str, ...]:
