@@ -164,8 +164,36 @@ def test_an_admitted_preferred_pod_set_spread_over_racks_says_what_would_fit_in_
     assert after.admitted and {n.split("-")[0] for n in after.placement["main"]} == {"r1"}
 
 
+def test_a_refused_taint_is_tolerated_and_the_model_admits_it() -> None:
+    # Both nodes carry nvidia.com/gpu=present:NoSchedule; "intolerant" has no toleration.
+    file = SUITES / "taints" / "taints-gpu-taint-pod-toleration.yaml"
+    scenario = load_scenario(file)
+    e = explain(scenario, fit(scenario).outcomes)["intolerant"]
+    assert "taint nvidia.com/gpu=present:NoSchedule not tolerated" in " ".join(
+        s.why for s in e.verdicts[0].short
+    )
+    (tolerate,) = [o for o in e.options if o.kind == "tolerate"]
+    assert tolerate.text.endswith("tolerated taint nvidia.com/gpu=present:NoSchedule")
+    data = yaml.safe_load(file.read_text())
+    pod_set(data, "intolerant")["tolerations"] = [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
+    after = outcome_of(data, "intolerant")
+    assert after.admitted and dict(after.placement) == dict(tolerate.placement)
+
+
+def test_a_cordoned_node_is_offered_uncordoned_only_when_that_admits_it() -> None:
+    file = SUITES / "kueue-cases" / "node-unschedulable-excluded.yaml"
+    scenario = load_scenario(file)
+    e = explain(scenario, fit(scenario).outcomes)["wl"]
+    assert [o.text for o in e.options if o.kind == "uncordon"] == ["node x3 was uncordoned"]
+    data = yaml.safe_load(file.read_text())
+    data["nodes"][0]["unschedulable"] = False
+    assert outcome_of(data, "wl").admitted
+
+
 def test_nothing_is_offered_when_no_change_makes_it_fit() -> None:
-    # A 16-GPU pod on 8-GPU nodes: no freeing, mode, count or flavor helps.
+    # A 16-GPU pod on 8-GPU nodes: no freeing, mode, count, toleration or flavor helps.
     scenario = load_scenario(SUITES / "required" / "required-host-pod-larger-than-node.yaml")
     (e,) = explain(scenario, fit(scenario).outcomes).values()
     assert e.state == "pending" and e.options == [] and e.verdicts[0].fits_empty == 0

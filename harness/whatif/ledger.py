@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from harness.fit.placement import leaf_exclusion
 from harness.fit.resources import ResourceVector, add_into, count_in, from_quantities, sub_into
-from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.fit.tree import Leaf, LeafKey, Tree, build_tree
 from harness.outcome import Outcome
-from harness.scenario import Flavor, Node, PodSet, Scenario, Topology, Usage
+from harness.scenario import Flavor, Node, PodSet, Resources, Scenario, Topology, Usage
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,23 @@ class Holder:
 
 @dataclass
 class LeafHoldings:
-    key: LeafKey
-    values: tuple[str, ...]
-    nodes: tuple[Node, ...]
-    capacity: ResourceVector
+    """One leaf of the fit model's tree (`leaf`: its nodes and capacity) and who holds what
+    on it."""
+
+    leaf: Leaf
     held: dict[Holder, ResourceVector] = field(default_factory=dict)
+
+    @property
+    def key(self) -> LeafKey:
+        return self.leaf.key
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return self.leaf.domain.values
+
+    @property
+    def capacity(self) -> ResourceVector:
+        return self.leaf.capacity
 
     def free(self, without: Collection[Holder] = ()) -> ResourceVector:
         out = dict(self.capacity)
@@ -106,15 +118,11 @@ def build_ledgers(
 
 
 def _leaves(tree: Tree) -> dict[LeafKey, LeafHoldings]:
-    return {
-        key: LeafHoldings(key, leaf.domain.values, tuple(leaf.nodes), dict(leaf.capacity))
-        for key, leaf in tree.leaves.items()
-    }
+    return {key: LeafHoldings(leaf) for key, leaf in tree.leaves.items()}
 
 
-def _hold(leaf: LeafHoldings, holder: Holder, requests: Mapping[str, object], pods: int) -> None:
-    vector = from_quantities(requests)  # type: ignore[arg-type]
-    vector = {r: v * pods for r, v in vector.items()}
+def _hold(leaf: LeafHoldings, holder: Holder, requests: Resources, pods: int) -> None:
+    vector = {r: v * pods for r, v in from_quantities(requests).items()}
     vector["pods"] = vector.get("pods", 0) + pods
     add_into(leaf.held.setdefault(holder, {}), vector)
 
@@ -157,11 +165,8 @@ def per_pod(pod_set: PodSet) -> ResourceVector:
 def excluded(leaf: LeafHoldings, pod_set: PodSet, flavor: Flavor) -> str | None:
     """Why the pod set may not use this leaf at all (an untolerated taint, its nodeSelector)."""
     if not isinstance(leaf.key, str):
-        return None
-    from harness.fit.tree import Domain, Leaf
-
-    probe = Leaf(leaf.key, Domain(leaf.values, leaf.key, None), list(leaf.nodes))
-    why = leaf_exclusion(probe, pod_set, pod_set.tolerations + flavor.tolerations)
+        return None  # Kueue checks taints and selectors only on hostname-level leaves
+    why = leaf_exclusion(leaf.leaf, pod_set, pod_set.tolerations + flavor.tolerations)
     if why is None:
         return None
     return f"taint {why[1]} not tolerated" if why[0] == "taint" else "nodeSelector does not match"

@@ -23,8 +23,7 @@ from harness.whatif.ledger import (
     pods_in_leaf,
     pods_per_domain,
 )
-from harness.whatif.variants import Budget
-from harness.whatif.verdict import Verdict, candidate_ledgers, judge, level_word
+from harness.whatif.verdict import Verdict, judge, level_word
 
 MAX_FREED = 8
 """Holders a freeing option may name; beyond that, freeing is not a useful answer."""
@@ -135,7 +134,7 @@ def free_option(
     return Option("free", _holders_text(chosen), free=chosen, placement=outcome.placement)
 
 
-def _of(v: Verdict, many: bool) -> str:
+def pod_set_of(v: Verdict, many: bool) -> str:
     """Names the pod set where the workload has several."""
     return f'pod set "{v.pod_set.name}": ' if many else ""
 
@@ -157,7 +156,7 @@ def relax_option(
     flavor = outcome.flavors.get(v.pod_set.name) or v.flavor
     spans = spans_of(ledgers.get(flavor or ""), v.level, spread)
     word = level_word(v.level)
-    text = f"{_of(v, many)}topology were preferred"
+    text = f"{pod_set_of(v, many)}topology were preferred"
     if spans:
         text += f" (spans {word}s {', '.join(spans)})" if len(spans) > 1 else f" (one {word})"
     return Option("relax", text, v.pod_set.name, spans=tuple(spans), placement=outcome.placement)
@@ -212,7 +211,7 @@ def count_option(base: Scenario, name: str, v: Verdict, check: Check, many: bool
     outcome = seen[good]
     assert outcome is not None
     count = good * step
-    text = f"{_of(v, many)}count were {count} (not {v.count})"
+    text = f"{pod_set_of(v, many)}count were {count} (not {v.count})"
     return Option("count", text, v.pod_set.name, count=count, placement=outcome.placement)
 
 
@@ -284,45 +283,3 @@ def quota_holders(
 
     ranked = sorted(mine, key=lambda n: (-size(n), n))
     return [Holder("workload", n, shown=(shown or {}).get(n, "")) for n in ranked]
-
-
-def all_options(
-    base: Scenario,
-    w: Workload,
-    ledgers: Mapping[str, FlavorLedger],
-    verdicts: list[Verdict],
-    final: Mapping[str, Outcome],
-    budget: Budget,
-    relax: bool = True,
-    quota: Sequence[Holder] = (),
-) -> list[Option]:
-    """Every option found within the budget, in the order: free, relax, count, flavor.
-    `quota`: what holds its ClusterQueue's quota, freed after what holds its nodes (where
-    Kueue's message says quota is short)."""
-
-    def check(changed: Scenario) -> Outcome | None:
-        return budget.admits(changed, w.name)
-
-    short = [v for v in verdicts if v.fits < v.count] or verdicts
-    many = len(w.pod_sets) > 1
-    found: list[Option] = []
-    try:
-        found += _one(free_option(base, w.name, ledgers, short, check, quota))
-        for v in short:
-            if relax:
-                found += _one(relax_option(base, w.name, v, ledgers, check, many))
-            found += _one(count_option(base, w.name, v, check, many))
-        found += flavor_options(base, w, short[0], ledgers, check) if short else []
-    except variants.OutOfRuns:
-        pass  # the options found so far stand
-    return found
-
-
-def _one(option: Option | None) -> list[Option]:
-    return [option] if option is not None else []
-
-
-def ledgers_for(
-    scenario: Scenario, w: Workload, ledgers: Mapping[str, FlavorLedger]
-) -> dict[str, list[FlavorLedger]]:
-    return {p.name: candidate_ledgers(scenario, w, p, ledgers) for p in w.pod_sets}

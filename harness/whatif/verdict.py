@@ -6,7 +6,7 @@ Pure arithmetic on a settled state (harness/whatif/ledger.py); it names no optio
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.resources import count_in
@@ -83,7 +83,6 @@ def judge(
     pod_set: PodSet,
     ledgers: list[FlavorLedger],
     whole_flavor: bool,
-    without: Collection[Holder] = (),
 ) -> Verdict:
     """The best domain (most pods fit; ties to the first name) over the candidate flavors.
     `whole_flavor`: count the flavor as one domain (a pending preferred or unconstrained pod
@@ -95,14 +94,14 @@ def judge(
         if level is not None and level not in levels:
             continue
         depth = None if whole_flavor or level is None else levels.index(level)
-        counts = pods_per_domain(ledger, pod_set, depth, without)
+        counts = pods_per_domain(ledger, pod_set, depth)
         domain = max(sorted(counts), key=lambda d: counts[d]) if counts else ()
         if best is None or counts.get(domain, 0) > best.fits:
             best = Verdict(pod_set, mode, level, ledger.flavor.name, domain, counts.get(domain, 0))
             everyone = {h for leaf in leaves_under(ledger, domain) for h in leaf.held}
             empty = pods_per_domain(ledger, pod_set, depth, everyone)
             best.fits_empty = empty.get(domain, 0)
-            best.short = shortages(ledger, pod_set, domain, without)
+            best.short = shortages(ledger, pod_set, domain)
     return best or Verdict(pod_set, mode, level, None)
 
 
@@ -110,7 +109,6 @@ def shortages(
     ledger: FlavorLedger,
     pod_set: PodSet,
     domain: tuple[str, ...],
-    without: Collection[Holder] = (),
 ) -> list[Short]:
     """Nodes of the domain holding fewer of the pods than they would empty, most lost first;
     then the domain's nodes the flavor leaves out."""
@@ -122,16 +120,12 @@ def shortages(
         if why is not None:
             found.append((empty, Short(leaf.name, "", 0, 0, why=why)))
             continue
-        fits, resource = pods_in_leaf(leaf, pod_set, ledger.flavor, without)
+        fits, resource = pods_in_leaf(leaf, pod_set, ledger.flavor)
         if fits >= empty or not resource:
             continue
-        free = leaf.free(without).get(resource, 0)
+        free = leaf.free().get(resource, 0)
         holders = sorted(
-            (
-                (h, v.get(resource, 0))
-                for h, v in leaf.held.items()
-                if v.get(resource, 0) and h not in without
-            ),
+            ((h, v.get(resource, 0)) for h, v in leaf.held.items() if v.get(resource, 0)),
             key=lambda hv: (-hv[1], hv[0].name),
         )
         found.append(

@@ -8,7 +8,7 @@ and RUNS_SPREAD per spread pod set, each on a changed copy of the scenario.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.html.world import World, pod_sets, worlds
@@ -16,12 +16,22 @@ from harness.outcome import Outcome
 from harness.scenario import PodSet, Scenario, Workload
 from harness.whatif import variants
 from harness.whatif.ledger import FlavorLedger, Holder, build_ledgers
-from harness.whatif.options import Option, all_options, quota_holders, spans_of
+from harness.whatif.nodes import tolerate_option, uncordon_option
+from harness.whatif.options import (
+    Option,
+    count_option,
+    flavor_options,
+    free_option,
+    quota_holders,
+    relax_option,
+    spans_of,
+)
 from harness.whatif.verdict import Verdict, candidate_ledgers, judge, mode_and_level
 
 RUNS_PENDING = 16
 """Fit-model runs per pending workload: freeing (greedy plus pruning, up to ~6), relaxing
-(1 per pod set), the largest count (~log2(count)), another flavor (up to 2)."""
+(1 per pod set), the largest count (~log2(count)), tolerating taints and uncordoning (1
+each), another flavor (up to 2). The options found when it runs out stand."""
 RUNS_SPREAD = 8
 
 
@@ -84,7 +94,7 @@ def _pending(
     budget = variants.Budget(RUNS_PENDING)
     # Kueue's quota messages all say "quota" ("insufficient quota", "... unused quota").
     quota = quota_holders(base, w, final, shown) if "quota" in outcome.message else []
-    options = all_options(base, w, ledgers, verdicts, final, budget, quota=quota)
+    options = all_options(base, w, ledgers, verdicts, budget, quota=quota)
     return Explanation(
         w.name,
         "pending",
@@ -130,5 +140,43 @@ def _spread(
     options: list[Option] = []
     for v in spread_sets:
         one = variants.required(base, w.name, v.pod_set.name)
-        options += all_options(one, w, ledgers, [v], final, budget, relax=False)
+        options += all_options(one, w, ledgers, [v], budget, relax=False)
     return Explanation(w.name, "spread", "", spread_sets, options, budget.used, budget.limit)
+
+
+def all_options(
+    base: Scenario,
+    w: Workload,
+    ledgers: Mapping[str, FlavorLedger],
+    verdicts: list[Verdict],
+    budget: variants.Budget,
+    relax: bool = True,
+    quota: Sequence[Holder] = (),
+) -> list[Option]:
+    """Every option found within the budget, in the order: free, relax, count, tolerate,
+    uncordon, flavor. `quota`: what holds its ClusterQueue's quota, freed after what holds
+    its nodes (where Kueue's message says quota is short)."""
+
+    def check(changed: Scenario) -> Outcome | None:
+        return budget.admits(changed, w.name)
+
+    short = [v for v in verdicts if v.fits < v.count] or verdicts
+    many = len(w.pod_sets) > 1
+    found: list[Option] = []
+    try:
+        found += _some([free_option(base, w.name, ledgers, short, check, quota)])
+        for v in short:
+            if relax:
+                found += _some([relax_option(base, w.name, v, ledgers, check, many)])
+            found += _some([count_option(base, w.name, v, check, many)])
+        for v in short[:1]:
+            found += _some([tolerate_option(base, w.name, v, ledgers, check, many)])
+            found += _some([uncordon_option(base, v, ledgers, check)])
+            found += flavor_options(base, w, v, ledgers, check)
+    except variants.OutOfRuns:
+        pass  # the options found so far stand
+    return found
+
+
+def _some(options: Iterable[Option | None]) -> list[Option]:
+    return [o for o in options if o is not None]
