@@ -6,6 +6,8 @@ cluster (Kueue with TAS) and the embedded cluster with TAS switched off.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 import yaml
 
 from harness.backends import Unsupported
-from harness.kube import RUN_LABEL, Kube, absent, poll_until
+from harness.kube import RUN_LABEL, Kube, absent, kubeconfig, poll_until
 from harness.loader import load_scenario
 from harness.providers.base import ClusterError
 from harness.providers.existing.cluster import ExistingCluster, KueueMissing, pinned_kubeconfig
@@ -86,6 +88,54 @@ def test_pinned_kubeconfig_picks_the_context_and_leaves_the_source_alone(tmp_pat
     assert copy.stat().st_mode & 0o077 == 0
 
 
+def relative_kubeconfig(server: str, ca: str = "ca.crt") -> dict[str, Any]:
+    """Token file, exec plugin and CA named relative to the kubeconfig's own folder, as a
+    kubeconfig written next to its credentials does."""
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": ca}}],
+        "users": [
+            {"name": "by-file", "user": {"tokenFile": "secrets/token"}},
+            {"name": "by-plugin", "user": {"exec": {**plugin, "command": "./bin/plugin"}}},
+            {"name": "on-path", "user": {"exec": {**plugin, "command": "gke-gcloud-auth-plugin"}}},
+        ],
+        "contexts": [
+            {"name": n, "context": {"cluster": "c", "user": n}}
+            for n in ("by-file", "by-plugin", "on-path")
+        ],
+        "current-context": "on-path",
+    }
+
+
+def test_pinned_kubeconfig_keeps_relative_token_file_plugin_and_ca_working(
+    tmp_path: Path,
+) -> None:
+    """They are relative to the user's kubeconfig (client-go resolves them so), not to the
+    copy in the run directory: the copy names them absolutely, as our client reads them."""
+    source = tmp_path / "home" / "config"
+    source.parent.mkdir()
+    source.write_text(yaml.safe_dump(relative_kubeconfig("https://127.0.0.1:1")))
+    (source.parent / "ca.crt").write_bytes(b"the user's CA")
+    before = source.read_bytes()
+    runs = tmp_path / "run"
+    runs.mkdir()
+    home = source.parent.resolve()
+    for context in ("by-file", "by-plugin", "on-path"):
+        access = kubeconfig.load([pinned_kubeconfig(source, context, runs / context)])
+        assert access.ca_pem == b"the user's CA"
+        if context == "by-file":
+            assert access.token_file == home / "secrets" / "token"
+        elif context == "by-plugin":
+            assert access.exec_plugin is not None
+            assert access.exec_plugin.command == str(home / "bin" / "plugin")
+        else:  # a bare command is looked up on $PATH, wherever the kubeconfig is
+            assert access.exec_plugin is not None
+            assert access.exec_plugin.command == "gke-gcloud-auth-plugin"
+    assert source.read_bytes() == before
+
+
 def test_unknown_context_names_the_known_ones(tmp_path: Path) -> None:
     source = tmp_path / "config"
     source.write_text(yaml.safe_dump(KUBECONFIG))
@@ -115,6 +165,43 @@ def bare_apiserver(apiserver_only: Callable[[], AbstractContextManager[Any]]) ->
     """etcd + kube-apiserver only: a real cluster on which Kueue was never installed."""
     with apiserver_only() as api:
         yield api.kubeconfig
+
+
+@pytest.fixture(scope="module")
+def token_apiserver(apiserver_only: Callable[..., AbstractContextManager[Any]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:  # fmt: skip
+    """A bare API server that also accepts the bearer token tok-carol (user carol)."""
+    tokens = tmp_path_factory.mktemp("tokens") / "tokens.csv"
+    tokens.write_text('tok-carol,carol,uid-carol,"system:masters"\n')
+    with apiserver_only([f"--token-auth-file={tokens}"]) as api:
+        yield api
+
+
+@pytest.mark.cluster
+def test_relative_token_file_and_plugin_authenticate_through_the_pinned_copy(
+    token_apiserver: Any, tmp_path: Path
+) -> None:
+    """Who the server says we are (SelfSubjectReview) proves the credential was found."""
+    home = tmp_path / "home"
+    (home / "secrets").mkdir(parents=True)
+    (home / "bin").mkdir()
+    (home / "ca.crt").write_bytes((token_apiserver.layout.pki / "ca.crt").read_bytes())
+    (home / "secrets" / "token").write_text("tok-carol\n")
+    answer = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+              "status": {"token": "tok-carol"}}  # fmt: skip
+    plugin = home / "bin" / "plugin"
+    plugin.write_text(f"#!{sys.executable}\nprint({json.dumps(answer)!r})\n")
+    plugin.chmod(0o755)
+    source = home / "config"
+    source.write_text(yaml.safe_dump(relative_kubeconfig(token_apiserver.server)))
+    for context in ("by-file", "by-plugin"):
+        copy = pinned_kubeconfig(source, context, tmp_path / f"pinned-{context}")
+        review = Kube(copy).create(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        )
+        assert review["status"]["userInfo"]["username"] == "carol", context
+        provider = ExistingCluster(kubeconfig=source, context=context, run_root=tmp_path / "runs")
+        with pytest.raises(KueueMissing):  # reached and read the cluster: Kueue is not there
+            provider.start()
 
 
 @pytest.mark.cluster

@@ -3,7 +3,8 @@
 It refuses to start, in one line, when Kueue is missing, its webhook does not answer or TAS
 is off (kueuecheck.py). It creates only KWOK nodes and objects labelled with its run id, and
 stop() deletes exactly those. The user's kubeconfig is read, never written: a chosen
-context is pinned in a copy inside the run directory.
+context is pinned in a copy inside the run directory, whose relative paths (token file, exec
+plugin, certificates) are made absolute against the user's kubeconfig's folder.
 """
 
 from __future__ import annotations
@@ -58,16 +59,38 @@ def pinned_kubeconfig(source: Path, context: str | None, dest: Path) -> Path:
         if context not in names:
             raise ClusterError(f"{source}: no context {context!r}; contexts: {', '.join(names)}")
         config["current-context"] = context
-    # Relative certificate paths in the source stay valid in the copy only if made absolute.
-    for section in ("clusters", "users"):
-        for entry in config.get(section) or []:
-            body = entry.get(section[:-1]) or {}
-            for key in ("certificate-authority", "client-certificate", "client-key"):
-                if key in body and not Path(body[key]).is_absolute():
-                    body[key] = str((source.parent / body[key]).resolve())
+    _absolute_paths(config, source.parent.resolve())
     dest.write_text(yaml.safe_dump(config))
     dest.chmod(0o600)
     return dest
+
+
+FILE_KEYS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+}
+"""The paths client-go resolves against the kubeconfig's own directory (clientcmd
+loader.go GetClusterFileReferences, GetAuthInfoFileReferences); so does an exec plugin's
+command that contains a path separator (one without is looked up on $PATH)."""
+
+
+def _absolute_paths(config: dict[str, Any], base: Path) -> None:
+    """Make the copy's relative paths absolute: in the run directory they would point
+    elsewhere (a token file, an exec plugin, a certificate next to the user's kubeconfig)."""
+    for section, keys in FILE_KEYS.items():
+        for entry in config.get(section) or []:
+            body = (entry.get(section[:-1]) or {}) if isinstance(entry, dict) else {}
+            for key in keys:
+                if isinstance(body.get(key), str) and body[key]:
+                    body[key] = _resolved(base, body[key])
+            plugin = body.get("exec") if section == "users" else None
+            command = plugin.get("command") if isinstance(plugin, dict) else None
+            if isinstance(plugin, dict) and isinstance(command, str) and os.sep in command:
+                plugin["command"] = _resolved(base, command)
+
+
+def _resolved(base: Path, path: str) -> str:
+    return path if Path(path).is_absolute() else str(base / path)
 
 
 class ExistingCluster(ProviderBase):
