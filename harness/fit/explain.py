@@ -1,7 +1,9 @@
-"""`--explain`: free capacity per domain at each level and why candidates were rejected
-(version 1); the flavors tried per pod set and the victims chosen (version 2).
+"""`--explain-domains`: free capacity per domain at each level and why candidates were
+rejected (version 1); the flavors tried per pod set and the victims chosen (version 2).
 
-Reads what the model just evaluated; it adds nothing to the decision itself.
+Reads what the model just evaluated; it adds nothing to the decision itself. `--explain`'s
+verdicts and what-if options are harness/whatif, which runs the model again on changed
+scenarios.
 """
 
 from __future__ import annotations

@@ -42,11 +42,17 @@ class Whys:
         shown: Mapping[str, str] | None = None,
     ) -> list[Whys]:
         """One Whys per state (after the submissions, after each step), each on the scenario
-        up to that step; an admitted workload is explained only where its outcome changed."""
+        up to that step; a workload is explained where its outcome changed, and a waiting one
+        again in the last state (the world around it changed since)."""
         out = []
         for index, state in enumerate(states):
             before = states[index - 1] if index else {}
-            names = [n for n, o in state.items() if not o.admitted or before.get(n) != o]
+            last = index == len(states) - 1
+            names = [
+                n
+                for n, o in state.items()
+                if before.get(n) != o or (last and not o.admitted and index)
+            ]
             upto = replace(scenario, steps=scenario.steps[:index])
             out.append(cls.of(upto, state, names, shown))
         return out
@@ -88,6 +94,17 @@ def lines_of(e: Explanation, shown: str, flavors: bool) -> list[str]:
             out.append("  " + best_text(v))
     if e.state == "pending" and e.message:
         out.append(f"  Kueue says: {e.message}")
+    elif e.state == "pending":
+        out.append(
+            "  Kueue has not evaluated it (no message): it waits behind a workload queued "
+            "ahead of it (StrictFIFO, or parked beside an identical one)."
+        )
+    alone = [v for v in e.verdicts if v.fits >= v.count]
+    if e.state == "pending" and len(e.verdicts) > 1 and len(alone) == len(e.verdicts):
+        out.append(
+            "  Each pod set fits alone, not all together: Kueue places them one after "
+            "another, each on what the earlier ones left."
+        )
     if e.quota_held_by:
         held = ", ".join(h.text() for h in e.quota_held_by[:5])
         out.append(f"  ClusterQueue {e.queue}'s quota is held by {held}.")
