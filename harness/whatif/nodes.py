@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from harness.outcome import Outcome
 from harness.scenario import Node, Scenario, Taint, Toleration
 from harness.whatif import variants
 from harness.whatif.ledger import FlavorLedger
 from harness.whatif.options import Option, pod_set_of
+from harness.whatif.variants import Seen
 from harness.whatif.verdict import Verdict
 
-Check = Callable[[Scenario], Outcome | None]
+Check = Callable[[Scenario], Seen | None]
 
 
 def refused_taints(ledger: FlavorLedger, v: Verdict) -> list[Taint]:
@@ -49,13 +49,13 @@ def tolerate_option(
     changed = variants.with_pod_set(
         base, name, v.pod_set.name, lambda p: replace(p, tolerations=p.tolerations + added)
     )
-    outcome = check(changed)
-    if outcome is None:
+    seen = check(changed)
+    if seen is None:
         return None
-    landed = _nodes_of(base, outcome.placement.get(v.pod_set.name, {}))
+    landed = _nodes_of(base, seen.outcome.placement.get(v.pod_set.name, {}))
     used = [t for t in taints if any(t in n.taints for n in landed)] or taints
     text = f"{pod_set_of(v, many)}its pods tolerated taint {', '.join(t.render() for t in used)}"
-    return Option("tolerate", text, v.pod_set.name, placement=outcome.placement)
+    return Option("tolerate", text, v.pod_set.name).seen(seen)
 
 
 def uncordon_option(
@@ -67,14 +67,14 @@ def uncordon_option(
     cordoned = sorted(n for n, (why, _) in ledger.dropped.items() if why.startswith("cordoned"))
     if not cordoned:
         return None
-    outcome = check(uncordoned(base, set(cordoned)))
-    if outcome is None:
+    seen = check(uncordoned(base, set(cordoned)))
+    if seen is None:
         return None
-    landed = {n.name for n in _nodes_of(base, outcome.placement.get(v.pod_set.name, {}))}
+    landed = {n.name for n in _nodes_of(base, seen.outcome.placement.get(v.pod_set.name, {}))}
     used = [n for n in cordoned if n in landed] or cordoned
     word = "node" if len(used) == 1 else "nodes"
     text = f"{word} {', '.join(used)} {'was' if len(used) == 1 else 'were'} uncordoned"
-    return Option("uncordon", text, v.pod_set.name, placement=outcome.placement)
+    return Option("uncordon", text, v.pod_set.name).seen(seen)
 
 
 def uncordoned(scenario: Scenario, names: set[str]) -> Scenario:

@@ -10,7 +10,7 @@ the changed scenario, with the placement it got there.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.outcome import Outcome
 from harness.scenario import Scenario, Workload
@@ -23,6 +23,7 @@ from harness.whatif.ledger import (
     pods_in_leaf,
     pods_per_domain,
 )
+from harness.whatif.variants import Seen
 from harness.whatif.verdict import Verdict, judge, level_word
 
 MAX_FREED = 8
@@ -39,9 +40,17 @@ class Option:
     flavor: str | None = None
     spans: tuple[str, ...] = ()
     placement: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    preempts: tuple[str, ...] = ()
+    """Workloads the model preempts to admit it this way."""
+    largest: bool = True
+    """A count option: False when the runs ran out before a larger count was ruled out."""
+
+    def seen(self, seen: Seen) -> Option:
+        """This option with where the model put the workload and whom it preempted."""
+        return replace(self, placement=seen.outcome.placement, preempts=seen.preempts)
 
 
-Check = Callable[[Scenario], Outcome | None]
+Check = Callable[[Scenario], Seen | None]
 
 
 def _holders_text(holders: tuple[Holder, ...]) -> str:
@@ -114,14 +123,14 @@ def free_option(
         found = _proposals(ledgers, v)
         if found:
             proposal += [h for h in found[0] if h not in proposal]
-    outcome = check(variants.without(base, proposal)) if proposal else None
+    seen = check(variants.without(base, proposal)) if proposal else None
     for holder in extra:
-        if outcome is not None or len(proposal) >= MAX_FREED:
+        if seen is not None or len(proposal) >= MAX_FREED:
             break
         if holder not in proposal:
             proposal.append(holder)
-            outcome = check(variants.without(base, proposal))
-    if outcome is None:
+            seen = check(variants.without(base, proposal))
+    if seen is None:
         return None
     for holder in reversed(list(proposal)):
         if len(proposal) == 1:
@@ -129,9 +138,9 @@ def free_option(
         fewer = [h for h in proposal if h != holder]
         smaller = check(variants.without(base, fewer))
         if smaller is not None:
-            proposal, outcome = fewer, smaller
+            proposal, seen = fewer, smaller
     chosen = tuple(proposal)
-    return Option("free", _holders_text(chosen), free=chosen, placement=outcome.placement)
+    return Option("free", _holders_text(chosen), free=chosen).seen(seen)
 
 
 def pod_set_of(v: Verdict, many: bool) -> str:
@@ -149,17 +158,17 @@ def relax_option(
 ) -> Option | None:
     if v.mode != "required":
         return None
-    outcome = check(variants.relaxed(base, name, v.pod_set.name))
-    if outcome is None:
+    seen = check(variants.relaxed(base, name, v.pod_set.name))
+    if seen is None:
         return None
-    spread = outcome.placement.get(v.pod_set.name, {})
-    flavor = outcome.flavors.get(v.pod_set.name) or v.flavor
+    spread = seen.outcome.placement.get(v.pod_set.name, {})
+    flavor = seen.outcome.flavors.get(v.pod_set.name) or v.flavor
     spans = spans_of(ledgers.get(flavor or ""), v.level, spread)
     word = level_word(v.level)
     text = f"{pod_set_of(v, many)}topology were preferred"
     if spans:
         text += f" (spans {word}s {', '.join(spans)})" if len(spans) > 1 else f" (one {word})"
-    return Option("relax", text, v.pod_set.name, spans=tuple(spans), placement=outcome.placement)
+    return Option("relax", text, v.pod_set.name, spans=tuple(spans)).seen(seen)
 
 
 def spans_of(
@@ -185,7 +194,7 @@ def count_option(base: Scenario, name: str, v: Verdict, check: Check, many: bool
     top = (v.count - 1) // step
     if top < 1:
         return None
-    seen: dict[int, Outcome | None] = {}
+    seen: dict[int, Seen | None] = {}
 
     def ok(k: int) -> bool:
         if k not in seen:
@@ -194,25 +203,29 @@ def count_option(base: Scenario, name: str, v: Verdict, check: Check, many: bool
 
     good, bad = 0, top + 1
     hint = min(max(v.fits // step, 1), top)
-    if ok(hint):
-        good = hint
-        if hint + 1 <= top and not ok(hint + 1):
-            bad = hint + 1
-    else:
-        bad = hint
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
+    try:
+        if ok(hint):
+            good = hint
+            if hint + 1 <= top and not ok(hint + 1):
+                bad = hint + 1
         else:
-            bad = mid
-    if good == 0:
+            bad = hint
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if ok(mid):
+                good = mid
+            else:
+                bad = mid
+    except variants.OutOfRuns:
+        pass  # the largest count checked so far stands, said to be a lower bound
+    found = seen.get(good)
+    if good == 0 or found is None:
         return None
-    outcome = seen[good]
-    assert outcome is not None
-    count = good * step
-    text = f"{pod_set_of(v, many)}count were {count} (not {v.count})"
-    return Option("count", text, v.pod_set.name, count=count, placement=outcome.placement)
+    count, largest = good * step, bad - good <= 1
+    more = "" if largest else "; larger not checked"
+    text = f"{pod_set_of(v, many)}count were {count} (not {v.count}{more})"
+    option = Option("count", text, v.pod_set.name, count=count, largest=largest)
+    return option.seen(found)
 
 
 def flavor_options(
@@ -220,7 +233,7 @@ def flavor_options(
     w: Workload,
     v: Verdict,
     ledgers: Mapping[str, FlavorLedger],
-    check: Callable[[Scenario], Outcome | None],
+    check: Check,
 ) -> list[Option]:
     """Another ResourceFlavor of the ClusterQueue's resource group tried first, or one it does
     not list (with the quota of the flavor it tried): only flavors whose free capacity, by the
@@ -244,16 +257,15 @@ def flavor_options(
         if alone.fits < v.count:
             continue
         changed = variants.with_flavor_first(base, cq.name, index, flavor, v.flavor)
-        outcome = check(changed)
-        if outcome is None or outcome.flavors.get(v.pod_set.name) != flavor:
+        seen = check(changed)
+        if seen is None or seen.outcome.flavors.get(v.pod_set.name) != flavor:
             continue
         text = (
             f"ClusterQueue {cq.name} tried flavor {flavor} first"
             if flavor in listed
             else f"ClusterQueue {cq.name} also offered flavor {flavor} (with {v.flavor}'s quota)"
         )
-        out.append(Option("flavor", text, v.pod_set.name, flavor=flavor,
-                          placement=outcome.placement))  # fmt: skip
+        out.append(Option("flavor", text, v.pod_set.name, flavor=flavor).seen(seen))
         if len(out) == 2:
             break
     return out

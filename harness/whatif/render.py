@@ -65,12 +65,16 @@ class Whys:
         out = {}
         for name, e in self.explanations.items():
             key = self.shown.get(name, name)
-            out[key] = to_json(e, key, self.flavors)
+            out[key] = to_json(e, key, self.flavors, self.shown)
         return out
 
 
-def lines_of(e: Explanation, shown: str, flavors: bool) -> list[str]:
-    """The explanation of one workload; `shown`: its name as the user knows it."""
+def lines_of(
+    e: Explanation, shown: str, flavors: bool, shown_names: Mapping[str, str] | None = None
+) -> list[str]:
+    """The explanation of one workload; `shown`: its name as the user knows it
+    (`shown_names`: every workload's)."""
+    shown_names = shown_names or {}
     who = f'workload "{shown}"'
     if e.state == "rejected":
         return [f"{who} is rejected by Kueue's webhook: {e.message}"]
@@ -111,7 +115,9 @@ def lines_of(e: Explanation, shown: str, flavors: bool) -> list[str]:
     head = "Would fit if" if e.state == "pending" else _one_domain(e)
     runs = f"{e.runs} fit-model run{'s' if e.runs != 1 else ''}"
     if e.options:
-        numbered = "; ".join(f"({i}) {o.text}" for i, o in enumerate(e.options, 1))
+        numbered = "; ".join(
+            f"({i}) {option_text(o, shown_names)}" for i, o in enumerate(e.options, 1)
+        )
         out.append(f"  {head}: {numbered}.")
         out.append(f"  (each option checked: {runs}, at most {e.limit})")
     else:
@@ -120,6 +126,15 @@ def lines_of(e: Explanation, shown: str, flavors: bool) -> list[str]:
             "preferred topology, fewer pods, another flavor)."
         )
     return out
+
+
+def option_text(o: Option, shown: Mapping[str, str]) -> str:
+    """The option in words, with the workloads the model preempts to admit it that way."""
+    if not o.preempts:
+        return o.text
+    names = ", ".join(f'"{shown.get(n, n)}"' for n in o.preempts[:3])
+    more = f" and {len(o.preempts) - 3} more" if len(o.preempts) > 3 else ""
+    return f"{o.text} (preempting {names}{more})"
 
 
 def _one_domain(e: Explanation) -> str:
@@ -132,19 +147,21 @@ def render_text(
     """All explanations; `flavors`: name the flavor in verdicts (several flavors exist)."""
     lines: list[str] = []
     for name, e in explanations.items():
-        lines += lines_of(e, shown.get(name, name), flavors)
+        lines += lines_of(e, shown.get(name, name), flavors, shown)
     return "\n".join(lines)
 
 
-def to_json(e: Explanation, shown: str, flavors: bool) -> dict[str, Any]:
+def to_json(
+    e: Explanation, shown: str, flavors: bool, shown_names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "state": e.state,
         "podSets": [_verdict_json(v) for v in e.verdicts],
-        "options": [_option_json(o) for o in e.options],
+        "options": [_option_json(o, shown_names or {}) for o in e.options],
         "quotaHeldBy": [h.shown or h.name for h in e.quota_held_by],
         "runs": e.runs,
         "maxRuns": e.limit,
-        "lines": lines_of(e, shown, flavors),
+        "lines": lines_of(e, shown, flavors, shown_names),
     }
 
 
@@ -183,17 +200,19 @@ def _short_json(s: Short) -> dict[str, Any]:
     }
 
 
-def _option_json(o: Option) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": o.kind, "text": o.text}
+def _option_json(o: Option, shown: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": o.kind, "text": option_text(o, shown)}
     if o.pod_set is not None:
         out["podSet"] = o.pod_set
     if o.free:
         out["free"] = [{"kind": h.kind, "name": h.shown or h.name} for h in o.free]
     if o.count is not None:
         out["count"] = o.count
+        out["largest"] = o.largest
     if o.flavor is not None:
         out["flavor"] = o.flavor
     if o.spans:
         out["spans"] = list(o.spans)
     out["placement"] = {ps: dict(sorted(d.items())) for ps, d in o.placement.items()}
+    out["preempts"] = [shown.get(n, n) for n in o.preempts]
     return out

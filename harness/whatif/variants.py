@@ -33,28 +33,51 @@ class OutOfRuns(Exception):
     """The explanation spent its fit-model runs; the options found so far stand."""
 
 
+@dataclass(frozen=True)
+class Seen:
+    """The workload admitted in a variant: its outcome, and the workloads the variant
+    preempted that the real state did not."""
+
+    outcome: Outcome
+    preempts: tuple[str, ...] = ()
+
+
 @dataclass
 class Budget:
+    """Fit-model runs an explanation may spend; `share` gives one option a smaller part of
+    them (every run counts against both)."""
+
     limit: int
     used: int = 0
+    preempted: frozenset[str] = frozenset()
+    """Workloads already preempted in the real state (not news in a variant)."""
+    parent: Budget | None = None
 
-    def run(self, scenario: Scenario, name: str) -> Outcome | None:
-        """The workload's outcome once the variant settled (after the last step), or None
-        when the model cannot answer the variant (a tie Kueue breaks at random, ...)."""
+    def share(self, limit: int) -> Budget:
+        return Budget(limit, 0, self.preempted, self)
+
+    def _spend(self) -> None:
         if self.used >= self.limit:
             raise OutOfRuns
+        if self.parent is not None:
+            self.parent._spend()
         self.used += 1
+
+    def admits(self, scenario: Scenario, name: str) -> Seen | None:
+        """What the variant does with the workload once settled (after the last step) when it
+        admits it; None when it does not, or the model cannot answer the variant (a tie
+        Kueue breaks at random, ...)."""
+        self._spend()
         try:
             result = fit(scenario)
         except HarnessError:
             return None
         final = result.steps[-1] if result.steps else result.outcomes
-        return final.get(name)
-
-    def admits(self, scenario: Scenario, name: str) -> Outcome | None:
-        """The outcome when the variant admits the workload, else None."""
-        outcome = self.run(scenario, name)
-        return outcome if outcome is not None and outcome.admitted else None
+        outcome = final.get(name)
+        if outcome is None or not outcome.admitted:
+            return None
+        news = {n for n, o in final.items() if o.preempted} - self.preempted - {name}
+        return Seen(outcome, tuple(sorted(news)))
 
 
 def quiet(scenario: Scenario) -> Scenario:

@@ -8,8 +8,9 @@ and RUNS_SPREAD per spread pod set, each on a changed copy of the scenario.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from harness.html.world import World, pod_sets, worlds
 from harness.outcome import Outcome
@@ -33,6 +34,11 @@ RUNS_PENDING = 16
 (1 per pod set), the largest count (~log2(count)), tolerating taints and uncordoning (1
 each), another flavor (up to 2). The options found when it runs out stand."""
 RUNS_SPREAD = 8
+FREE_RUNS = 6
+"""Of those, freeing may spend: its proposal, quota holders added one by one, pruning."""
+COUNT_RUNS = 6
+"""And the count search (about log2(count) runs; a count found when they run out is shown
+as a lower bound)."""
 
 
 @dataclass
@@ -91,7 +97,7 @@ def _pending(
     for p in w.pod_sets:
         mode, _ = mode_and_level(p)
         verdicts.append(judge(p, candidate_ledgers(base, w, p, ledgers), mode != "required"))
-    budget = variants.Budget(RUNS_PENDING)
+    budget = variants.Budget(RUNS_PENDING, preempted=_preempted(final))
     # Kueue's quota messages all say "quota" ("insufficient quota", "... unused quota").
     quota = quota_holders(base, w, final, shown) if "quota" in outcome.message else []
     options = all_options(base, w, ledgers, verdicts, budget, quota=quota)
@@ -136,7 +142,7 @@ def _spread(
             spread_sets.append(v)
     if not spread_sets or ledgers is None:
         return None
-    budget = variants.Budget(RUNS_SPREAD)
+    budget = variants.Budget(RUNS_SPREAD, preempted=_preempted(final))
     options: list[Option] = []
     for v in spread_sets:
         one = variants.required(base, w.name, v.pod_set.name)
@@ -157,26 +163,33 @@ def all_options(
     uncordon, flavor. `quota`: what holds its ClusterQueue's quota, freed after what holds
     its nodes (where Kueue's message says quota is short)."""
 
-    def check(changed: Scenario) -> Outcome | None:
-        return budget.admits(changed, w.name)
+    def check_with(share: variants.Budget) -> Callable[[Scenario], variants.Seen | None]:
+        return lambda changed: share.admits(changed, w.name)
 
+    check = check_with(budget)
     short = [v for v in verdicts if v.fits < v.count] or verdicts
     many = len(w.pod_sets) > 1
+    searches: list[Callable[[], Option | list[Option] | None]] = []
+    freeing = check_with(budget.share(FREE_RUNS))
+    searches.append(lambda: free_option(base, w.name, ledgers, short, freeing, quota))
+    for v in short:
+        if relax:
+            searches.append(partial(relax_option, base, w.name, v, ledgers, check, many))
+        counting = check_with(budget.share(COUNT_RUNS))
+        searches.append(partial(count_option, base, w.name, v, counting, many))
+    for v in short[:1]:
+        searches.append(partial(tolerate_option, base, w.name, v, ledgers, check, many))
+        searches.append(partial(uncordon_option, base, v, ledgers, check))
+        searches.append(partial(flavor_options, base, w, v, ledgers, check))
     found: list[Option] = []
-    try:
-        found += _some([free_option(base, w.name, ledgers, short, check, quota)])
-        for v in short:
-            if relax:
-                found += _some([relax_option(base, w.name, v, ledgers, check, many)])
-            found += _some([count_option(base, w.name, v, check, many)])
-        for v in short[:1]:
-            found += _some([tolerate_option(base, w.name, v, ledgers, check, many)])
-            found += _some([uncordon_option(base, v, ledgers, check)])
-            found += flavor_options(base, w, v, ledgers, check)
-    except variants.OutOfRuns:
-        pass  # the options found so far stand
+    for search in searches:
+        try:
+            result = search()
+        except variants.OutOfRuns:
+            continue  # this search's share (or the whole budget) is spent; what was found stands
+        found += result if isinstance(result, list) else [result] if result else []
     return found
 
 
-def _some(options: Iterable[Option | None]) -> list[Option]:
-    return [o for o in options if o is not None]
+def _preempted(final: Mapping[str, Outcome]) -> frozenset[str]:
+    return frozenset(n for n, o in final.items() if o.preempted)
