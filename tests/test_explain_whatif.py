@@ -192,6 +192,25 @@ def test_a_cordoned_node_is_offered_uncordoned_only_when_that_admits_it() -> Non
     assert outcome_of(data, "wl").admitted
 
 
+def test_an_option_that_needs_preemption_names_the_victims() -> None:
+    # A rack holds 2 nodes, the job wants 3 in one: no freeing helps. Preferred, it takes
+    # r1-n2 and r2-n2 and preempts low-a (priority 1 < 100) for r1-n1; 2 pods fit in r1 only
+    # by preempting low-a too.
+    e = explained("preempt.yaml", "train")
+    assert [(o.kind, o.preempts) for o in e.options] == [
+        ("relax", ("low-a",)), ("count", ("low-a",)),
+    ]  # fmt: skip
+    assert e.options[1].count == 2
+    data = data_of("preempt.yaml")
+    pod_set(data, "train")["topology"]["mode"] = "preferred"
+    after = fit(scenario_from_data(data, "edited.yaml")).outcomes
+    assert after["train"].admitted and after["low-a"].preempted
+    text = Whys.of(
+        load_scenario(DATA / "preempt.yaml"), fit(load_scenario(DATA / "preempt.yaml")).outcomes
+    ).text()
+    assert '(spans racks r1, r2) (preempting "low-a")' in text
+
+
 def test_nothing_is_offered_when_no_change_makes_it_fit() -> None:
     # A 16-GPU pod on 8-GPU nodes: no freeing, mode, count, toleration or flavor helps.
     scenario = load_scenario(SUITES / "required" / "required-host-pod-larger-than-node.yaml")
