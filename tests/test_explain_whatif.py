@@ -99,6 +99,17 @@ def test_freeing_the_named_workload_admits_the_job_and_nothing_less_does() -> No
     assert dict(freed[0].placement) == dict(after.placement)
 
 
+def test_two_owners_that_only_together_hold_a_node_are_freed_together() -> None:
+    e = explained("two-owners.yaml", "train")
+    (freed,) = [o for o in e.options if o.kind == "free"]
+    assert [h.name for h in freed.free] == ["team-a.pod-a.n1", "team-b.pod-b.n1"]
+    data = data_of("two-owners.yaml")
+    usage = data["usage"]
+    assert not outcome_of({**data, "usage": usage[:1]}, "train").admitted
+    assert not outcome_of({**data, "usage": usage[1:]}, "train").admitted
+    assert outcome_of({**data, "usage": []}, "train").admitted
+
+
 def test_relaxing_to_preferred_admits_it_over_the_racks_it_names() -> None:
     e = explained("rack-short.yaml", "train")
     (relax,) = [o for o in e.options if o.kind == "relax"]

@@ -20,6 +20,7 @@ from harness.whatif.ledger import (
     Holder,
     LeafHoldings,
     leaves_under,
+    per_pod,
     pods_in_leaf,
     pods_per_domain,
 )
@@ -75,8 +76,12 @@ def greedy_holders(ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...]) ->
     def have() -> int:
         return pods_per_domain(ledger, v.pod_set, depth, chosen, leaves).get(domain, 0)
 
+    wanted = [r for r in per_pod(v.pod_set) if r != "pods"]
     while have() < v.count and len(chosen) < MAX_FREED:
-        best, holder = 0, None
+        # Most pods gained; where none gains a pod alone (two owners' pods on one node), the
+        # one freeing most of what the pod set asks, so the next can complete the node.
+        best: tuple[int, int] = (0, 0)
+        holder = None
         for h in sorted(on, key=lambda h: (h.name, h.index)):
             if h in chosen:
                 continue
@@ -85,8 +90,9 @@ def greedy_holders(ledger: FlavorLedger, v: Verdict, domain: tuple[str, ...]) ->
                 pods_in_leaf(leaf, v.pod_set, ledger.flavor, gone)[0] - now[leaf.key]
                 for leaf in on[h]
             )
-            if gain > best:
-                best, holder = gain, h
+            units = sum(leaf.held[h].get(r, 0) for leaf in on[h] for r in wanted)
+            if (gain, units) > best:
+                best, holder = (gain, units), h
         if holder is None:
             return []
         chosen.append(holder)
