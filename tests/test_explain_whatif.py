@@ -238,6 +238,30 @@ def test_the_runs_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> Non
     assert [o.kind for o in cut.options] == ["free"]  # found by the one run it had
 
 
+def test_kueues_own_scheduler_admits_each_option_of_the_rack_example() -> None:
+    """The options are the fit model's; Kueue v0.19.2's scheduler in process (the sim) must
+    admit the job in each changed scenario too, and keep it pending in the real one."""
+    from harness.sim_backend import SimBackend
+
+    e = explained("rack-short.yaml", "train")
+    assert [o.kind for o in e.options] == ["free", "relax", "count"]
+    base = data_of("rack-short.yaml")
+    freed = {**base, "admitted": []}
+    relaxed, fewer = data_of("rack-short.yaml"), data_of("rack-short.yaml")
+    pod_set(relaxed, "train")["topology"]["mode"] = "preferred"
+    pod_set(fewer, "train")["count"] = e.options[2].count
+    backend = SimBackend()
+    try:
+        seen = [
+            backend.run(scenario_from_data(d, "edited.yaml")).outcomes["train"]
+            for d in (base, freed, relaxed, fewer)
+        ]
+    finally:
+        backend.close()
+    assert [o.admitted for o in seen] == [False, True, True, True]
+    assert [dict(o.placement) for o in seen[1:]] == [dict(o.placement) for o in e.options]
+
+
 # ---- the commands -----------------------------------------------------------------------------
 
 
