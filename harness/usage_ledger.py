@@ -8,7 +8,7 @@ negative free capacity. Every usage pod also takes one of the node's `pods`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
 from harness.keypath import KeyPath, yaml_text
@@ -16,7 +16,8 @@ from harness.quantity import format_kueue_units, kueue_units
 from harness.scenario import Node, Usage
 
 PODS = "pods"
-_ZERO, _ONE = Fraction(0), Fraction(1)
+Amount = Fraction | int
+"""An exact quantity; whole ones kept as int (see _whole)."""
 
 
 class UsageLedger:
@@ -24,8 +25,9 @@ class UsageLedger:
 
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.allocatable = {n.name: n.allocatable for n in nodes}
+        self.limits = {name: _whole_numbers(a) for name, a in self.allocatable.items()}
         self.entries: dict[str, list[Usage]] = {name: [] for name in self.allocatable}
-        self.totals: dict[str, dict[str, Fraction]] = {name: {} for name in self.allocatable}
+        self.totals: dict[str, dict[str, Amount]] = {name: {} for name in self.allocatable}
         """Per node, what its entries take (kept as they come: a 5,000-node snapshot has
         20,000 entries, and summing a node's entries again at every add was quadratic)."""
         self.deleted: set[str] = set()
@@ -56,31 +58,30 @@ class UsageLedger:
             at.fail(self._problem("what is placed", pods, resource))
         self._record(pods, sums)
 
-    def _record(self, usage: Usage, sums: dict[str, Fraction] | None = None) -> None:
+    def _record(self, usage: Usage, sums: dict[str, Amount] | None = None) -> None:
         self.entries[usage.node].append(usage)
         self.totals[usage.node].update(self._sums(usage) if sums is None else sums)
 
-    def _overcommitted(self, node: str, sums: dict[str, Fraction]) -> str | None:
-        allocatable = self.allocatable[node]
+    def _overcommitted(self, node: str, sums: dict[str, Amount]) -> str | None:
+        limits = self.limits[node]
         for resource, total in sums.items():
-            if total > allocatable.get(resource, _ZERO):
+            if total > limits.get(resource, 0):
                 return resource
         return None
 
-    def _sums(self, usage: Usage) -> dict[str, Fraction]:
+    def _sums(self, usage: Usage) -> dict[str, Amount]:
         """What the node's entries take with `usage` added, for the resources it requests
         (and `pods`, one a pod, whatever `requests` says), in that order."""
         taken = self.totals[usage.node]
         count = usage.count
-        out: dict[str, Fraction] = {}
+        out: dict[str, Amount] = {}
         for resource, per_pod in usage.requests.items():
-            if resource == PODS:
-                per_pod = _ONE
-            out[resource] = taken.get(resource, _ZERO) + (
-                per_pod if count == 1 else per_pod * count
+            amount = (
+                count if resource == PODS else _whole(per_pod if count == 1 else per_pod * count)
             )
+            out[resource] = taken.get(resource, 0) + amount
         if PODS not in out:
-            out[PODS] = taken.get(PODS, _ZERO) + count
+            out[PODS] = taken.get(PODS, 0) + count
         return out
 
     def _problem(self, what: str, usage: Usage, resource: str) -> str:
@@ -94,6 +95,7 @@ class UsageLedger:
 
     def add_node(self, node: Node) -> None:
         self.allocatable[node.name] = node.allocatable
+        self.limits[node.name] = _whole_numbers(node.allocatable)
         self.entries[node.name] = []
         self.totals[node.name] = {}
 
@@ -111,9 +113,19 @@ class UsageLedger:
                 for usage in kept:
                     self._record(usage)
 
-    def _taken(self, node: str) -> dict[str, Fraction]:
+    def _taken(self, node: str) -> dict[str, Amount]:
         return self.totals[node]
 
 
-def _text(resource: str, quantity: Fraction) -> str:
-    return format_kueue_units(resource, kueue_units(resource, quantity))
+def _whole(quantity: Fraction) -> Amount:
+    """Whole amounts as int: int arithmetic is ~20x faster than Fraction's, and nearly
+    every quantity a snapshot holds is whole (a 5,000-node one sums 60,000)."""
+    return quantity.numerator if quantity.denominator == 1 else quantity
+
+
+def _whole_numbers(quantities: Mapping[str, Fraction]) -> dict[str, Amount]:
+    return {resource: _whole(q) for resource, q in quantities.items()}
+
+
+def _text(resource: str, quantity: Amount) -> str:
+    return format_kueue_units(resource, kueue_units(resource, Fraction(quantity)))

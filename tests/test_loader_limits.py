@@ -181,3 +181,16 @@ def test_a_resource_map_read_before_is_still_checked_by_its_value_types() -> Non
     first = scenario_from_data(with_gpus(1)).nodes[0].allocatable
     first["pods"] = 0  # a caller changing its copy changes nothing for the next load
     assert scenario_from_data(with_gpus(1)).nodes[0].allocatable["pods"] == 10
+
+
+def test_fractional_and_whole_usage_add_up_exactly() -> None:
+    """The ledger keeps whole amounts as int and the rest as fractions: 8 cpu is filled by
+    7 + 3 x 333m + 1m exactly, and one more millicore is refused."""
+    parts = ["7", "333m", "333m", "333m", "1m"]
+    usage = [{"node": "n1", "requests": {"cpu": c}} for c in parts]
+    assert len(scenario_from_data(base(usage=usage)).usage) == 5
+    over = [*usage, {"node": "n1", "requests": {"cpu": "1m"}}]
+    assert refusal(base(usage=over)).endswith(
+        "usage[5].requests.cpu: the usage on node 'n1' adds up to 8001m cpu, more than its "
+        "allocatable 8"
+    )
