@@ -77,6 +77,26 @@ def test_the_verdict_names_the_best_rack_its_count_and_who_holds_the_missing_nod
     ]
 
 
+def test_a_rack_leaf_topology_speaks_of_racks_not_nodes() -> None:
+    # Racks are the leaves (nodes summed). b1-r2: 16 GPUs, 4 + 4 held by plain pods: 8 of
+    # 12 one-GPU pods, the number Kueue's message gives; freeing either entry makes 12.
+    file = SUITES / "non-hostname" / "non-hostname-total-nodes-counts-racks.yaml"
+    scenario = load_scenario(file)
+    (e,) = explain(scenario, fit(scenario).outcomes).values()
+    (v,) = e.verdicts
+    assert (v.domain, v.fits) == (("b1", "b1-r2"), 8) and "only 8 out of 12" in e.message
+    assert [(s.level, s.node, s.free) for s in v.short] == [("cloud.example.com/rack", "b1-r2", 8)]
+    assert (
+        "rack b1-r2 has 8 of 16 nvidia.com/gpu free"
+        in Whys.of(scenario, fit(scenario).outcomes).text()
+    )
+    (freed,) = [o for o in e.options if o.kind == "free"]
+    (gone,) = freed.free
+    data = yaml.safe_load(file.read_text())
+    data["usage"] = [u for i, u in enumerate(data["usage"]) if i != gone.index]
+    assert outcome_of(data, "train").admitted
+
+
 def test_a_quota_wait_says_the_nodes_have_room_and_who_holds_the_quota() -> None:
     e = explained("quota.yaml", "train")
     (v,) = e.verdicts

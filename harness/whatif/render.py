@@ -185,11 +185,12 @@ def _verdict_json(v: Verdict) -> dict[str, Any]:
 
 
 def _short_json(s: Short) -> dict[str, Any]:
+    where = {"node": s.node} if s.level is None else {"domain": s.node, "level": s.level}
     if s.why:
-        return {"node": s.node, "leftOut": s.why}
+        return {**where, "leftOut": s.why}
     r = s.resource
     return {
-        "node": s.node,
+        **where,
         "resource": r,
         "free": format_kueue_units(r, s.free),
         "capacity": format_kueue_units(r, s.capacity),

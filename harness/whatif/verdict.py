@@ -34,6 +34,13 @@ class Short:
     capacity: int
     holders: tuple[tuple[Holder, int], ...] = ()
     why: str = ""  # the node is left out entirely (not Ready, cordoned, a taint, ...)
+    level: str | None = None
+    """The lowest level when it is not the hostname: `node` is then that domain (its nodes'
+    capacity summed, as Kueue's TAS sums them)."""
+
+    @property
+    def where(self) -> str:
+        return f"{level_word(self.level)} {self.node}"
 
 
 @dataclass
@@ -118,7 +125,7 @@ def shortages(
         why = excluded(leaf, pod_set, ledger.flavor)
         empty, _ = count_in(wanted, leaf.capacity)
         if why is not None:
-            found.append((empty, Short(leaf.name, "", 0, 0, why=why)))
+            found.append((empty, Short(leaf.name, "", 0, 0, why=why)))  # hostname leaves only
             continue
         fits, resource = pods_in_leaf(leaf, pod_set, ledger.flavor)
         if fits >= empty or not resource:
@@ -131,7 +138,14 @@ def shortages(
         found.append(
             (
                 empty - fits,
-                Short(leaf.name, resource, free, leaf.capacity.get(resource, 0), tuple(holders)),
+                Short(
+                    leaf.values[-1],
+                    resource,
+                    free,
+                    leaf.capacity.get(resource, 0),
+                    tuple(holders),
+                    level=None if isinstance(leaf.key, str) else ledger.topology.levels[-1],
+                ),
             )
         )
     found.sort(key=lambda lost_short: (-lost_short[0], lost_short[1].node))
@@ -182,10 +196,10 @@ def need_text(v: Verdict, flavors: bool = False) -> str:
 
 def short_text(s: Short) -> str:
     if s.why:
-        return f"node {s.node} is left out: {s.why}"
+        return f"{s.where} is left out: {s.why}"
     r = s.resource
     text = (
-        f"node {s.node} has {format_kueue_units(r, s.free)} of "
+        f"{s.where} has {format_kueue_units(r, s.free)} of "
         f"{format_kueue_units(r, s.capacity)} {r} free"
     )
     if s.holders:
