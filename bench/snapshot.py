@@ -5,7 +5,10 @@ Kueue TAS jobs admitted.
 
 Prints numbers; asserts nothing. `python bench/snapshot.py [--sizes 1000,5000] [--repeat 3]`:
 per size, the seconds to read the cluster (per kind), to build and write the scenario, to
-load it back, and for `simulate` to predict one 64-pod job with the fit model.
+load it back, for `simulate` to predict one 64-pod job with the fit model, and for what
+`simulate --from SNAPSHOT.yaml` does end to end: parse the file, load it, predict.
+`--offline` skips the cluster: the same objects (nodes, bound pods, admitted TAS jobs) are
+made in memory, so the file-side phases are timed in seconds instead of minutes.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from big import LEVELS  # noqa: E402  (bench/ is on sys.path)
 from harness import progress  # noqa: E402
 from harness.kube import KUEUE_API, Kube, Obj, poll_until  # noqa: E402
 from harness.live import manifests, simulate  # noqa: E402
-from harness.live.cluster_read import read_cluster  # noqa: E402
+from harness.live.cluster_read import ClusterState, read_cluster  # noqa: E402
 from harness.live.snapshot import render, render_json, snapshot  # noqa: E402
 from harness.live.submissions import Cluster, submissions  # noqa: E402
 from harness.loader import scenario_from_data  # noqa: E402
@@ -203,11 +206,93 @@ class Phases:
         print(f"  {label:<24} {wall:6.2f} s wall, {cpu:6.2f} s cpu{extra}")
 
 
-def measure(kube: Kube, size: int, repeat: int, sim: bool) -> None:
+def offline_state(size: int) -> ClusterState:
+    """What read_cluster would return for the cluster main() grows to `size` nodes, made in
+    memory: Ready nodes, their bound pods, and JOBS admitted 8-pod jobs, one rack each."""
+    by_kind: dict[str, list[Obj]] = {}
+    for obj in kueue_objects():
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    node_list = nodes(0, size)
+    for node in node_list:
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    owners = [{"metadata": {"name": f"owner-{i}", "uid": f"uid-{i}"}} for i in range(OWNERS)]
+    pod_list = pods(0, size, owners)
+    for pod in pod_list:
+        pod["status"] = {"phase": "Running"}
+    return ClusterState(
+        server="https://offline",
+        context="offline",
+        topologies=by_kind["Topology"],
+        resource_flavors=by_kind["ResourceFlavor"],
+        cluster_queues=by_kind["ClusterQueue"],
+        local_queues=by_kind["LocalQueue"],
+        nodes=node_list,
+        pods=pod_list,
+        workloads=[admitted_workload(j) for j in range(JOBS)],
+    )
+
+
+def admitted_workload(j: int) -> Obj:
+    """Kueue's Workload for tas_job(f"job-{j}", 8, rack) admitted on rack r{j}."""
+    hosts = [f"node-{k:05d}" for k in range(j * 10, j * 10 + 8)]
+    job = tas_job(f"job-{j}", 8, LEVELS[2])
+    assignment = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": len(hosts),
+                "valuesPerLevel": [{"individual": {"roots": hosts}}],
+                "podCounts": {"individual": [1] * len(hosts)},
+            }
+        ],
+    }
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Workload",
+        "metadata": {
+            "name": f"job-job-{j}-x{j:04d}",
+            "namespace": NS,
+            "creationTimestamp": f"2026-01-01T00:00:{j:02d}Z",
+            "ownerReferences": [{"kind": "Job", "name": f"job-{j}", "controller": True}],
+        },
+        "spec": {
+            "queueName": "bench",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 8,
+                    "template": job["spec"]["template"],
+                    "topologyRequest": {"required": LEVELS[2]},
+                }
+            ],
+        },
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Admitted", "status": "True"},
+            ],
+            "admission": {
+                "clusterQueue": "bench",
+                "podSetAssignments": [
+                    {
+                        "name": "main",
+                        "count": 8,
+                        "flavors": {GPU: "bench"},
+                        "resourceUsage": {GPU: "8"},
+                        "topologyAssignment": assignment,
+                    }
+                ],
+            },
+        },
+    }
+
+
+def measure(kube: Kube | None, size: int, repeat: int, sim: bool) -> None:
+    """Time every phase `repeat` times; without `kube`, on offline_state(size)."""
     phase = Phases()
     for _ in range(repeat):
         with phase("read"):
-            state = read_cluster(kube)
+            state = read_cluster(kube) if kube is not None else offline_state(size)
         with phase("build"):
             snap = snapshot(state)
             text = render(snap)
@@ -222,6 +307,10 @@ def measure(kube: Kube, size: int, repeat: int, sim: bool) -> None:
         with phase("simulate"):
             subs = submissions(manifests.read(job), Cluster.of(snap.data), NS)
             outcome = simulate.predict(snap.data, subs, "fit", "snapshot")["probe"].outcome
+        with phase("file"):
+            data = parse_yaml(text, "snapshot.yaml")
+            subs = submissions(manifests.read(job), Cluster.of(data), NS)
+            simulate.predict(data, subs, "fit", "snapshot.yaml")
         if sim:
             with phase("sim"):
                 simulate.predict(snap.data, subs, "sim", "snapshot")
@@ -230,14 +319,18 @@ def measure(kube: Kube, size: int, repeat: int, sim: bool) -> None:
         f"{len(snap.data['usage'])} usage entries, {len(text) / 1e6:.1f} MB of YAML "
         f"(median of {repeat}):"
     )
-    kinds = ", ".join(f"{k} {v:.2f}" for k, v in state.seconds.items() if v >= 0.05)
-    phase.show("read", "read the cluster", f" (last, per kind: {kinds})")
+    if kube is not None:
+        kinds = ", ".join(f"{k} {v:.2f}" for k, v in state.seconds.items() if v >= 0.05)
+        phase.show("read", "read the cluster", f" (last, per kind: {kinds})")
     phase.show("build", "build + write YAML")
     phase.show("load", "load it (from data)")
     phase.show("yaml", "parse the file as YAML")
     phase.show("json", "parse the file as JSON")
     verdict = "admitted" if outcome.admitted else "pending"
     phase.show("simulate", "simulate (fit engine)", f" (64 pods, required block: {verdict})")
+    phase.show(
+        "file", "load + simulate (fit)", " (simulate --from the YAML file: parse, load, fit)"
+    )
     if sim:
         phase.show("sim", "simulate (sim engine)", " (a kueue-sim process per call)")
 
@@ -248,8 +341,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,5000", help="node counts, ascending")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per size (median)")
     parser.add_argument("--sim", action="store_true", help="also time simulate --engine sim")
+    parser.add_argument(
+        "--offline", action="store_true", help="no cluster: the same objects made in memory"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.offline:
+        for size in sizes:
+            measure(None, size, args.repeat, args.sim)
+        return
     cluster = LocalCluster()
     try:
         kube = Kube(cluster.start().kubeconfig)
