@@ -19,20 +19,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="I/N",
         help="run only shard I of N (1-based): a deterministic split of the selection, each "
-        "set of Kueue feature gates and each Python test module kept in one shard",
+        "set of Kueue feature gates and each Python test module kept in one shard "
+        "(default: all of it)",
     )
     group.addoption(
         "--shard-durations",
         default=None,
         metavar="FILE",
         help="balance --shard by these recorded durations (JSON: test id -> seconds, as "
-        "--store-durations writes it); default: every item weighs the same",
+        "--store-durations writes it) (default: every item weighs the same)",
     )
     group.addoption(
         "--store-durations",
         default=None,
         metavar="FILE",
-        help="write each test's duration (setup + call + teardown, seconds) to FILE as JSON",
+        help="write each test's duration (setup + call + teardown, seconds) to FILE as JSON "
+        "(default: none written)",
     )
 
 
