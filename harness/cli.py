@@ -55,7 +55,8 @@ def _oracle(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file)
     explainer = Explainer() if args.explain_domains else None
     result = fit(scenario, trace=explainer.trace if explainer else None)
-    whys = Whys.per_state(scenario, [result.outcomes, *result.steps]) if args.explain else []
+    seen = [result.outcomes, *result.steps]
+    whys = Whys.per_state(scenario, seen, reports=result.faults) if args.explain else []
     if args.format == "html":
         from harness.html import oracle_page
 
@@ -135,7 +136,9 @@ def add_explain_options(parser: argparse.ArgumentParser) -> None:
         "the capacity it lacks, then what would make it fit (free these pods or workloads, "
         "required->preferred, a smaller count, another flavor), each checked by running the "
         "fit model again (at most 16 runs a workload); admitted pod sets that missed a "
-        "preferred domain say so. Text: after the outcomes (stderr with html); json: under "
+        "preferred domain say so; after a fault step, per workload: which node failed and why, "
+        "the replacement and the domain it was confined to, or why none was found. Text: "
+        "after the outcomes (stderr with html); json: under "
         '"explain" in the workload\'s entry of each state where it waits',
     )
     parser.add_argument(

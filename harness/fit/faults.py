@@ -15,6 +15,13 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from harness.fit.binding import Binder
+from harness.fit.faultnotes import (
+    NodeHealth,
+    Note,
+    pods_running,
+    taint_words,
+)
+from harness.fit.faultwhy import WAITS, no_replacement_note, replaced_note
 from harness.fit.kubescheduler import Pod
 from harness.fit.replacement import ReplacementFailed, find_replacement
 from harness.fit.resources import ResourceVector, add_into, from_quantities
@@ -91,10 +98,20 @@ class World(Protocol):
 
 @dataclass
 class StepReport:
-    """What one step did to each workload: nodes replaced, evictions."""
+    """What one step did to each workload: nodes replaced, evictions, and why (`notes`, in
+    the order decided; `acted`: the nodes the step touched, whose verdicts are told even
+    when nothing failed)."""
 
     replaced: dict[str, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
     evicted: dict[str, Eviction] = field(default_factory=dict)
+    notes: dict[str, list[Note]] = field(default_factory=dict)
+    acted: set[str] = field(default_factory=set)
+
+    def note(self, workload: str, note: Note) -> None:
+        """Record once: the rules run again each round until nothing changes."""
+        notes = self.notes.setdefault(workload, [])
+        if note not in notes:
+            notes.append(note)
 
 
 @dataclass
@@ -111,6 +128,10 @@ class Faults:
     def apply(self, world: World, step: Step) -> bool:
         """Apply a fault step; False if `step` is not one."""
         target, action = step.target, step.action
+        if isinstance(target, str):
+            self.report.acted.add(target)
+        elif isinstance(target, (TaintChange, PodFault)) and target.node is not None:
+            self.report.acted.add(target.node)
         if action in ("node-not-ready", "node-ready"):
             node = world.nodes[str(target)]
             world.nodes[node.name] = replace(node, ready=action == "node-ready")
@@ -141,6 +162,7 @@ class Faults:
 
     def node_deleted(self, world: World, name: str) -> None:
         """Pod GC deletes the pods of a node that is gone; their Jobs recreate them."""
+        self.report.acted.add(name)
         for b in list(world.binder.bound):
             if b.node == name:
                 self.touched.add(b.workload)
@@ -163,6 +185,7 @@ class Faults:
         pods = [b for b in world.binder.pods_of(w.name, fault.node) if not b.terminating]
         pods.sort(key=lambda b: order.get(b.pod_set, 0))
         for b in pods[: fault.count if fault.count is not None else len(pods)]:
+            self.report.acted.add(b.node)
             if terminate:
                 b.terminating = True
             else:
@@ -178,6 +201,7 @@ class Faults:
         replacement pod is created, released and bound, so it judges the pods left."""
         changed = False
         if not (world.scenario.topology.lowest_is_hostname and self.gates.replacement):
+            self._not_watched(world)
             self._rebind(world)
             return False
         for name in list(world.admitted):
@@ -198,48 +222,108 @@ class Faults:
                 )
         self.touched.clear()
 
+    def _not_watched(self, world: World) -> None:
+        """Why Kueue does nothing for the workloads a step touched."""
+        why = (
+            "TASFailedNodeReplacement is off, so Kueue's node controller ignores node "
+            "failures and keeps the assignment"
+            if not self.gates.replacement
+            else "the topology's lowest level is not kubernetes.io/hostname, so the assignment "
+            "names no node and Kueue never sees a node fail (it keeps the assignment)"
+        )
+        for name in sorted(self.touched):
+            if name in world.admitted:
+                self.report.note(name, Note("not-watched", why))
+
     def _node_controller(self, world: World, name: str) -> bool:
         """Per node of the assignment: failed for this workload, or healthy again."""
         held, listed = world.admitted[name], self.unhealthy.setdefault(name, [])
         changed = False
         for node in _assigned_nodes(held):
-            failed = self.failed_for(world, name, node)
+            health = self.health(world, name, node)
+            failed = health.failed
             if failed and node not in listed:
                 if listed:
                     nodes = ", ".join([*listed, node])
+                    self._note_multiple(world, name, node, health, listed)
                     self.evict(world, name, MULTIPLE_FAILURES.format(nodes))
                     return True
+                self.report.note(name, Note("failed", health.why, node))
                 listed.append(node)
                 self.touched.add(name)
                 changed = True
             elif not failed and node in listed:
+                why = health.why or "Ready without a NoSchedule or NoExecute taint"
+                self.report.note(name, Note("recovered", f"healthy again ({why})", node))
                 listed.remove(node)
                 self.touched.add(name)
                 changed = True
+            elif not failed and node in self.report.acted:
+                why = health.why or "Ready without a NoSchedule or NoExecute taint"
+                self.report.note(name, Note("kept", f"not failed: {why}", node))
         return changed
+
+    def _note_multiple(
+        self, world: World, name: str, node: str, health: NodeHealth, listed: list[str]
+    ) -> None:
+        first = ", ".join(listed)
+        self.report.note(name, Note("failed", health.why, node))
+        self.report.note(
+            name,
+            Note(
+                "multiple-failures",
+                f"a second node, {node}, failed before {first} was replaced: Kueue evicts on "
+                "multiple node failures without looking for a replacement",
+                node,
+                detail={"unhealthyNodes": [*listed, node]},
+            ),
+        )
 
     def failed_for(self, world: World, name: str, node_name: str) -> bool:
         """getWorkloadStatus: has this node failed for this workload?"""
+        return self.health(world, name, node_name).failed
+
+    def health(self, world: World, name: str, node_name: str) -> NodeHealth:
+        """failed_for, with why in words."""
         node = world.nodes.get(node_name)
         if node is None:
-            return True
+            return NodeHealth(True, "the node was deleted")
         g = self.gates
-        progressing = any(not b.terminating for b in world.binder.pods_of(name, node_name))
+        running = sum(b.count for b in world.binder.pods_of(name, node_name) if not b.terminating)
         if not node.ready:
             if g.over_fixed_time or not g.on_pod_termination:
-                return True  # the step dates NotReady NodeFailureDelay (30 s) back
-            return not progressing
+                # the step dates NotReady NodeFailureDelay (30 s) back
+                gate = "TASReplaceNodeDueToNotReadyOverFixedTime is on"
+                if not g.on_pod_termination:
+                    gate = "TASReplaceNodeOnPodTermination is off"
+                return NodeHealth(True, f"NotReady for 30 s ({gate}: its pods do not matter)")
+            if running:
+                return NodeHealth(False, f"NotReady, but {pods_running(running)}, so it is kept")
+            return NodeHealth(True, "NotReady and none of its pods still runs there")
         taints = [t for t in node.taints if t.effect in SCHEDULING_EFFECTS]
-        if not g.on_taints or not taints:
-            return False
+        if not taints:
+            return NodeHealth(False, "")
+        if not g.on_taints:
+            return NodeHealth(
+                False, f"{taint_words(taints)} ignored: TASReplaceNodeOnNodeTaints is off"
+            )
         tolerations = _tolerations_on(world, name, node_name)
         untolerated = [t for t in taints if not all(_tolerates(ts, t) for ts in tolerations)]
         if untolerated:
-            return not g.on_pod_termination or not progressing
+            what = f"untolerated {taint_words(untolerated)}"
+            if not g.on_pod_termination:
+                return NodeHealth(True, f"{what} (TASReplaceNodeOnPodTermination is off)")
+            if running:
+                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
+            return NodeHealth(True, f"{what} and none of its pods still runs there")
         permanent = [tuple(t for t in ts if t.toleration_seconds is None) for ts in tolerations]
-        if any(not all(_tolerates(ts, t) for ts in permanent) for t in taints):
-            return not progressing
-        return False
+        timed = [t for t in taints if not all(_tolerates(ts, t) for ts in permanent)]
+        if timed:
+            what = f"{taint_words(timed)} tolerated only for tolerationSeconds"
+            if running:
+                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
+            return NodeHealth(True, f"{what} and none of its pods still runs there")
+        return NodeHealth(False, f"{taint_words(taints)} tolerated by its pod sets")
 
     def _second_pass(self, world: World, name: str) -> bool:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
@@ -262,11 +346,15 @@ class Faults:
                 found = find_replacement(
                     tree, ps, current, failed, flavor.tolerations, assumed, algo
                 )
-            except ReplacementFailed:
+            except ReplacementFailed as why:
+                note = no_replacement_note(world.nodes, _holders(world), tree, ps, failed, why)
+                self.report.note(name, note)
                 if self.gates.fail_fast:
                     self.evict(world, name, NO_REPLACEMENT.format(",".join(self.unhealthy[name])))
                     return True
+                self.report.note(name, Note("waits", WAITS, failed, ps.name))
                 return False
+            self.report.note(name, replaced_note(tree, ps, failed, found))
             per_pod = _with_pod(from_quantities(ps.requests))
             for key, n in found.added.items():
                 add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
@@ -297,6 +385,17 @@ class Faults:
                 per = out.setdefault(b.pod_set, {})
                 per[b.node] = per.get(b.node, 0) + b.count
         return out
+
+
+def _holders(world: World) -> dict[LeafKey, list[str]]:
+    """Who holds each node: admitted workloads, then usage."""
+    out: dict[LeafKey, list[str]] = {}
+    for name, held in world.admitted.items():
+        for key in held.tas:
+            out.setdefault(key, []).append(name)
+    for u in world.usage:
+        out.setdefault(u.node, []).append(u.name or f"usage on {u.node}")
+    return out
 
 
 def _assigned_nodes(held: Held) -> Iterator[str]:

@@ -75,10 +75,12 @@ class _State:
 
 @dataclass
 class FitResult:
-    """Outcomes after the initial submissions, and after each step."""
+    """Outcomes after the initial submissions, and after each step; `faults`: what each
+    step's fault rules decided and why (version 1; `--explain`)."""
 
     outcomes: dict[str, Outcome]
     steps: list[dict[str, Outcome]]
+    faults: list[StepReport] = field(default_factory=list)
 
 
 def check_supported(scenario: Scenario) -> None:
@@ -112,12 +114,13 @@ def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     for workload in scenario.workloads:
         state.outcomes[workload.name] = _attempt(state, workload, trace)
     initial = dict(state.outcomes)
-    after_steps = []
+    after_steps, reports = [], []
     for step in scenario.steps:
         state.faults.report = StepReport()
         _apply(state, step, trace)
         after_steps.append(_after_step(state))
-    return FitResult(outcomes=initial, steps=after_steps)
+        reports.append(state.faults.report)
+    return FitResult(outcomes=initial, steps=after_steps, faults=reports)
 
 
 def _after_step(state: _State) -> dict[str, Outcome]:

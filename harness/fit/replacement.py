@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from harness.fit.faultnotes import Search, label
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.request import PlacementRequest, placement_request
 from harness.fit.resources import ResourceVector
@@ -20,7 +21,15 @@ from harness.scenario import PodSet, Toleration
 
 
 class ReplacementFailed(Exception):
-    """Kueue's reason why the second pass found no replacement."""
+    """Kueue's reason why the second pass found no replacement; `stale`: the remaining node
+    that made the assignment stale, `search`: where it looked (--explain)."""
+
+    def __init__(
+        self, message: str, search: Search | None = None, stale: LeafKey | None = None
+    ) -> None:
+        super().__init__(message)
+        self.search = search
+        self.stale = stale
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class Replacement:
 
     assignment: dict[LeafKey, int]
     added: dict[LeafKey, int]
+    search: Search
 
 
 def find_replacement(
@@ -50,10 +60,12 @@ def find_replacement(
         if key not in tree.leaves:  # IsTopologyAssignmentStale: deleted, NotReady, cordoned
             raise ReplacementFailed(
                 "Cannot replace the node, because the existing topologyAssignment is "
-                f"invalid, as it contains the stale domain {key}"
+                f"invalid, as it contains the stale domain {key}",
+                stale=key,
             )
     request = placement_request(tree.topology, [replace(pod_set, count=lost)])
-    within = _required_domain(tree, request, remaining, ordered, lost)
+    within, why = _required_domain(tree, request, remaining, ordered, lost)
+    search = Search(lost, within, why, algo.best_fit)
     if within is not None and request.slice_size > 1 and lost % request.slice_size != 0:
         # One slice layer: no layer size divides the lost pods, so they are placed one by
         # one (effective slice size 1, no slice topology).
@@ -62,16 +74,16 @@ def find_replacement(
     try:
         result = place(tree, request, flavor_tolerations, assumed, algo, False, within=within)
     except PlacementFailed as failed:
-        raise ReplacementFailed(str(failed)) from failed
+        raise ReplacementFailed(str(failed), search) from failed
     added = result.per_pod_set.get(pod_set.name, {})
     if not added:
         raise ReplacementFailed(
-            f"cannot find replacement assignment for unhealthy node: {failed_node}"
+            f"cannot find replacement assignment for unhealthy node: {failed_node}", search
         )
     merged = dict(remaining)
     for key, n in added.items():
         merged[key] = merged.get(key, 0) + n
-    return Replacement(merged, dict(added))
+    return Replacement(merged, dict(added), search)
 
 
 def _values(tree: Tree, key: LeafKey) -> tuple[str, ...]:
@@ -87,12 +99,12 @@ def _required_domain(
     remaining: Mapping[LeafKey, int],
     ordered: list[LeafKey],
     lost: int,
-) -> tuple[str, ...] | None:
+) -> tuple[tuple[str, ...] | None, str]:
     """requiredReplacementDomain: the slice-level domain the loss left incomplete, else the
     required-level domain of the first remaining node; None (the whole topology) for
-    preferred, unconstrained, or no node left."""
+    preferred, unconstrained, or no node left. With it, why in words."""
     if not ordered:
-        return None
+        return None, "no node of the pod set is left"
     if request.slice_size > 1 and lost % request.slice_size != 0:
         depth = request.slice_level_index + 1
         per_domain: dict[tuple[str, ...], int] = {}
@@ -103,8 +115,14 @@ def _required_domain(
         # random. The first in level-value order stands for it.
         for prefix, count in per_domain.items():
             if (count + lost) % request.slice_size == 0:
-                return prefix
-        return None
+                return (
+                    prefix,
+                    f"the slice the loss left incomplete, slice size {request.slice_size}",
+                )
+        return None, "no slice domain is missing exactly the lost pods"
     if not request.required:
-        return None
-    return tree.leaves[ordered[0]].domain.values[: request.level_index + 1]
+        mode = "preferred" if not request.unconstrained else "unconstrained"
+        return None, f"its topology is {mode}"
+    first = label(ordered[0])
+    within = tree.leaves[ordered[0]].domain.values[: request.level_index + 1]
+    return within, f"the required level's domain of its first remaining node, {first}"

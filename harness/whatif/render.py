@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.fit.faults import StepReport
 from harness.outcome import Outcome
 from harness.quantity import format_kueue_units
 from harness.scenario import Scenario
+from harness.whatif.faults import FaultStory, stories
 from harness.whatif.ledger import per_pod
 from harness.whatif.options import Option
 from harness.whatif.verdict import Short, Verdict, best_text, level_word, need_text
@@ -22,6 +24,8 @@ class Whys:
     explanations: dict[str, Explanation]
     shown: Mapping[str, str] = field(default_factory=dict)
     flavors: bool = False
+    faults: dict[str, FaultStory] = field(default_factory=dict)
+    """What a fault step's rules decided per workload, and why (version 1)."""
 
     @classmethod
     def of(
@@ -40,10 +44,12 @@ class Whys:
         scenario: Scenario,
         states: Sequence[Mapping[str, Outcome]],
         shown: Mapping[str, str] | None = None,
+        reports: Sequence[StepReport] = (),
     ) -> list[Whys]:
         """One Whys per state (after the submissions, after each step), each on the scenario
         up to that step; a workload is explained where its outcome changed, and a waiting one
-        again in the last state (the world around it changed since)."""
+        again in the last state (the world around it changed since). `reports`: the fit
+        model's fault decisions per step, told for each workload they concern."""
         out = []
         for index, state in enumerate(states):
             before = states[index - 1] if index else {}
@@ -54,18 +60,30 @@ class Whys:
                 if before.get(n) != o or (last and not o.admitted and index)
             ]
             upto = replace(scenario, steps=scenario.steps[:index])
-            out.append(cls.of(upto, state, names, shown))
+            whys = cls.of(upto, state, names, shown)
+            report = reports[index - 1] if 0 < index <= len(reports) else None
+            whys.faults = stories(report, state)
+            out.append(whys)
         return out
 
     def text(self) -> str:
-        return render_text(self.explanations, self.shown, self.flavors)
+        lines = [
+            line
+            for name, story in self.faults.items()
+            for line in story.lines(self.shown.get(name, name))
+        ]
+        explained = render_text(self.explanations, self.shown, self.flavors)
+        return "\n".join([*lines, explained] if explained else lines)
 
     def json(self) -> dict[str, dict[str, Any]]:
-        """Shown name -> the `"explain"` object."""
-        out = {}
+        """Shown name -> the `"explain"` object; after a fault step, `"faults"` in it."""
+        out: dict[str, dict[str, Any]] = {}
         for name, e in self.explanations.items():
             key = self.shown.get(name, name)
             out[key] = to_json(e, key, self.flavors, self.shown)
+        for name, story in self.faults.items():
+            key = self.shown.get(name, name)
+            out.setdefault(key, {})["faults"] = story.json(key)
         return out
 
 
