@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from harness import load_admitted, load_faults, load_world, node_groups, shorthand
 from harness.errors import ScenarioError
+from harness.gcpause import without_gc_pauses
 from harness.k8s_rules import (
     container_resource_problem,
     hugepages_problem,
@@ -152,6 +153,7 @@ TOP_KEYS = (
 )
 
 
+@without_gc_pauses
 def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML/JSON data against the contract."""
     root = _At(file, "", _without_scratch(data))

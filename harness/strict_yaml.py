@@ -17,6 +17,7 @@ import yaml
 
 from harness import json_items
 from harness.errors import ScenarioError
+from harness.gcpause import without_gc_pauses
 from harness.keypath import kind
 
 MAX_DEPTH = 100
@@ -144,6 +145,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+@without_gc_pauses
 def parse_yaml(text: str, file: str) -> Any:
     """Parse YAML text; a syntax error or a refusal becomes one line with the position.
     Long runs of one-line JSON items are read with `json` (harness/json_items.py) when the
