@@ -1,4 +1,5 @@
-"""Benchmark of the fit model: one 256-pod workload on 1,000 and 10,000 nodes, and a suite.
+"""Benchmark of the fit model: one 256-pod workload on 1,000, 5,000 and 10,000 nodes, and a
+suite.
 
 Prints numbers; asserts nothing. Run with `make bench` or `python bench/oracle.py`.
 """
@@ -32,7 +33,7 @@ def timed(func, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     print("fit model (oracle) benchmark")
-    for nodes in (1_000, 10_000):
+    for nodes in (1_000, 5_000, 10_000):  # linear in nodes: ~5x and ~10x the first
         for mode, level in (
             ("required", LEVELS[1]),
             ("preferred", LEVELS[2]),
