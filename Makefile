@@ -6,6 +6,9 @@ CLUSTER ?= local
 RUN_DIR ?= run
 TOOLS ?=
 PYTEST_ARGS ?=
+# Kueue version of the embedded cluster for e2e (v0.17.1, v0.18.2, v0.19.2; empty: each
+# scenario's kueue:, else v0.19.2). `make binaries` builds v0.19.2 only; e2e builds this one.
+KUEUE_VERSION ?=
 
 .PHONY: all venv binaries test unit e2e examples e2e-twice bench lint fmt typecheck tools clean
 
@@ -38,11 +41,14 @@ test: binaries tools
 unit: venv
 	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
 
-## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim)
+## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim;
+## KUEUE_VERSION=v0.18.2 runs the embedded cluster's Kueue at that version, built first)
 e2e: binaries
 	mkdir -p $(RUN_DIR)
+	$(if $(KUEUE_VERSION),$(PY) -m harness.toolchain build --kueue-version $(KUEUE_VERSION))
 	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml \
-		--kth-report=$(RUN_DIR)/report.html $(PYTEST_ARGS)
+		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
+		$(PYTEST_ARGS)
 
 ## examples: the example Python tests (examples/, docs/python-tests.md) on CLUSTER=local|kind|existing
 examples: binaries

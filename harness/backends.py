@@ -8,6 +8,7 @@ same Outcome form the fit model predicts. `sim` runs Kueue's scheduler in proces
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,14 @@ def add_backend_options(
         "(default: none, Kueue v0.19.2's defaults plus each scenario's featureGates)",
     )
     add(
+        "--kueue-version",
+        default=None,
+        help="the Kueue version the embedded cluster (--cluster=local) runs: v0.17.1, v0.18.2 "
+        "or v0.19.2 (build it first: python -m harness.toolchain build --kueue-version V); "
+        "it overrides each scenario's kueue: (default: the scenario's kueue: when it names one "
+        "of these, else v0.19.2)",
+    )
+    add(
         "--kubeconfig",
         default=None,
         help="kubeconfig of the cluster for --cluster=existing (default: none)",
@@ -102,7 +111,47 @@ def backend_options(get: Callable[[str], Any]) -> dict[str, Any]:
         "keep": get("keep_cluster"),
         "feature_gates": get("feature_gates"),
         "kubeconfig": get("kubeconfig"),
+        "kueue_version": get("kueue_version"),
     }
+
+
+def kueue_versions(backend: str) -> tuple[str, ...]:
+    """The Kueue versions the backend's clusters start: its provider's `kueue_versions`; a
+    backend without one (the sim, kind, existing) runs the pinned v0.19.2."""
+    from harness.providers.base import ClusterError, provider_class
+    from harness.toolchain import PINS
+
+    try:
+        versions: tuple[str, ...] = getattr(provider_class(backend), "kueue_versions", ())
+    except ClusterError:  # no provider behind it (the sim)
+        versions = ()
+    return versions or (PINS.kueue,)
+
+
+def kueue_version_for(backend: str, scenario_version: str | None) -> str | None:
+    """The version a scenario runs on without --kueue-version: its `kueue:` when the backend
+    starts that version, else None (the default)."""
+    if scenario_version is not None and scenario_version in kueue_versions(backend):
+        return scenario_version
+    return None
+
+
+def select_kueue_version(backend: str, version: str | None) -> None:
+    """Make `version` the Kueue the backend's clusters start ($KTH_KUEUE_VERSION, which the
+    local provider reads); None leaves the choice as it is. Refuses, in one line, a version
+    the toolchain does not pin or the backend cannot start."""
+    if version is None:
+        return
+    from harness.toolchain import KUEUE_VERSION_ENV, pins_for
+
+    pins_for(version)  # KueueVersionError names the supported versions
+    versions = kueue_versions(backend)
+    if version not in versions:
+        raise BackendError(
+            f"--kueue-version {version}: --cluster={backend} runs Kueue "
+            f"{', '.join(versions)} only; the embedded cluster (--cluster=local) runs more"
+        )
+    os.environ[KUEUE_VERSION_ENV] = version
 
 
 def create_backend(name: str, **options: Any) -> Backend:
@@ -113,5 +162,6 @@ def create_backend(name: str, **options: Any) -> Backend:
         cls = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise BackendError(f"backend {name!r} is not available: {err}") from None
+    select_kueue_version(name, options.get("kueue_version"))
     backend: Backend = cls(name=name, **options)
     return backend

@@ -6,11 +6,19 @@ with the package installed. No cluster starts unless `--cluster` asks for one.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from harness.backends import add_backend_options, backend_options, create_backend
+from harness.backends import (
+    BackendError,
+    add_backend_options,
+    backend_options,
+    create_backend,
+    kueue_version_for,
+    select_kueue_version,
+)
 from harness.collect import (
     BACKEND_KEY,
     NotAScenario,
@@ -22,6 +30,11 @@ from harness.discover import SUFFIXES, why_not_a_scenario
 from harness.html.pytest_report import DEFAULT_PATH as DEFAULT_REPORT
 from harness.html.pytest_report import HtmlReport
 from harness.kueue_gates import GateError, parse_gates
+from harness.toolchain import KueueVersionError, selected_pins
+
+# The Kueue version the session's backend runs, and the one a scenario without its own runs on.
+RUNNING_VERSION_KEY = pytest.StashKey[str]()
+DEFAULT_VERSION_KEY = pytest.StashKey[str]()
 
 # The fixtures for tests written in Python (kueue_cluster, tas_shape, fit_model), and --shard.
 pytest_plugins = ["harness.fixtures.plugin", "harness.pytest_shards"]
@@ -65,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except GateError as err:
         # Once, here: later it would be a setup error with a traceback on every cluster test.
         raise pytest.UsageError(str(err)) from None
+    _configure_kueue_version(config)
     if config.getoption("--cluster") == "kind":
         from harness.providers.kind import prereqs
 
@@ -77,6 +91,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             HtmlReport(path, config.getoption("--cluster")), "kth-html-report"
         )
+
+
+def _configure_kueue_version(config: pytest.Config) -> None:
+    """Check --kueue-version once, and remember the version scenarios without their own run on
+    (before anything sets $KTH_KUEUE_VERSION for a backend)."""
+    version = config.getoption("kueue_version")
+    cluster = config.getoption("--cluster")
+    try:
+        if version is not None:
+            select_kueue_version(cluster or "local", version)
+        config.stash[DEFAULT_VERSION_KEY] = version or selected_pins().kueue
+    except (BackendError, KueueVersionError) as err:
+        raise pytest.UsageError(str(err)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.File | None:
@@ -101,21 +128,42 @@ def _in_suite_folder(path: Path, config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse duplicate scenario names. On a cluster, run scenarios that need the same Kueue
-    feature gates together: each change of gate set restarts Kueue's cluster (~10 s). The sort
-    is stable, so file order holds within a gate set; scenarios with default gates come first."""
+    """Refuse duplicate scenario names. With --kueue-version, every scenario is checked as one
+    for that version: the fit model, which models v0.19.2 only, then says it cannot predict
+    another, and Kueue is compared with expect alone. On a cluster, run scenarios that need
+    the same Kueue version and feature gates together: each change restarts Kueue's cluster
+    (~10 s; a new version, a new cluster). The sort is stable, so file order holds within a
+    group; scenarios on the default version with default gates (and Python tests) come first."""
     refuse_duplicate_names(items)
+    override = config.getoption("kueue_version")
+    if override is not None:
+        for item in items:
+            if isinstance(item, ScenarioItem) and item.scenario is not None:
+                item.scenario = dataclasses.replace(item.scenario, kueue=override)
     if config.getoption("--cluster") not in ("local", "kind"):
         return
-    keys = {id(item): _gate_key(item) for item in items}
+    keys = {id(item): _group_key(item) for item in items}
     items.sort(key=lambda item: keys[id(item)])
 
 
-def _gate_key(item: pytest.Item) -> tuple[int, tuple[tuple[str, bool], ...]]:
+def _group_key(item: pytest.Item) -> tuple[bool, str, int, tuple[tuple[str, bool], ...]]:
+    version = kueue_version_of(item)
+    first = version == item.config.stash[DEFAULT_VERSION_KEY]
     if not isinstance(item, ScenarioItem) or item.scenario is None:
-        return (0, ())  # a bad file reports itself when it runs
+        return (not first, version, 0, ())  # a bad file reports itself when it runs
     gates = item.scenario.feature_gates
-    return (1 if gates else 0, tuple(sorted(gates.items())))
+    return (not first, version, 1 if gates else 0, tuple(sorted(gates.items())))
+
+
+def kueue_version_of(item: pytest.Item) -> str:
+    """The Kueue version an item runs on: --kueue-version, else the scenario's `kueue:` when
+    the backend can start it, else the session's default."""
+    config = item.config
+    default = config.stash[DEFAULT_VERSION_KEY]
+    if config.getoption("kueue_version") is not None or not isinstance(item, ScenarioItem):
+        return default
+    wanted = item.scenario.kueue if item.scenario is not None else None
+    return kueue_version_for(config.getoption("--cluster") or "local", wanted) or default
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -135,10 +183,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("cluster tests are not enabled: run with --cluster=local or --cluster-tests")
     if cluster is None or not isinstance(item.parent, ScenarioFile):
         return
-    if item.config.stash.get(BACKEND_KEY, None) is None:
-        item.config.stash[BACKEND_KEY] = create_backend(
-            cluster, **backend_options(item.config.getoption)
-        )
+    stash, version = item.config.stash, kueue_version_of(item)
+    backend = stash.get(BACKEND_KEY, None)
+    # A backend the kueue_cluster fixture made runs the session's default version.
+    running = stash.get(RUNNING_VERSION_KEY, stash[DEFAULT_VERSION_KEY])
+    if backend is not None and running != version:
+        backend.close()  # another Kueue version: a new cluster (items are grouped by version)
+        backend = stash[BACKEND_KEY] = None
+    if backend is None:
+        options = {**backend_options(item.config.getoption), "kueue_version": version}
+        stash[BACKEND_KEY] = create_backend(cluster, **options)
+        stash[RUNNING_VERSION_KEY] = version
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -19,6 +20,7 @@ from harness.backends import (
     add_backend_options,
     backend_options,
     create_backend,
+    kueue_version_for,
 )
 from harness.outcome import outcomes_to_json
 from harness.report import observed_against_both, predict
@@ -36,6 +38,10 @@ def run_command(args: argparse.Namespace) -> int:
     from harness.loader import load_scenario
 
     scenario = load_scenario(args.file)  # bad input: HarnessError -> one line, exit 2
+    if args.kueue_version is not None:  # checked as that version's (the fit model refuses it)
+        scenario = dataclasses.replace(scenario, kueue=args.kueue_version)
+    else:
+        args.kueue_version = kueue_version_for(args.cluster, scenario.kueue)
     backend = create_backend(args.cluster, **backend_options(lambda name: getattr(args, name)))
     try:
         observed = backend.run(scenario)

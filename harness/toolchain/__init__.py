@@ -13,7 +13,15 @@ from pathlib import Path
 from harness import progress
 from harness.toolchain import cache
 from harness.toolchain.gocmd import ToolchainError, go_binary, module_dir
-from harness.toolchain.pins import PINS, Pins
+from harness.toolchain.pins import (
+    KUEUE_JOBSET,
+    KUEUE_VERSION_ENV,
+    PINS,
+    KueueVersionError,
+    Pins,
+    pins_for,
+    selected_pins,
+)
 from harness.toolchain.recipes import (
     JOBSET_MODULE,
     KUEUE_MODULE,
@@ -23,8 +31,11 @@ from harness.toolchain.recipes import (
 )
 
 __all__ = [
+    "KUEUE_JOBSET",
+    "KUEUE_VERSION_ENV",
     "PINS",
     "Component",
+    "KueueVersionError",
     "Pins",
     "ToolchainError",
     "binary",
@@ -33,6 +44,8 @@ __all__ = [
     "jobset_module_dir",
     "kueue_module_dir",
     "kwok_module_dir",
+    "pins_for",
+    "selected_pins",
 ]
 logger = progress.logger("toolchain")
 

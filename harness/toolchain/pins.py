@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass
+
+from harness.toolchain.gocmd import ToolchainError
 
 
 @dataclass(frozen=True)
@@ -33,3 +37,39 @@ class Pins:
 
 
 PINS = Pins()
+
+KUEUE_JOBSET: dict[str, str] = {
+    "v0.17.1": "v0.11.1",
+    "v0.18.2": "v0.12.0",
+    "v0.19.2": "v0.12.0",
+}
+"""The Kueue versions the embedded cluster runs -> the sigs.k8s.io/jobset version each one's
+go.mod requires. One Kubernetes (v1.36.1) serves them all: v0.17.1 is built on client-go
+v0.35.3, one minor behind the API server, within the supported client skew. Only v0.19.2
+(PINS) is built by default; the others are built on first use (~9 min each on 2 cores)."""
+
+
+class KueueVersionError(ToolchainError):
+    """A Kueue version the embedded cluster does not run."""
+
+
+def pins_for(kueue: str | None) -> Pins:
+    """The pins for one supported Kueue version (None: the default, PINS)."""
+    if kueue is None or kueue == PINS.kueue:
+        return PINS
+    if kueue not in KUEUE_JOBSET:
+        raise KueueVersionError(
+            f"Kueue {kueue} is not supported by the embedded cluster; supported: "
+            f"{', '.join(KUEUE_JOBSET)}"
+        )
+    return dataclasses.replace(PINS, kueue=kueue, jobset=KUEUE_JOBSET[kueue])
+
+
+KUEUE_VERSION_ENV = "KTH_KUEUE_VERSION"
+"""The Kueue version the embedded cluster starts when none is passed to it (--kueue-version
+sets it for the providers a backend creates)."""
+
+
+def selected_pins() -> Pins:
+    """The pins for $KTH_KUEUE_VERSION (unset or empty: PINS)."""
+    return pins_for(os.environ.get(KUEUE_VERSION_ENV) or None)

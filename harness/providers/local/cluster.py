@@ -29,6 +29,7 @@ import tenacity
 import yaml
 
 from harness import pki, progress, toolchain
+from harness.install import gates as kueue_gates
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
@@ -84,6 +85,8 @@ class LocalCluster(ProviderBase):
     """Provider "local": see the module docstring."""
 
     name = "local"
+    kueue_versions = tuple(toolchain.KUEUE_JOBSET)
+    """The Kueue versions it starts (`kueue_version`, else $KTH_KUEUE_VERSION, else v0.19.2)."""
 
     def __init__(
         self,
@@ -94,7 +97,8 @@ class LocalCluster(ProviderBase):
         feature_gates: str | Mapping[str, bool] | None = None,
         kueue_overrides: Mapping[str, Any] | None = None,
         start_timeout: float = 120.0,
-        pins: toolchain.Pins = toolchain.PINS,
+        pins: toolchain.Pins | None = None,
+        kueue_version: str | None = None,
         **_ignored: Any,
     ) -> None:
         self.run_root = run_root
@@ -103,7 +107,9 @@ class LocalCluster(ProviderBase):
         self.feature_gates = parse_gates(feature_gates)
         self.kueue_overrides = dict(kueue_overrides or {})
         self.start_timeout = float(os.environ.get("KTH_START_TIMEOUT") or start_timeout)
-        self.pins = pins
+        self.pins = pins or (
+            toolchain.pins_for(kueue_version) if kueue_version else toolchain.selected_pins()
+        )
         self.procs: list[Process] = []
         self.timings: dict[str, float] = {}
         self.ports: localspec.Ports | None = None
@@ -125,9 +131,12 @@ class LocalCluster(ProviderBase):
             raise ClusterError("this LocalCluster was stopped; create a new one to start again")
         lifecycle.register(id(self), self.stop)  # from here SIGTERM unwinds, even mid-build
         try:
+            kueue_dir = toolchain.kueue_module_dir(self.pins)
+            # Before any build: a gate this version lacks would stop Kueue at start-up.
+            registered = kueue_gates.registered_gates(kueue_dir)
+            kueue_gates.check_gates(self.feature_gates, self.pins.kueue, registered)
             names = toolchain.components(self.pins)
             binaries = {name: toolchain.binary(name, self.pins) for name in names}
-            kueue_dir = toolchain.kueue_module_dir(self.pins)
             kwok_dir = toolchain.kwok_module_dir(self.pins)
             self._jobset_dir = toolchain.jobset_module_dir(self.pins)
             # A port picked as free can be taken by another process before our component
