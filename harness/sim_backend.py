@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness import progress
-from harness.backends import BackendError, Observation, Unsupported
+from harness.backends import BackendError, Observation
 from harness.errors import HarnessError, Nondeterministic
 from harness.kueue_gates import parse_gates
 from harness.outcome import Outcome
@@ -52,8 +52,6 @@ class SimBackend:
         self._sim: SimProcess | None = None
 
     def run(self, scenario: Scenario) -> Observation:
-        if faults := scenario.fault_features():
-            raise Unsupported(f"the sim does not model faults yet: {'; '.join(faults)}")
         if self._sim is None:
             self._sim = SimProcess()
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -19,7 +21,9 @@ import (
 // controller it stands for.
 
 // deliver hands every Workload status write since the last cycle to the workload
-// controller's update handler, in write order, as its informer would; then the job
+// controller's update handler, in write order, as its informer would (and, with the fault
+// model on, runs the pods of a new or repaired admission or of a node no longer listed
+// as unhealthy, see syncPods); then the job
 // reconciler stops every evicted workload that still holds quota (all victims of a
 // preemption together), whose writes are delivered in the same round; finally the queue
 // manager's requeuer moves the inadmissible workloads those handlers flushed.
@@ -32,6 +36,13 @@ func (c *cluster) deliver(ctx context.Context) error {
 		var evicted []string
 		for _, w := range writes {
 			c.workloadUpdated(ctx, w.old, w.new)
+			c.noteRepair(w.old, w.new)
+			if !equality.Semantic.DeepEqual(w.old.Status.Admission, w.new.Status.Admission) ||
+				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) {
+				if err := c.syncPods(ctx, w.new); err != nil {
+					return err
+				}
+			}
 			if apimeta.IsStatusConditionTrue(w.new.Status.Conditions, kueue.WorkloadEvicted) {
 				evicted = append(evicted, w.new.Name)
 			}
@@ -53,6 +64,8 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 	wlCopy := new.DeepCopy()
 	workload.AdjustResources(ctx, c.client, wlCopy)
 	key := workload.Key(new)
+	// The queue manager logs second-pass queueing to this logger (see cycleHook.secondPass).
+	ctx = ctrl.LoggerInto(ctx, controllerLogger(c.hook, c.log))
 	switch {
 	case prev == workload.StatusPending && status == workload.StatusPending:
 		_ = c.queues.AddOrUpdateWorkload(c.log, wlCopy) // errors are ignored there too
@@ -67,9 +80,13 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 			_ = c.queues.AddOrUpdateWorkloadWithoutLock(c.log, wlCopy)
 			c.queues.DeleteSecondPassWithoutLock(key)
 		})
+		c.hook.dropSecondPass(string(key))
 	default:
 		c.cache.AddOrUpdateWorkload(c.log, wlCopy)
 	}
+	// A workload that needs a second pass (a node of its assignment in unhealthyNodes) is
+	// queued for it after a backoff timer (the handler's last step, as in Kueue).
+	c.queues.QueueSecondPassIfNeeded(ctx, wlCopy, 0)
 }
 
 // stopEvicted is the job reconciler's "handle eviction" step
@@ -99,5 +116,5 @@ func (c *cluster) stopEvicted(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("releasing evicted workload %s: %w", name, err)
 	}
-	return nil
+	return c.stopPods(ctx, name)
 }

@@ -20,6 +20,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	tasindexer "sigs.k8s.io/kueue/pkg/controller/tas/indexer"
 )
 
 // scheme is built once: it is read-only after init and costly to rebuild per scenario.
@@ -34,8 +35,9 @@ var decoder = serializer.NewCodecFactory(scheme).UniversalDecoder()
 
 // newFakeClient is the API server stand-in: it holds the Workloads, queues and the
 // namespace the scheduler reads and patches. It carries the field indexes Kueue's cache
-// lists by, and a status subresource for the objects Kueue patches. Every Workload status
-// write goes through writes (see statusWrites).
+// lists by (its core indexes and the TAS controllers' pod, node and workload indexes), and a
+// status subresource for the objects Kueue patches. Every Workload status write goes
+// through writes (see statusWrites).
 func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	// A plain object tracker: the default one tracks managed fields and rebuilds a REST
 	// mapper of the whole scheme on every call, which would dominate the sim's run time;
@@ -44,6 +46,9 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker)}
 	// The same field indexes Kueue's manager registers at start-up.
 	if err := indexer.Setup(context.Background(), b); err != nil {
+		return nil, err
+	}
+	if err := tasindexer.SetupIndexes(context.Background(), b); err != nil {
 		return nil, err
 	}
 	return b.
@@ -65,11 +70,8 @@ func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 // to Kueue's controllers as an update event.
 type statusWrite struct{ old, new *kueue.Workload }
 
-// statusWrites records every Workload status write in order, and tells the cycle hook when
-// an admission's write has returned.
+// statusWrites records every Workload status write in order.
 type statusWrites struct {
-	hook *cycleHook
-
 	mu     sync.Mutex
 	stored []statusWrite
 }
@@ -91,7 +93,6 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	}
 	old := &kueue.Workload{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
-		w.admissionDone(wl, old)
 		return err
 	}
 	var err error
@@ -105,15 +106,7 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 		w.stored = append(w.stored, statusWrite{old: old, new: wl.DeepCopy()})
 		w.mu.Unlock()
 	}
-	w.admissionDone(wl, old)
 	return err
-}
-
-// admissionDone tells the hook that a write setting an admission returned.
-func (w *statusWrites) admissionDone(written, old *kueue.Workload) {
-	if written.Status.Admission != nil && old.Status.Admission == nil {
-		w.hook.admissionWritten()
-	}
 }
 
 // applyStatus stores a server-side apply of a Workload's status. Kueue writes every

@@ -20,7 +20,15 @@ const (
 	msgRequeued      = "Workload re-queued"              // requeueAndUpdate()
 	msgProcessedAll  = "Workload processing done"        // schedule(), after requeueing
 	msgCycleComplete = "Scheduling cycle complete"       // schedule(), deferred
-	hookVerbosity    = 2
+	// admit()'s goroutine ends with one of these three lines, once its status write returned.
+	msgAdmitWritten = "Workload successfully admitted and assigned flavors"
+	msgAdmitGone    = "Workload not admitted because it was deleted"
+	msgAdmitFailed  = "Could not admit Workload and assign flavors in apiserver" // an Error line
+	hookVerbosity   = 2
+	// The queue manager (pkg/cache/queue/manager.go: queueSecondPass) logs this at
+	// verbosity 3 when a second-pass backoff timer put a workload in the second-pass queue.
+	msgSecondPassQueued = "Workload queued for second pass of scheduling"
+	secondPassVerbosity = 3
 )
 
 // cycleHook runs the scheduler in lockstep with the driver, from the scheduler's own log
@@ -41,13 +49,17 @@ type cycleHook struct {
 	written  *sync.Cond
 	assumed  int // admissions assumed in the cache whose status write has not returned
 	unticked int // admissions written since the clock last moved
+	// secondPass holds the workloads the queue manager put in its second-pass queue since
+	// the last cycle took them (Heads takes them all); the driver must not start a cycle
+	// with nothing to pop, or Heads blocks.
+	secondPass map[string]bool
 
 	boundary chan struct{} // the scheduler reached the start of a cycle
 	release  chan struct{} // the driver lets it run the cycle
 }
 
 func newCycleHook(clock *clocktesting.FakeClock, done <-chan struct{}) *cycleHook {
-	h := &cycleHook{clock: clock, done: done,
+	h := &cycleHook{clock: clock, done: done, secondPass: map[string]bool{},
 		boundary: make(chan struct{}), release: make(chan struct{})}
 	h.written = sync.NewCond(&h.mu)
 	return h
@@ -61,6 +73,8 @@ func (h *cycleHook) observe(msg string) {
 		h.mu.Unlock()
 	case msgAttempting, msgRequeued, msgProcessedAll, msgCycleComplete:
 		h.tick()
+	case msgAdmitWritten, msgAdmitGone:
+		h.admissionWritten()
 	case msgCycleStarts:
 		h.tick()
 		select {
@@ -75,8 +89,9 @@ func (h *cycleHook) observe(msg string) {
 	}
 }
 
-// admissionWritten is called by the fake API server once an admission's status write
-// returned (stored or refused).
+// admissionWritten is called once an admission's status write returned (stored or
+// refused): admit() logs it from its own goroutine. A second pass's re-admission of a
+// workload that already holds quota is an admission too.
 func (h *cycleHook) admissionWritten() {
 	h.mu.Lock()
 	h.assumed--
@@ -99,6 +114,31 @@ func (h *cycleHook) tick() {
 	}
 }
 
+// queuedSecondPass records a workload the queue manager put in its second-pass queue.
+func (h *cycleHook) queuedSecondPass(kv []any) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "workload" {
+			h.mu.Lock()
+			h.secondPass[fmt.Sprint(kv[i+1])] = true
+			h.mu.Unlock()
+		}
+	}
+}
+
+// dropSecondPass forgets a workload the queue manager took out of its second-pass queue.
+func (h *cycleHook) dropSecondPass(key string) {
+	h.mu.Lock()
+	delete(h.secondPass, key)
+	h.mu.Unlock()
+}
+
+// secondPassQueued says whether the next cycle has a second-pass workload to pop.
+func (h *cycleHook) secondPassQueued() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.secondPass) > 0
+}
+
 // awaitBoundary waits until the scheduler is at the start of a cycle.
 func (h *cycleHook) awaitBoundary(timeout time.Duration) error {
 	timer := time.NewTimer(timeout)
@@ -113,6 +153,9 @@ func (h *cycleHook) awaitBoundary(timeout time.Duration) error {
 
 // runCycle lets the waiting scheduler run one cycle and waits until the next begins.
 func (h *cycleHook) runCycle(ctx context.Context, timeout time.Duration) error {
+	h.mu.Lock()
+	clear(h.secondPass) // this cycle's Heads takes them all
+	h.mu.Unlock()
 	select {
 	case h.release <- struct{}{}:
 	case <-ctx.Done():
@@ -121,14 +164,23 @@ func (h *cycleHook) runCycle(ctx context.Context, timeout time.Duration) error {
 	return h.awaitBoundary(timeout)
 }
 
-// hookSink is the scheduler's log sink: it feeds the hook its verbosity-2 lines and passes
-// everything the user asked for (-v) to the real sink.
+// hookSink is the scheduler's log sink: it feeds the hook its verbosity-2 lines (lockstep)
+// and the queue manager's second-pass line, and passes everything the user asked for (-v)
+// to the real sink. The controllers the driver stands for log through one without
+// lockstep: only the scheduler's own lines step the cycle.
 type hookSink struct {
-	hook  *cycleHook
-	inner logr.LogSink // nil: discard
+	hook     *cycleHook
+	inner    logr.LogSink // nil: discard
+	lockstep bool
 }
 
 func hookedLogger(hook *cycleHook, user logr.Logger) logr.Logger {
+	return logr.New(&hookSink{hook: hook, inner: user.GetSink(), lockstep: true})
+}
+
+// controllerLogger is the logger of the controllers the driver runs: it reports second-pass
+// queueing to the hook and nothing else.
+func controllerLogger(hook *cycleHook, user logr.Logger) logr.Logger {
 	return logr.New(&hookSink{hook: hook, inner: user.GetSink()})
 }
 
@@ -139,7 +191,7 @@ func (s *hookSink) Init(info logr.RuntimeInfo) {
 }
 
 func (s *hookSink) Enabled(level int) bool {
-	return level <= hookVerbosity || s.userEnabled(level)
+	return level <= secondPassVerbosity || s.userEnabled(level)
 }
 
 func (s *hookSink) userEnabled(level int) bool {
@@ -150,8 +202,11 @@ func (s *hookSink) Info(level int, msg string, kv ...any) {
 	if s.userEnabled(level) {
 		s.inner.Info(level, msg, kv...)
 	}
-	if level == hookVerbosity {
+	switch {
+	case level == hookVerbosity && s.lockstep:
 		s.hook.observe(msg)
+	case level == secondPassVerbosity && msg == msgSecondPassQueued:
+		s.hook.queuedSecondPass(kv)
 	}
 }
 
@@ -159,10 +214,13 @@ func (s *hookSink) Error(err error, msg string, kv ...any) {
 	if s.inner != nil {
 		s.inner.Error(err, msg, kv...)
 	}
+	if s.lockstep && msg == msgAdmitFailed {
+		s.hook.admissionWritten()
+	}
 }
 
 func (s *hookSink) WithValues(kv ...any) logr.LogSink {
-	out := &hookSink{hook: s.hook}
+	out := &hookSink{hook: s.hook, lockstep: s.lockstep}
 	if s.inner != nil {
 		out.inner = s.inner.WithValues(kv...)
 	}
@@ -170,7 +228,7 @@ func (s *hookSink) WithValues(kv ...any) logr.LogSink {
 }
 
 func (s *hookSink) WithName(name string) logr.LogSink {
-	out := &hookSink{hook: s.hook}
+	out := &hookSink{hook: s.hook, lockstep: s.lockstep}
 	if s.inner != nil {
 		out.inner = s.inner.WithName(name)
 	}

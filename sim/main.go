@@ -35,8 +35,12 @@ type Result struct {
 	Flavors *orderedMap[string] `json:"flavors,omitempty"`
 	Message *string             `json:"message,omitempty"`
 	// Preempted: the workload was evicted by preemption at some time.
-	Preempted bool   `json:"preempted,omitempty"`
-	note      string // why the outcome is unusual; goes to Line.Notes
+	Preempted bool `json:"preempted,omitempty"`
+	// Replaced: pod set -> node Kueue replaced during the step -> the nodes that took its
+	// pods; Evicted: an eviction other than by preemption during the step.
+	Replaced *orderedMap[map[string][]string] `json:"replaced,omitempty"`
+	Evicted  *Eviction                        `json:"evicted,omitempty"`
+	note     string                           // why the outcome is unusual; goes to Line.Notes
 	// unstable: Kueue never settles on this outcome (its message alternates from cycle to
 	// cycle); goes to Line.Unstable as well.
 	unstable bool
@@ -187,6 +191,7 @@ func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 	}
 	*steps = append(*steps, outcome.clone()) // the state after submission, before any step
 	for i := range sc.Steps {
+		c.faults.beginStep()
 		if err := c.applyStep(ctx, sc, &sc.Steps[i], outcome); err != nil {
 			return fmt.Errorf("steps[%d] %s: %w", i, sc.Steps[i].Action, err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,13 +119,17 @@ func buildNode(n *NodeSpec) *corev1.Node {
 	if n.Ready != nil && !*n.Ready {
 		ready = corev1.ConditionFalse
 	}
+	if n.readyStatus != "" {
+		ready = n.readyStatus
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: n.Taints, Unschedulable: n.Unschedulable},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(n.Taints), Unschedulable: n.Unschedulable},
 		Status: corev1.NodeStatus{
 			Allocatable: n.Allocatable.List(),
 			Capacity:    n.Allocatable.List(),
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
+				LastTransitionTime: metav1.NewTime(n.readySince)}},
 		},
 	}
 }

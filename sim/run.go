@@ -47,6 +47,7 @@ type cluster struct {
 	queues   *qcache.Manager
 	requeuer interface{ ProcessRequeues(context.Context) int }
 	clock    *clocktesting.FakeClock
+	timers   *timerClock // the queue manager's clock: its backoff timers wait for the driver
 	hook     *cycleHook
 	writes   *statusWrites
 	cancel   context.CancelFunc
@@ -54,6 +55,7 @@ type cluster struct {
 	timeout  time.Duration
 
 	cqs       map[string]*kueue.ClusterQueue
+	flavors   map[string]*kueue.ResourceFlavor
 	nodes     map[string]*NodeSpec
 	usagePods map[string][]client.ObjectKey // usage name -> its pods
 	usageNode map[string]string             // usage name -> node
@@ -65,6 +67,9 @@ type cluster struct {
 	// stuck names a workload whose admission a real API server would refuse (see read);
 	// Kueue retries it at the head of the queue every cycle, so nothing behind it is popped.
 	stuck string
+	// faults: Nodes and Pods for Kueue's node failure controller, and what Kueue repaired
+	// during the current step (faults.go).
+	faults faultState
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -76,15 +81,16 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(parent, log))
 	clock := clocktesting.NewFakeClock(startTime(sc))
 	hook := newCycleHook(clock, ctx.Done())
-	writes := &statusWrites{hook: hook}
+	writes := &statusWrites{}
 	cl, err := newFakeClient(writes)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	c := &cluster{
-		client: cl, clock: clock, hook: hook, writes: writes, cancel: cancel, log: log,
-		timeout: timeout, cqs: map[string]*kueue.ClusterQueue{}, nodes: map[string]*NodeSpec{},
+		client: cl, clock: clock, timers: newTimerClock(clock), hook: hook, writes: writes,
+		cancel: cancel, log: log, timeout: timeout, cqs: map[string]*kueue.ClusterQueue{},
+		flavors: map[string]*kueue.ResourceFlavor{}, nodes: map[string]*NodeSpec{},
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
 	}
@@ -105,7 +111,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	// requeuer only records requests until ProcessRequeues: flushes take effect between
 	// two scheduling cycles, where the controllers act (see deliver).
 	c.queues, c.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(c.client, c.cache,
-		qcache.WithPreemptionExpectations(expectations))
+		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(c.timers))
 	// Adding a LocalQueue makes the queue manager adopt the Workloads that already name it,
 	// the admitted ones included, as when Kueue starts over existing objects: deleting or
 	// evicting one of them later flushes its cohort's inadmissible workloads, as it does
@@ -161,6 +167,11 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 			return err
 		}
 		c.cache.AddOrUpdateResourceFlavor(c.log, rf)
+		c.flavors[rf.Name] = rf
+		// Kueue's node failure controller reads a pod set's flavor (podset.FromAssignment).
+		if err := c.client.Create(ctx, rf.DeepCopy()); err != nil {
+			return fmt.Errorf("creating ResourceFlavor %s: %w", rf.Name, err)
+		}
 	}
 	for i := range sc.Topologies {
 		c.cache.AddOrUpdateTopology(c.log, buildTopology(&sc.Topologies[i]))
@@ -348,7 +359,12 @@ func (c *cluster) settle(ctx context.Context) error {
 		if p := takePanic(); p != "" {
 			return &kueuePanic{msg: p}
 		}
-		if len(c.queues.Dump()) == 0 {
+		if len(c.queues.Dump()) == 0 && !c.hook.secondPassQueued() {
+			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
+			// pass); the clock moves to the earliest one.
+			if n < maxCycles && c.timers.fireNext() {
+				continue
+			}
 			return nil
 		}
 		sig, messages, err := c.signature(ctx)
@@ -506,7 +522,8 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 			fmt.Fprintf(os.Stderr, "workload %s status: %s\n", name, b)
 		}
 	}
-	res := Result{Preempted: wasPreempted(wl), note: c.notes[name], unstable: c.unstable.Has(name)}
+	res := Result{Preempted: wasPreempted(wl), note: c.notes[name], unstable: c.unstable.Has(name),
+		Evicted: c.faults.evicted[name]}
 	if wl.Status.Admission != nil {
 		if emptyTopologyAssignment(wl.Status.Admission) {
 			// The fake client stores what a real API server refuses: a topologyAssignment
@@ -518,6 +535,7 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 				"a real API server refuses it, so the workload never gets a status"}, nil
 		}
 		res.Admitted = true
+		res.Replaced = c.replacedOf(wl)
 		res.Placement = placement(wl.Status.Admission)
 		res.Flavors = c.flavorsOf(wl.Status.Admission)
 		return res, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,6 +70,10 @@ type NodeSpec struct {
 	Taints        []corev1.Taint    `json:"taints"`
 	Ready         *bool             `json:"ready"`
 	Unschedulable bool              `json:"unschedulable"`
+	// readyStatus and readySince: the Ready condition a step left (node-not-ready,
+	// node-ready); unset, Ready says it.
+	readyStatus corev1.ConditionStatus
+	readySince  time.Time
 }
 
 type UsageSpec struct {

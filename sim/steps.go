@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1 "k8s.io/api/core/v1"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
@@ -22,6 +24,24 @@ type StepSpec struct {
 	Node     *NodeSpec
 	Usage    *UsageSpec
 	Workload *WorkloadSpec
+	Taint    *TaintStep
+	Pods     *PodStep
+}
+
+// TaintStep is a taint-node or untaint-node step: the node and the taint (an untaint
+// matches key and effect).
+type TaintStep struct {
+	Node string `json:"node"`
+	corev1.Taint
+}
+
+// PodStep is a terminate-pods or fail-pods step: a workload's pods (those bound to Node,
+// or all; at most Count), or a usage entry's.
+type PodStep struct {
+	Workload string `json:"workload"`
+	Usage    string `json:"usage"`
+	Node     string `json:"node"`
+	Count    *int   `json:"count"`
 }
 
 func (s *StepSpec) UnmarshalJSON(data []byte) error {
@@ -34,8 +54,15 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 		switch action {
 		case "expect":
 			continue
-		case "delete-workload", "delete-usage", "cordon", "uncordon", "delete-node":
+		case "delete-workload", "delete-usage", "cordon", "uncordon", "delete-node",
+			"node-not-ready", "node-ready":
 			target = &s.Name
+		case "taint-node", "untaint-node":
+			s.Taint = &TaintStep{}
+			target = s.Taint
+		case "terminate-pods", "fail-pods":
+			s.Pods = &PodStep{}
+			target = s.Pods
 		case "add-node":
 			s.Node = &NodeSpec{}
 			target = s.Node
@@ -69,7 +96,14 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 // their cohorts), the workload controller when a workload is deleted (its ClusterQueue's
 // cohort). A new pod (add-usage) retries nothing. Then Kueue runs until it comes to rest.
 func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, outcome *orderedMap[Result]) error {
+	if err := c.ensureFaultModel(ctx); err != nil {
+		return err
+	}
 	switch st.Action {
+	case "node-not-ready", "node-ready", "taint-node", "untaint-node":
+		return c.faultNode(ctx, st)
+	case "terminate-pods", "fail-pods":
+		return c.faultPods(ctx, st)
 	case "submit":
 		return c.submitSpec(ctx, sc, st.Workload, outcome)
 	case "delete-workload":
@@ -78,39 +112,34 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		c.addUsage(fmt.Sprintf("step-usage-%d", len(c.usagePods)), st.Usage)
 		return nil
 	case "delete-usage":
-		keys, ok := c.usagePods[st.Name]
-		if !ok {
+		if _, ok := c.usagePods[st.Name]; !ok {
 			return fmt.Errorf("delete-usage: no usage named %q", st.Name)
 		}
-		delete(c.usagePods, st.Name)
-		freed := false
-		for _, k := range keys {
-			freed = c.cache.TASCache().DeletePodByKey(k, c.log) != "" || freed
-		}
-		if !freed {
+		cqs := c.freeUsage(st.Name)
+		if cqs.Len() == 0 {
 			return nil
-		}
-		cqs := sets.New[kueue.ClusterQueueReference]()
-		for _, flavor := range c.tasFlavorsOf(c.usageNode[st.Name]) {
-			cqs.Insert(c.cache.ClusterQueuesUsingFlavor(flavor)...)
 		}
 		return c.retryInadmissible(ctx, cqs)
 	case "cordon", "uncordon":
-		n, ok := c.nodes[st.Name]
-		if !ok {
-			return fmt.Errorf("%s: no node named %q", st.Action, st.Name)
+		if _, err := c.changeNode(ctx, st.Name, func(n *NodeSpec) {
+			n.Unschedulable = st.Action == "cordon"
+		}); err != nil {
+			return err
 		}
-		n.Unschedulable = st.Action == "cordon"
-		c.cache.TASCache().SyncNode(buildNode(n))
 	case "add-node":
 		c.nodes[st.Node.Name] = st.Node
 		c.cache.TASCache().SyncNode(buildNode(st.Node))
 		st.Name = st.Node.Name
-	case "delete-node":
-		if _, ok := c.nodes[st.Name]; !ok {
-			return fmt.Errorf("delete-node: no node named %q", st.Name)
+		if err := c.client.Create(ctx, buildNode(st.Node)); err != nil {
+			return fmt.Errorf("add-node %s: %w", st.Name, err)
 		}
-		c.cache.TASCache().DeleteNodeByName(st.Name)
+		if err := c.reconcileNodes(ctx, []string{st.Name}); err != nil {
+			return err
+		}
+	case "delete-node":
+		if err := c.deleteNode(ctx, st.Name); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown step action %q", st.Action)
 	}
@@ -124,6 +153,25 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		return c.retryInadmissible(ctx, c.cache.ActiveClusterQueues())
 	}
 	return nil
+}
+
+// freeUsage removes a usage entry's pods from the TAS cache, as the non-TAS pod controller
+// does once they are gone, and returns the ClusterQueues it retries when that frees
+// capacity: those using the TAS flavors of the node.
+func (c *cluster) freeUsage(name string) sets.Set[kueue.ClusterQueueReference] {
+	keys := c.usagePods[name]
+	delete(c.usagePods, name)
+	freed := false
+	for _, k := range keys {
+		freed = c.cache.TASCache().DeletePodByKey(k, c.log) != "" || freed
+	}
+	cqs := sets.New[kueue.ClusterQueueReference]()
+	if freed {
+		for _, flavor := range c.tasFlavorsOf(c.usageNode[name]) {
+			cqs.Insert(c.cache.ClusterQueuesUsingFlavor(flavor)...)
+		}
+	}
+	return cqs
 }
 
 // tasFlavorsOf lists the TAS flavors a node belongs to, as Kueue's TAS controllers match
@@ -157,7 +205,12 @@ func (c *cluster) deleteWorkload(ctx context.Context, name string, outcome *orde
 	if err := c.client.Delete(ctx, wl); err != nil {
 		return fmt.Errorf("delete-workload %s: %w", name, err)
 	}
+	// The Job goes with its Workload: its running pods are deleted; terminating ones stay.
+	if err := c.stopPods(ctx, name); err != nil {
+		return err
+	}
 	wlKey := workload.Key(wl)
+	c.hook.dropSecondPass(string(wlKey))
 	c.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, wlKey, func() {
 		_ = c.cache.DeleteWorkload(c.log, wlKey)
 	})

@@ -14,13 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.backends import Unsupported
 from harness.errors import UnsupportedVersionError
 from harness.fit import check_supported
 from harness.loader import scenario_from_data
 from harness.outcome import Outcome
 from harness.scenario import Eviction, Expectation, PodFault, Scenario, Taint, TaintChange
-from harness.sim_backend import SimBackend
 from harness.verdict import against_expectations, against_prediction
 
 MALFORMED = Path(__file__).parent / "data" / "malformed"
@@ -161,13 +159,6 @@ def test_fit_model_runs_faults_of_version1_scenarios_only() -> None:
     version2 = replace(_load([{"delete-node": "n1", "expect": expect}]), shorthand=None)
     with pytest.raises(UnsupportedVersionError, match="version-1 scenarios: expectations replaced"):
         check_supported(version2)
-
-
-def test_sim_refuses_faults_before_starting_anything() -> None:
-    backend = SimBackend()
-    with pytest.raises(Unsupported, match=f"the sim does not model faults yet: {NAMED}"):
-        backend.run(_load(FAULTY))
-    assert backend._sim is None
 
 
 def test_a_scenario_without_faults_has_none() -> None:

@@ -20,10 +20,12 @@ from harness.scenario import (
     ClusterQueue,
     Flavor,
     Node,
+    PodFault,
     PodSet,
     Scenario,
     Step,
     Taint,
+    TaintChange,
     Toleration,
     Usage,
     Workload,
@@ -138,6 +140,14 @@ def _step(step: Step) -> dict[str, Any]:
         return {step.action: _usage(target)}
     if isinstance(target, Workload):
         return {step.action: _workload(target)}
+    if isinstance(target, TaintChange):
+        return {step.action: {"node": target.node, **_taint(target.taint)}}
+    if isinstance(target, PodFault):
+        pods = {"workload": target.workload, "usage": target.usage, "node": target.node}
+        out: dict[str, Any] = {k: v for k, v in pods.items() if v is not None}
+        if target.count is not None:
+            out["count"] = target.count
+        return {step.action: out}
     return {step.action: str(target)}
 
 
