@@ -176,9 +176,8 @@ class ClusterBackend:
         return names
 
     def run(self, scenario: Scenario) -> Observation:
-        if faults := scenario.fault_features():
-            raise Unsupported(f"the cluster runner does not run faults yet: {'; '.join(faults)}")
-        kube = self._ensure_cluster(merged(self.cli_gates, scenario.feature_gates))
+        gates = merged(self.cli_gates, scenario.feature_gates)
+        kube = self._ensure_cluster(gates)
         if not self.jobsets:
             _refuse_unsupported(scenario)
         phases = Phases()
@@ -195,6 +194,8 @@ class ClusterBackend:
             jobsets=self.jobsets,
             jobset_pods=self.jobset_pods,
             kueue_log=self._kueue_log if self.provider is not None else None,
+            kueue_log_path=self.provider.logs().get("kueue") if self.provider else None,
+            gates=gates,
         )
         try:
             shaping.shape(kube, scenario, names, self.timeouts)

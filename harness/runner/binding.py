@@ -64,6 +64,12 @@ def state_of(pod: Obj) -> str:
     return "released"
 
 
+def live(pod: Obj) -> bool:
+    """Not terminating and not terminated (phase Failed or Succeeded)."""
+    phase = (pod.get("status") or {}).get("phase")
+    return not pod["metadata"].get("deletionTimestamp") and phase not in ("Failed", "Succeeded")
+
+
 def conflict(pod: Obj, assigned: Sequence[Domain]) -> str:
     """The first level the pod already selects with another value than an assigned domain."""
     own = (pod.get("spec") or {}).get("nodeSelector") or {}
@@ -98,10 +104,24 @@ def ungate_errors(log: str, pod_names: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _explained(gated: list[Obj], assigned: Sequence[Domain], count: int) -> bool:
+def _explained(gated: list[Obj], assigned: Sequence[Domain], count: int, holding: int) -> bool:
+    """The ungater counts a Terminating pod against its domain as if it ran
+    (topology_ungater.go: podsForPodSet leaves out only terminated pods), so each one keeps
+    a recreated sibling gated, as does an assignment for fewer pods than the pod set."""
     spare = count - sum(n for _, n in assigned)
     plain = sum(1 for pod in gated if not conflict(pod, assigned))
-    return plain <= max(spare, 0)
+    return plain <= max(spare, 0) + holding
+
+
+def _holding(pods: Sequence[Obj]) -> int:
+    """Released pods that are Terminating but not terminated."""
+    return sum(
+        1
+        for p in pods
+        if p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
+        and state_of(p) != "gated"
+    )
 
 
 def _name(pod: Obj) -> str:
@@ -128,7 +148,10 @@ def watch(
     last: tuple[tuple[str, str], ...] | None = None
     since = started
     while True:
-        pods = [p for p in w.list_pods() if not p["metadata"].get("deletionTimestamp")]
+        # Terminating and terminated pods (a fault step's) are the Job's past, not its pods.
+        listed = w.list_pods()
+        pods = [p for p in listed if live(p)]
+        holding = _holding(listed)
         states = {_name(p): state_of(p) for p in pods}
         now = time.monotonic()
         snapshot = tuple(sorted(states.items()))
@@ -145,10 +168,10 @@ def watch(
         # batch may still be on its way out of the gate.
         confirmed = all(_name(p) in logged for p in gated)
         gate_settled = not gated or (
-            _explained(gated, w.assigned, w.count) and (confirmed or now - since >= window)
+            _explained(gated, w.assigned, w.count, holding) and (confirmed or now - since >= window)
         )
         if len(pods) >= w.count and "released" not in by_state and gate_settled:
-            return _settled(by_state, w, logged)
+            return _settled(by_state, w, logged, holding)
         if now >= deadline:
             counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_state.items()))
             raise WaitTimeout(
@@ -159,7 +182,9 @@ def watch(
         time.sleep(interval)
 
 
-def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: Mapping[str, str]) -> PodSetPods:
+def _settled(
+    by_state: Mapping[str, list[Obj]], w: Watch, logged: Mapping[str, str], holding: int
+) -> PodSetPods:
     unschedulable = by_state.get("unschedulable", [])
     gated = by_state.get("gated", [])
     reasons = []
@@ -174,6 +199,8 @@ def _settled(by_state: Mapping[str, list[Obj]], w: Watch, logged: Mapping[str, s
         spare = w.count - sum(n for _, n in w.assigned)
         if not why and spare > 0:
             why = f"Kueue's topology assignment holds {w.count - spare} of {w.count} pods"
+        if not why and holding:
+            why = f"{holding} Terminating pod(s) still hold their domains for Kueue's ungater"
         text = f"{len(gated)} pod(s) stay scheduling-gated ({why})"
         if logged:
             text += f"; Kueue's ungater: {next(iter(logged.values()))}"

@@ -46,6 +46,12 @@ USAGE_LABEL = "kueue-tas-harness/usage"
 # required when topology is set"), so a flavor without nodeLabels selects this label, which
 # every node of the run carries: the same node set as "no filter".
 ALL_NODES_LABEL = {"kueue-tas-harness/node": "true"}
+# A fault step fails, deletes or evicts running pods; a Job that counted them against a
+# backoffLimit of 0 would fail and Kueue would finish its Workload. Counted per index, each
+# lost pod is recreated after the Job controller's first backoff (10 s): a shared count
+# doubles it per failure, so a node holding 8 pods of one Job would delay their recreation
+# by min(10 s x 2^7, 10 min) (pkg/controller/job: DefaultJobPodFailureBackOff).
+BACKOFF_LIMIT_PER_INDEX = 1000
 IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: KWOK fakes the kubelet
 # Resources Kubernetes lets a container request without a limit; others need limit == request.
 OVERCOMMITTABLE = ("cpu", "memory", "ephemeral-storage")
@@ -66,6 +72,11 @@ class Names:
     @property
     def labels(self) -> dict[str, str]:
         return {RUN_LABEL: self.run_id}
+
+    @property
+    def run_selector(self) -> str:
+        """The label selector of everything this run created."""
+        return f"{RUN_LABEL}={self.run_id}"
 
     def queue_of(self, w: Workload) -> str:
         """The LocalQueue the workload is submitted to."""
@@ -324,7 +335,7 @@ def job(w: Workload, names: Names) -> Obj:
             "parallelism": ps.count,
             "completions": ps.count,
             "completionMode": "Indexed",
-            "backoffLimit": 0,
+            "backoffLimitPerIndex": BACKOFF_LIMIT_PER_INDEX,
             "suspend": True,
             "template": {
                 "metadata": {"labels": labels, "annotations": topology_annotations(ps.topology)},
@@ -360,7 +371,7 @@ def jobset(w: Workload, names: Names) -> Obj:
                             "parallelism": ps.count,
                             "completions": ps.count,
                             "completionMode": "Indexed",
-                            "backoffLimit": 0,
+                            "backoffLimitPerIndex": BACKOFF_LIMIT_PER_INDEX,
                             "template": {
                                 "metadata": {
                                     "labels": labels,

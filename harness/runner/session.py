@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 
 from harness.admission import ADMISSION_FIELD_MANAGER, reservation_times
 from harness.backends import BackendError, Unsupported
-from harness.kube import KUEUE_API, Kube, KubeError
+from harness.kube import KUEUE_API, Kube, KubeError, events
 from harness.outcome import Outcome
-from harness.runner import binding, objects, preadmit, shaping
+from harness.runner import binding, objects, preadmit, repair, steps
 from harness.runner.objects import Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
@@ -27,13 +29,11 @@ from harness.runner.reading import (
 from harness.runner.settling import Submission, settle_submission
 from harness.runner.waits import (
     Timeouts,
-    delete_pods,
     find_workload,
     settle,
-    wait_gone,
     wait_past_second,
 )
-from harness.scenario import HOSTNAME, Node, Scenario, Step, Usage, Workload
+from harness.scenario import HOSTNAME, Node, Scenario, Step, Workload
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -92,6 +92,12 @@ class Session:
     jobset_pods: bool = False
     # The tail of Kueue's log, where the cluster has one (why a pod stays gated).
     kueue_log: Callable[[], str] | None = None
+    # Kueue's log file, where the cluster has one: evidence Kueue reacted to a step.
+    kueue_log_path: Path | None = None
+    # The feature gates Kueue runs with (only those set; the rest have their defaults).
+    gates: Mapping[str, bool] = field(default_factory=dict)
+    # Each workload as it was before the current step (None before any step).
+    before: repair.Before | None = None
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -216,7 +222,7 @@ class Session:
                 preadmit.wait_pods_placed(
                     self.kube,
                     self.names,
-                    self._selector(entry, aps.pod_set.name),
+                    self.selector(entry, aps.pod_set.name),
                     f"{entry.kind} {self.names.namespace}/{a.name} pod set {aps.pod_set.name}",
                     aps.placement,
                     aps.pod_set.count,
@@ -284,7 +290,7 @@ class Session:
                 )
                 continue
             assert wl is not None
-            rename = {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
+            rename = self.rename(entry)
             placement = admission_placement(wl, rename)
             flavors = admission_flavors(wl, rename, self._groups(wl))
             if not self.has_pods(entry):  # a bare Workload has no pods to bind
@@ -296,7 +302,7 @@ class Session:
                     preempted=was_preempted,
                 )
                 continue
-            counts, reasons = self._watch_pods(entry, wl, placement)
+            counts, reasons, drift = self._watch_pods(entry, wl, placement)
             entry.unschedulable = sum(counts.values())
             out[name] = Outcome(
                 admitted=True,
@@ -305,7 +311,34 @@ class Session:
                 unschedulable_reasons=reasons,
                 flavors=flavors,
                 preempted=was_preempted,
+                drift=drift,
             )
+        return self._step_changes(out)
+
+    def rename(self, entry: Entry) -> dict[str, str]:
+        """Kueue's pod set names -> the scenario's (a Job's one pod set is "main")."""
+        return {"main": entry.workload.pod_sets[0].name} if entry.as_job else {}
+
+    def _step_changes(self, out: dict[str, Outcome]) -> dict[str, Outcome]:
+        """After a step: what Kueue replaced, and any eviction (harness.runner.repair)."""
+        if self.before is None:
+            return out
+        seen_events = events(self.kube, self.names.namespace, kind="Workload")
+        for name, outcome in out.items():
+            entry = self.entries[name]
+            if entry.rejected is not None or not entry.kueue_name:
+                continue
+            about = [e for e in seen_events if _regarding(e) == entry.kueue_name]
+            evicted = repair.new_eviction(
+                self.workload_obj(entry), self.before.evictions.get(name, {}), about
+            )
+            old = self.before.placements.get(name)
+            moved = (
+                repair.replaced(old, outcome.placement)
+                if outcome.admitted and evicted is None and old is not None
+                else {}
+            )
+            out[name] = dataclasses.replace(outcome, replaced=moved, evicted=evicted)
         return out
 
     def _pending_message(self, entry: Entry, seen: State) -> str:
@@ -327,7 +360,12 @@ class Session:
     def has_pods(self, entry: Entry) -> bool:
         return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods)
 
-    def _selector(self, entry: Entry, pod_set: str) -> str:
+    def owner_selector(self, entry: Entry) -> str:
+        """Every pod of the workload's Job or JobSet."""
+        label = JOB_NAME_LABEL if entry.as_job else JOBSET_NAME_LABEL
+        return f"{label}={entry.workload.name}"
+
+    def selector(self, entry: Entry, pod_set: str) -> str:
         name = entry.workload.name
         if entry.as_job:
             return f"{JOB_NAME_LABEL}={name}"
@@ -335,9 +373,12 @@ class Session:
 
     def _watch_pods(
         self, entry: Entry, wl: Obj, placement: dict[str, dict[str, int]]
-    ) -> tuple[dict[str, int], dict[str, str]]:
+    ) -> tuple[dict[str, int], dict[str, str], dict[str, dict[str, int]]]:
         """Per pod set, wait until every pod is bound, unschedulable or stays gated; pods
-        kube-scheduler bound must be where Kueue's assignment says (harness.runner.binding)."""
+        kube-scheduler bound must be where Kueue's assignment says (harness.runner.binding),
+        except pods bound before the current step on nodes the assignment no longer names:
+        they are the drift (kueue#12735). The ungater releases no pod onto a node listed in
+        `unhealthyNodes`, so those domains cannot explain a pod that stays gated."""
         w = entry.workload
         assignments = {
             (w.pod_sets[0].name if entry.as_job else a.get("name")): a.get("topologyAssignment")
@@ -346,13 +387,19 @@ class Session:
         }
         counts: dict[str, int] = {}
         reasons: dict[str, str] = {}
+        drift: dict[str, dict[str, int]] = {}
+        failed = set(repair.unhealthy_nodes(wl))
         owner = f"{entry.kind} {self.names.namespace}/{w.name}"
         for ps in w.pod_sets:
-            sel = self._selector(entry, ps.name)
+            sel = self.selector(entry, ps.name)
             watched = binding.Watch(
                 list_pods=partial(self.kube.list, "v1", "Pod", self.names.namespace, sel),
                 count=ps.count,
-                assigned=binding.assigned_domains(assignments.get(ps.name)),
+                assigned=[
+                    d
+                    for d in binding.assigned_domains(assignments.get(ps.name))
+                    if d[0].get(HOSTNAME) not in failed
+                ],
                 what=f"{owner} pod set {ps.name} ({sel})",
                 ungate_errors=self._ungate_errors,
             )
@@ -364,9 +411,20 @@ class Session:
                 unreleased=self.t.gate_unreleased,
             )
             assignment = assignments.get(ps.name)
-            # A flavor without TAS has no assignment: kube-scheduler picks any of its nodes.
-            on_nodes = pods_placement(seen.bound, self._lowest_values(assignment or {}))
             assigned = placement.get(ps.name, {})
+            lowest = self._lowest_values(assignment or {})
+            earlier = self.before.bound_pods if self.before is not None else frozenset()
+            drifted = [
+                p
+                for p in seen.bound
+                if assignment
+                and p["metadata"]["uid"] in earlier
+                and lowest.get(p["spec"]["nodeName"]) not in assigned
+            ]
+            if drifted:
+                drift[ps.name] = pods_placement(drifted, {n: n for n in lowest})
+            # A flavor without TAS has no assignment: kube-scheduler picks any of its nodes.
+            on_nodes = pods_placement([p for p in seen.bound if p not in drifted], lowest)
             if assignment and any(n > assigned.get(d, 0) for d, n in on_nodes.items()):
                 raise PlacementDisagreement(
                     f"{owner} pod set {ps.name}: Kueue assigned {assigned} but kube-scheduler "
@@ -375,7 +433,7 @@ class Session:
             if seen.unschedulable:
                 counts[ps.name] = seen.unschedulable
                 reasons[ps.name] = seen.reason
-        return counts, reasons
+        return counts, reasons, drift
 
     def _lowest_values(self, assignment: Obj) -> dict[str, str]:
         """Node name -> its value of the assignment's lowest level (the last one Kueue
@@ -391,89 +449,15 @@ class Session:
             return {}
         return binding.ungate_errors(self.kueue_log(), pod_names)
 
-    # -- steps ---------------------------------------------------------------------------
+    # -- steps (harness.runner.steps) ----------------------------------------------------
 
     def apply(self, step: Step) -> None:
-        """Carry out one step on the cluster, then let pending workloads settle."""
-        action, target = step.action, step.target
-        if action == "submit":
-            assert isinstance(target, Workload)
-            self.submit(target)
-        elif action == "delete-workload":
-            assert isinstance(target, str)
-            self._delete_workload(target)
-        elif action == "delete-usage":
-            assert isinstance(target, str)
-            delete_pods(self.kube, self.names.namespace, f"{objects.USAGE_LABEL}={target}", self.t)
-        elif action in ("cordon", "uncordon"):
-            assert isinstance(target, str)
-            flag = True if action == "cordon" else None
-            self.kube.patch("v1", "Node", target, {"spec": {"unschedulable": flag}})
-        elif action == "add-node":
-            assert isinstance(target, Node)
-            shaping.create_nodes(self.kube, [target], self.names, self.t)
-            self.nodes[target.name] = target
-        elif action == "delete-node":
-            assert isinstance(target, str)
-            self.kube.delete("v1", "Node", target)
-            wait_gone(self.kube, "v1", "Node", target, None, self.t)
-            self._delete_usage_on(target)
-            self.nodes.pop(target, None)
-        elif action == "add-usage":
-            assert isinstance(target, Usage)
-            ready = {n.name for n in self.nodes.values() if n.ready}
-            shaping.create_usage(self.kube, target, self.usage_count, self.names, ready, self.t)
-            self.usage_count += 1
-        else:
-            raise BackendError(f"step action {action!r} is not implemented by the cluster runner")
-        self._after_step()
+        """Carry out one step on the cluster, then let Kueue react and workloads settle."""
+        steps.apply(self, step)
 
-    def _after_step(self) -> None:
-        """Wait up to `step_window` for pending workloads to be admitted and for pods that
-        could not run before the step to be bound; what is still pending or unbound then
-        stays so (the window covers Kueue's 10 s requeue batching and kube-scheduler's
-        retry backoff)."""
-        waiting = [e for e in self.entries.values() if e.rejected is None]
-        for entry in waiting:
-            entry.settled_message = None  # re-evaluated after the step: read it afresh
-        deadline = time.monotonic() + self.t.step_window
-        while time.monotonic() < deadline:
-            if all(self.state_of(e).kind == "admitted" for e in waiting) and not any(
-                self._unbound(e) for e in waiting if e.unschedulable
-            ):
-                return
-            time.sleep(max(self.t.interval, 0.25))
 
-    def _unbound(self, entry: Entry) -> bool:
-        """Some pod of an admitted workload is not bound (yet)."""
-        for ps in entry.workload.pod_sets:
-            pods = self.kube.list("v1", "Pod", self.names.namespace, self._selector(entry, ps.name))
-            if sum(1 for p in pods if (p.get("spec") or {}).get("nodeName")) < ps.count:
-                return True
-        return False
-
-    def _delete_workload(self, name: str) -> None:
-        entry = self.entries.pop(name)
-        if entry.rejected is not None:
-            return
-        if entry.as_job:
-            self.kube.delete("batch/v1", "Job", name, self.names.namespace)
-        elif entry.kind == "JobSet":
-            self.kube.delete(objects.JOBSET_API, "JobSet", name, self.names.namespace)
-        else:
-            self.kube.delete(KUEUE_API, "Workload", name, self.names.namespace)
-        wait_gone(self.kube, KUEUE_API, "Workload", entry.kueue_name, self.names.namespace, self.t)
-        if entry.as_job:
-            delete_pods(self.kube, self.names.namespace, f"{JOB_NAME_LABEL}={name}", self.t)
-        elif entry.kind == "JobSet":
-            delete_pods(self.kube, self.names.namespace, f"{JOBSET_NAME_LABEL}={name}", self.t)
-
-    def _delete_usage_on(self, node: str) -> None:
-        for pod in self.kube.list("v1", "Pod", self.names.namespace, objects.USAGE_LABEL):
-            if pod["spec"].get("nodeName") == node:
-                self.kube.delete(
-                    "v1", "Pod", pod["metadata"]["name"], self.names.namespace, grace_seconds=0
-                )
+def _regarding(event: Obj) -> str:
+    return str((event.get("involvedObject") or {}).get("name", ""))
 
 
 def refused(err: KubeError) -> bool:

@@ -28,6 +28,9 @@ class Timeouts:
     pending_window: float = 0.75
     step_window: float = 12.0
     park_window: float = 3.0
+    # After a step, how long every Workload must stay unchanged once Kueue has nothing left
+    # to do for it (harness.runner.repair.settle).
+    fault_quiet: float = 1.5
     # Gated pods that Kueue's assignment explains count as staying gated once unchanged this
     # long after the ungater released a sibling (it acts in 1 s batches), or `gate_unreleased`
     # when it released none and Kueue's log says nothing (harness.runner.binding).
@@ -141,13 +144,18 @@ def wait_gone(
     poll_until(probe, what=f"{ref} to be deleted", timeout=t.settle, interval=t.interval)
 
 
-def delete_pods(kube: Kube, namespace: str, sel: str, t: Timeouts) -> None:
+def delete_pods(kube: Kube, namespace: str, sel: str, t: Timeouts, keep: str = "") -> None:
     """Delete the pods matching `sel` and wait until they are gone; a Job's tracking
-    finalizer on a terminating pod is dropped so it cannot hold the pod."""
+    finalizer on a terminating pod is dropped so it cannot hold the pod. Pods holding the
+    finalizer `keep` stay Terminating (and are not waited for)."""
     kube.delete_all("v1", "Pod", namespace, sel)
 
     def probe() -> tuple[bool, str]:
-        left = kube.list("v1", "Pod", namespace, sel)
+        left = [
+            p
+            for p in kube.list("v1", "Pod", namespace, sel)
+            if not keep or keep not in (p["metadata"].get("finalizers") or [])
+        ]
         for pod in left:
             meta = pod["metadata"]
             if meta.get("deletionTimestamp") and meta.get("finalizers"):
