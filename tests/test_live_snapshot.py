@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness import json_items
 from harness.errors import InputError
 from harness.fit import fit
 from harness.live.cluster_read import ClusterState
@@ -307,3 +308,21 @@ def test_a_json_snapshot_reads_back_and_refuses_a_key_given_twice(tmp_path: Path
     path.write_text('{"name": ')
     with pytest.raises(InputError, match=r"snap.json: line 1 column 10: Expecting value"):
         read_file(str(path))
+
+
+def test_a_large_snapshot_file_reads_its_long_lists_as_json(tmp_path: Path) -> None:
+    """What keeps a 5,000-node snapshot's parse at 0.2 s instead of 20 s: render() writes
+    nodes, usage and admitted one JSON line each, in a form the strict YAML reader hands to
+    `json` (harness/json_items.py). A change to that form would pass every other test."""
+    big = state()
+    big.nodes += [node(f"x{i}", f"r{i // 8}") for i in range(100)]
+    big.pods += [pod(f"p{i}", f"x{i}", {GPU: "1"}, owner=("DaemonSet", "d")) for i in range(100)]
+    text = render(snapshot(big))
+    fast = json_items.substitute(text)
+    assert fast is not None
+    remainder, runs = fast
+    assert sum(len(run.values) for run in runs.values()) >= 200 + 2  # nodes, usage, admitted
+    assert len(remainder) < len(text) / 10
+    path = tmp_path / "snap.yaml"
+    path.write_text(text)
+    assert read_file(str(path)) == yaml.safe_load(text)
