@@ -19,6 +19,8 @@ from typing import Any
 _ITEM = re.compile(r"( *)- (\{.*\})")
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # YAML keeps the halves of a pair apart
 _SPACE_BEFORE_COLON = re.compile(r'"\s+:')
+_OTHER_BREAK = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+"""Line breaks to YAML besides \n and \r\n (PyYAML's reader counts them, even in quotes)."""
 _YAML_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?")
 """PyYAML's float resolver for what JSON writes (yaml/resolver.py): `1e5` and `1.5e5` are
 strings to YAML (the exponent needs a sign and the mantissa a dot), floats to JSON."""
@@ -94,6 +96,8 @@ def substitute(text: str) -> tuple[str, dict[tuple[int, int], Run]] | None:
     """The text with each run replaced by `- {}` on the run's first line, and the runs by
     (line, column) of that `{` in the new text (0-based, as YAML marks count); None when
     there is too little to gain."""
+    if _OTHER_BREAK.search(text):
+        return None  # YAML would count lines differently, and the placeholders' too
     lines = text.split("\n")
     if sum(1 for line in lines if line.lstrip(" ").startswith("- {")) < MIN_LINES:
         return None

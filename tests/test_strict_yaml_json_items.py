@@ -123,3 +123,13 @@ def test_any_json_items_read_as_yaml_reads_them(
     text = "list:\n" + lines([*items, *filler, *items], **dumps)
     got, want = both(text)
     assert repr(got) == repr(want)
+
+
+@pytest.mark.parametrize("line_break", ["\r", "\x85", "\u2028", "\u2029"])
+def test_a_line_break_only_yaml_counts_leaves_the_file_to_yaml(line_break: str) -> None:
+    """The placeholders are found by line; YAML counting one more line before them would
+    have put a run where the user's own `{}` stands."""
+    text = f'd: "a{line_break}b"\nl:\n- {{}} # mine\n' + lines([{"i": i} for i in range(MANY)])
+    got, want = both(text)
+    assert got == want
+    assert got[0] == "error" or got[1]["l"][0] == {}
