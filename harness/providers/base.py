@@ -51,6 +51,9 @@ class Provider(Protocol):
     not the run's, so the runner clears before the first scenario and vets each one."""
     needs_kubeconfig: bool
     """The cluster is reached through a kubeconfig the user names (--kubeconfig)."""
+    live_kueue_log: bool
+    """logs()["kueue"] is the file Kueue writes as it runs, so the runner can wait for its
+    lines (a fault step's reaction); elsewhere it is a copy fetched on request."""
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up; on failure everything started is stopped again."""
@@ -85,6 +88,7 @@ class ProviderBase:
     can_set_feature_gates = True
     shared = False
     needs_kubeconfig = False
+    live_kueue_log = False
 
     def logs(self) -> dict[str, Path]:
         raise NotImplementedError

@@ -85,6 +85,7 @@ class LocalCluster(ProviderBase):
     """Provider "local": see the module docstring."""
 
     name = "local"
+    live_kueue_log = True  # Kueue runs here as a process writing logs()["kueue"]
     kueue_versions = tuple(toolchain.KUEUE_JOBSET)
     """The Kueue versions it starts (`kueue_version`, else $KTH_KUEUE_VERSION, else v0.19.2)."""
 
