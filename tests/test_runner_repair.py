@@ -115,3 +115,57 @@ def test_kueue_log_counts_only_lines_after_the_mark(tmp_path: Path) -> None:
     assert cursor.reconciled("n2") and not cursor.reconciled("n1")
     assert cursor.second_passes_failed("ns", "job-a-1") == 1
     assert cursor.second_passes_failed("other", "job-a-1") == 0
+
+
+def _admitted(**status: Any) -> dict[str, Any]:
+    conditions = [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "ok"},
+        {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "ok"},
+    ]
+    return {"status": {"conditions": conditions, **status}}
+
+
+def _watch(fail_fast: bool) -> repair.Watch:
+    return repair.Watch(
+        read=dict, nodes=(), namespace="ns", fail_fast=fail_fast, node_controller=True
+    )
+
+
+def test_a_workload_awaiting_its_second_pass_is_not_settled(tmp_path: Path) -> None:
+    log_file = tmp_path / "kueue.log"
+    log_file.write_text("")
+    log = KueueLog(log_file)
+    waiting = _admitted(unhealthyNodes=[{"name": "n1"}])
+    assert repair.problem(_admitted(), "wl", _watch(True), log) is None
+    assert "second pass" in str(repair.problem(waiting, "wl", _watch(True), log))
+    # Fail-fast off: settled once Kueue logged a failed second pass for it.
+    assert "fail-fast off" in str(repair.problem(waiting, "wl", _watch(False), log))
+    requeued = {
+        "msg": "Workload re-queued for second pass",
+        "workload": {"name": "wl", "namespace": "ns"},
+    }
+    log_file.write_text(json.dumps(requeued) + "\n")
+    assert repair.problem(waiting, "wl", _watch(False), log) is None
+
+
+def test_an_eviction_in_progress_is_not_settled(tmp_path: Path) -> None:
+    log = KueueLog(None)
+    evicted = _admitted()
+    evicted["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "NodeFailures", "message": "gone"}
+    )
+    assert repair.problem(evicted, "wl", _watch(True), log) == "evicted, still holding quota"
+    released = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "False",
+                    "reason": "Pending",
+                    "message": "gone",
+                },
+                {"type": "Evicted", "status": "True", "reason": "NodeFailures", "message": "gone"},
+            ]
+        }
+    }
+    assert "not evaluated again" in str(repair.problem(released, "wl", _watch(True), log))
