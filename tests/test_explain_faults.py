@@ -89,7 +89,7 @@ def test_stale_domains(capsys: pytest.CaptureFixture[str]) -> None:
 def test_second_failure_before_the_first_was_replaced(capsys: pytest.CaptureFixture[str]) -> None:
     path = FAULTS / "faults-two-notready-nodes-pods-terminate-together-evicted.yaml"
     why = why_after(capsys, path, 3)
-    assert "a second node, x3, failed before x1 was replaced" in why
+    assert "a second node, x1, failed before x3 was replaced" in why
     assert "multiple TAS assigned node failures" in why
 
 

@@ -202,3 +202,30 @@ def test_no_pod_is_released_onto_a_node_awaiting_replacement() -> None:
     assert got.replaced == {} and got.evicted is None
     assert got.unschedulable == {"main": 1}
     assert "unhealthyNodes" in got.unschedulable_reasons["main"]
+
+
+def test_multiple_failures_are_listed_in_rank_order_not_by_name() -> None:
+    """Pods ending together on two NotReady nodes: the ungater gave rank i to the i-th domain
+    of the assignment (sorted by level values), a step ends pods by rank, and Kueue's node
+    controller records the nodes in that order: x9 (rack r1) before x0 (rack r2), as real
+    Kueue v0.19.2 wrote it for suites/faults/faults-two-notready-...-evicted (x3, x1)."""
+    text = """name: w
+topology: {name: t, levels: [example.com/block, example.com/rack, kubernetes.io/hostname]}
+flavor: {name: gpu}
+x-host: &host {nvidia.com/gpu: 8, pods: 110}
+nodes:
+  - {name: x9, labels: {example.com/block: b1, example.com/rack: r1}, allocatable: *host}
+  - {name: x0, labels: {example.com/block: b1, example.com/rack: r2}, allocatable: *host}
+workloads:
+  - name: job
+    podSets:
+      - {name: main, count: 2, requests: {nvidia.com/gpu: 8}, topology: {mode: preferred, level: example.com/block}}
+steps:
+  - node-not-ready: x9
+  - node-not-ready: x0
+  - terminate-pods: {workload: job}
+"""
+    scenario = scenario_from_data(parse_yaml(text, "w.yaml"), "w.yaml")
+    evicted = fit(scenario).steps[-1]["job"].evicted
+    assert evicted is not None
+    assert evicted.message.endswith("including: x9, x0")

@@ -239,7 +239,7 @@ class Faults:
         """Per node of the assignment: failed for this workload, or healthy again."""
         held, listed = world.admitted[name], self.unhealthy.setdefault(name, [])
         changed = False
-        for node in _assigned_nodes(held):
+        for node in _assigned_nodes(world, held):
             health = self.health(world, name, node)
             failed = health.failed
             if failed and node not in listed:
@@ -398,10 +398,23 @@ def _holders(world: World) -> dict[LeafKey, list[str]]:
     return out
 
 
-def _assigned_nodes(held: Held) -> Iterator[str]:
+def _assigned_nodes(world: World, held: Held) -> Iterator[str]:
+    """The assignment's nodes in the order Kueue's node controller records their failures
+    when pods on several end at once: pod-set order, then the assignment's domain order
+    (sorted by level values), which is the pods' rank order (the ungater puts rank i on the
+    i-th domain: topology_ungater.go rankToDomainID), which is the order a step ends them in.
+    Kueue's multiple-failure message lists the nodes in that order (x3 before x1 when x3's
+    rack sorts first)."""
+    levels = world.scenario.topology.levels
+    known = {n.name: n for n in world.scenario.nodes} | world.nodes
+
+    def values(node: str) -> tuple[str, ...]:
+        labels = known[node].labels if node in known else {}
+        return (*(labels.get(level, "") for level in levels[:-1]), node)
+
     seen: set[str] = set()
     for per_leaf in held.per_leaf.values():
-        for key in sorted(k for k in per_leaf if isinstance(k, str)):
+        for key in sorted((k for k in per_leaf if isinstance(k, str)), key=values):
             if key not in seen:
                 seen.add(key)
                 yield key
