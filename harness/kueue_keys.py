@@ -15,3 +15,5 @@ SLICE_LEVEL = PREFIX + "podset-slice-required-topology"
 SLICE_SIZE = PREFIX + "podset-slice-size"
 GROUP = PREFIX + "podset-group-name"
 PRIORITY_CLASS_LABEL = PREFIX + "priority-class"
+# The JobSet API Kueue v0.19.2 manages (the JobSet v0.12.0 CRD the harness installs).
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"

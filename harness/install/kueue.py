@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.kube import Kube, KubeError, Obj, has_condition, poll_until, wait_for
+from harness.kueue_keys import JOBSET_API as JOBSET_API
 from harness.kueue_keys import QUEUE_LABEL
 
 PROBE_JOB = "kth-webhook-probe"
@@ -62,9 +63,6 @@ def probe_job(namespace: str) -> Obj:
             },
         },
     }
-
-
-JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
 def probe_jobset(namespace: str) -> Obj:

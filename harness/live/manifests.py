@@ -22,9 +22,9 @@ from typing import Any
 
 from harness import kueue_keys
 from harness.errors import InputError
-from harness.install.kueue import JOBSET_API as JOBSET_API
 from harness.k8s_rules import is_dns_label
 from harness.keypath import KeyPath
+from harness.kueue_keys import JOBSET_API as JOBSET_API
 from harness.quantity import QuantityError, format_quantity, parse_quantity
 from harness.strict_yaml import parse_yaml
 
