@@ -169,3 +169,22 @@ def test_an_eviction_in_progress_is_not_settled(tmp_path: Path) -> None:
         }
     }
     assert "not evaluated again" in str(repair.problem(released, "wl", _watch(True), log))
+
+
+def test_of_two_evictions_in_one_step_the_first_is_reported() -> None:
+    """A second pass queued before a multiple-failure eviction runs on its stale copy and
+    evicts again; the conditions keep the second message, the events both."""
+    multiple = (
+        "Workload eviction triggered due to multiple TAS assigned node failures, including: x3, x1"
+    )
+    stale = "Workload was evicted as there was no replacement for unhealthy node(s): x3"
+    wl = _workload(
+        [{"reason": "NodeFailures", "count": 2}],
+        [{"type": "Requeued", "status": "True", "reason": "NodeFailures", "message": stale}],
+    )
+    events = [
+        {"reason": "QuotaReserved", "message": "Quota reserved"},
+        {"reason": "EvictedDueToNodeFailures", "message": multiple},
+        {"reason": "EvictedDueToNodeFailures", "message": stale},
+    ]
+    assert repair.new_eviction(wl, {}, events) == Eviction("NodeFailures", multiple)

@@ -7,10 +7,14 @@ what the step changed (`Before` taken just before it, `changes` after):
   gained pods, for a workload admitted before and after the step and not evicted in between
   (Kueue's second pass keeps the other domains, `mergeTopologyAssignments`);
 - `evicted`: an eviction other than by preemption during the step: Kueue counts each one in
-  `status.schedulingStats.evictions` by reason, and the message is the `Evicted` condition's
-  (while it is True), the `Requeued` condition's (Kueue copies the eviction there when it
-  requeues, `pkg/controller/jobframework/reconciler.go`, and keeps it after readmission), or
-  the `EvictedDueTo<reason>` event's.
+  `status.schedulingStats.evictions` by reason. The message is that of the step's first
+  `EvictedDueTo<reason>` event, else the `Evicted` condition's (while it is True) or the
+  `Requeued` condition's (Kueue copies the eviction there when it requeues,
+  `pkg/controller/jobframework/reconciler.go`, and keeps it after readmission). The first,
+  because Kueue may evict twice in one step: a second pass queued with the Workload as it was
+  before a multiple-failure eviction still runs on that stale copy and evicts again for "no
+  replacement" (`pkg/cache/queue/second_pass_queue.go` keeps the object it was given), and
+  the conditions then keep only the second message.
 
 Kueue's rules: docs/dev/kueue-v0.19.2-node-replacement.md.
 """
@@ -51,11 +55,13 @@ def unhealthy_nodes(wl: Obj | None) -> list[str]:
 @dataclass(frozen=True)
 class Before:
     """Each live workload just before a step: its placement when admitted, its eviction
-    counts, and the pods bound then (uid), which may drift when the assignment moves."""
+    counts, the pods bound then (uid), which may drift when the assignment moves, and the
+    Workload events already there."""
 
     placements: Mapping[str, Placement] = field(default_factory=dict)
     evictions: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     bound_pods: frozenset[str] = frozenset()
+    events: frozenset[str] = frozenset()  # uids of the namespace's Workload events then
 
 
 def replaced(before: Placement, after: Placement) -> Replaced:
@@ -71,21 +77,24 @@ def replaced(before: Placement, after: Placement) -> Replaced:
 
 
 def new_eviction(
-    wl: Obj | None, before: Mapping[str, int], events: Sequence[Obj]
+    wl: Obj | None, before: Mapping[str, int], new_events: Sequence[Obj]
 ) -> Eviction | None:
-    """The eviction (not by preemption) Kueue counted since `before`, with its message."""
+    """The first eviction (not by preemption) Kueue counted since `before`, with its
+    message; `new_events` are the Workload's events since then, oldest first."""
     now = eviction_counts(wl)
     grown = [r for r, c in now.items() if c > before.get(r, 0)]
     if not grown:
         return None
+    for event in new_events:
+        for reason in grown:
+            if event.get("reason") == f"EvictedDueTo{reason}":  # patching.ReasonWithCause
+                return Eviction(reason, str(event.get("message") or event.get("note") or ""))
     reason = grown[0]
     for kind in ("Evicted", "Requeued"):
         cond = condition(wl, kind) if wl else None
         if cond and cond.get("reason") == reason and cond.get("message"):
             return Eviction(reason, str(cond["message"]))
-    wanted = f"EvictedDueTo{reason}"  # patching.ReasonWithCause
-    notes = [str(e.get("message") or e.get("note") or "") for e in events if e["reason"] == wanted]
-    return Eviction(reason, notes[-1] if notes else "")
+    return Eviction(reason, "")
 
 
 # -- waiting until Kueue has reacted -----------------------------------------------------------

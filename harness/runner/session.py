@@ -328,7 +328,12 @@ class Session:
             entry = self.entries[name]
             if entry.rejected is not None or not entry.kueue_name:
                 continue
-            about = [e for e in seen_events if _regarding(e) == entry.kueue_name]
+            about = [
+                e
+                for e in seen_events
+                if _regarding(e) == entry.kueue_name
+                and e["metadata"]["uid"] not in self.before.events
+            ]
             evicted = repair.new_eviction(
                 self.workload_obj(entry), self.before.evictions.get(name, {}), about
             )

@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.backends import BackendError
-from harness.kube import KUEUE_API
+from harness.kube import KUEUE_API, events
 from harness.runner import binding, faults, objects, repair, shaping
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import admission_placement, state
@@ -64,7 +64,10 @@ def before(s: Session) -> repair.Before:
         for p in pods
         if binding.live(p) and (p.get("spec") or {}).get("nodeName")
     )
-    return repair.Before(placements, evictions, bound)
+    seen = events(s.kube, s.names.namespace, kind="Workload")
+    return repair.Before(
+        placements, evictions, bound, frozenset(e["metadata"]["uid"] for e in seen)
+    )
 
 
 def _act(s: Session, step: Step) -> list[str]:
