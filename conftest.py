@@ -4,11 +4,15 @@ entry point (pytest11) gives them the fixtures, kueue_cluster, tas_shape and fit
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parent
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 # pytester points HOME at its scratch directory; the cluster's binaries and Go's module cache
@@ -35,3 +39,28 @@ def real_home(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> str
     """HOME set back to the real one for a pytester run that starts the embedded cluster."""
     monkeypatch.setenv("HOME", REAL_HOME)
     return REAL_HOME
+
+
+@pytest.fixture(scope="session")
+def sim_binary() -> Path:
+    """The kueue-sim binary for the current sources (built once, then cached)."""
+    from harness.sim.build import build_sim
+
+    if shutil.which("go") is None:
+        pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
+    return build_sim()
+
+
+@pytest.fixture
+def suite_runs_as_items(request: pytest.FixtureRequest) -> Callable[[str], bool]:
+    """`suite_runs_as_items("faults")`: True when this session already runs suites/faults on
+    a real cluster as scenario items (`pytest tests suites --cluster=local`), so a test that
+    repeats them can skip."""
+
+    def collected(folder: str) -> bool:
+        if request.config.getoption("--cluster", None) not in ("local", "kind", "existing"):
+            return False
+        root = REPO / "suites" / folder
+        return any(Path(str(i.path)).is_relative_to(root) for i in request.session.items)
+
+    return collected

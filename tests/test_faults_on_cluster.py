@@ -11,6 +11,7 @@ same files elsewhere, and real Kueue is the truth both answer to.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,19 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 FAULTS = sorted((REPO / "suites" / "faults").glob("*.yaml"))
 
 
-def _collected_faults_on_a_cluster(request: pytest.FixtureRequest) -> bool:
-    """`pytest tests suites --cluster=local` runs suites/faults as scenario items already."""
-    if request.config.getoption("--cluster", None) not in ("local", "kind", "existing"):
-        return False
-    root = REPO / "suites" / "faults"
-    return any(Path(str(item.path)).is_relative_to(root) for item in request.session.items)
-
-
 @pytest.mark.parametrize("path", FAULTS, ids=[p.stem for p in FAULTS])
 def test_fault_scenario_holds_on_real_kueue(
-    path: Path, runner: ClusterBackend, request: pytest.FixtureRequest
+    path: Path, runner: ClusterBackend, suite_runs_as_items: Callable[[str], bool]
 ) -> None:
-    if _collected_faults_on_a_cluster(request):
+    if suite_runs_as_items("faults"):
         pytest.skip("suites/faults runs on this cluster as scenario items in this session")
     scenario = load_scenario(path)
     observed = runner.run(scenario)

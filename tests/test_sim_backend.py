@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,14 +24,6 @@ from harness.toolchain.gocmd import ToolchainError
 
 HOST = "kubernetes.io/hostname"
 RACK = "example.com/rack"
-
-
-@pytest.fixture(scope="module")
-def sim_binary() -> Path:
-    """The kueue-sim binary for the current sources (built once, then cached)."""
-    if shutil.which("go") is None:
-        pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
-    return build_sim()
 
 
 def node(name: str, rack: str) -> dict[str, Any]:

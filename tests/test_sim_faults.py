@@ -8,14 +8,12 @@ run. Each fails with the sim step it exercises removed (see the commit that adde
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.loader import scenario_from_data
-from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import run_sim
 
@@ -23,14 +21,6 @@ HOST = "kubernetes.io/hostname"
 RACK = "example.com/rack"
 NO_SPARE = "Workload was evicted as there was no replacement for unhealthy node(s): "
 MULTIPLE = "Workload eviction triggered due to multiple TAS assigned node failures, including: "
-
-
-@pytest.fixture(scope="module")
-def sim_binary() -> Path:
-    """The kueue-sim binary for the current sources (built once, then cached)."""
-    if shutil.which("go") is None:
-        pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
-    return build_sim()
 
 
 def gpu_node(name: str, rack: str, **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ none is copied from a run. Needs Go to build sim/ the first time.
 from __future__ import annotations
 
 import copy
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,12 @@ import pytest
 from harness.errors import Nondeterministic
 from harness.fuzz.world_v2 import generate_v2
 from harness.loader import scenario_from_data
-from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import run_sim
 from harness.sim_backend import SimBackend
 from harness.strict_yaml import parse_yaml
 
 HOST = "kubernetes.io/hostname"
-
-
-@pytest.fixture(scope="module")
-def sim_binary() -> Path:
-    if shutil.which("go") is None:
-        pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
-    return build_sim()
 
 
 def contract(text: str) -> dict[str, Any]:

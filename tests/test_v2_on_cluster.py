@@ -7,6 +7,7 @@ Expectations come from the scenario files and the fit model, never from a previo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 V2 = sorted((REPO / "suites" / "v2").rglob("*.yaml"))
 
 
-def _collected_v2_on_a_cluster(request: pytest.FixtureRequest) -> bool:
-    """`pytest tests suites --cluster=local` runs suites/v2 as scenario items already."""
-    if request.config.getoption("--cluster", None) not in ("local", "kind", "existing"):
-        return False
-    root = REPO / "suites" / "v2"
-    return any(Path(str(item.path)).is_relative_to(root) for item in request.session.items)
-
-
 @pytest.mark.parametrize("path", V2, ids=[p.stem for p in V2])
 def test_v2_scenario_holds_on_real_kueue(
-    path: Path, runner: ClusterBackend, request: pytest.FixtureRequest
+    path: Path, runner: ClusterBackend, suite_runs_as_items: Callable[[str], bool]
 ) -> None:
-    if _collected_v2_on_a_cluster(request):
+    if suite_runs_as_items("v2"):
         pytest.skip("suites/v2 runs on this cluster as scenario items in this session")
     scenario = load_scenario(path)
     predicted, no_model = predict(scenario)
