@@ -32,7 +32,9 @@ from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
 from harness.runner import evidence, shaping
+from harness.runner.kueuelog import KueueLog
 from harness.runner.objects import Names
+from harness.runner.requeue import RequeueWave
 from harness.runner.session import Session
 from harness.runner.waits import Timeouts
 from harness.scenario import Scenario
@@ -77,6 +79,10 @@ class ClusterBackend:
         self.jobsets = False
         self.jobset_pods = False
         self.dirty = True  # until a cluster the harness started says it holds nothing
+        # Nodes the last scenario's usage pods ran on, and when clearing deleted them
+        # (Kueue may retry inadmissible workloads for such a node up to 10 s later).
+        self.usage_nodes: set[str] = set()
+        self.usage_freed: tuple[float, set[str]] = (0.0, set())
         root = os.environ.get("KTH_ARTIFACTS")
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
         self.artifacts = self.artifacts / f"run-{self.run_id}"
@@ -172,6 +178,8 @@ class ClusterBackend:
         if self.dirty:
             reuse = shaping.reusable(scenario, names)
             clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse)
+            self.usage_freed = (time.time(), self.usage_nodes)
+        self.usage_nodes = {u.node for u in scenario.usage}
         self.dirty = True
         return names
 
@@ -186,6 +194,9 @@ class ClusterBackend:
         out_dir = self.artifacts / names.namespace
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
+        wave = RequeueWave(KueueLog(self._live_kueue_log()), self.timeouts.requeue_margin)
+        freed_at, freed = self.usage_freed
+        wave.after_usage_freed(freed_at, freed & {n.name for n in scenario.nodes})
         session = Session(
             kube,
             scenario,
@@ -196,9 +207,11 @@ class ClusterBackend:
             kueue_log=self._kueue_log if self.provider is not None else None,
             kueue_log_path=self._live_kueue_log(),
             gates=gates,
+            wave=wave,
         )
         try:
             shaping.shape(kube, scenario, names, self.timeouts)
+            wave.shaped()
             phases.mark("shape")
             logger.info(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
             session.admit_ahead()

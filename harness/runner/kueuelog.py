@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,17 @@ class KueueLog:
     def reconciled(self, node: str) -> bool:
         """Kueue's TAS node controller has reconciled `node` since the mark."""
         return any(e.get("msg") == RECONCILE_NODE and e.get("name") == node for e in self.entries())
+
+    def last_time(self, msg: str) -> float | None:
+        """When Kueue last logged `msg` since the mark (epoch seconds of its `ts`), if ever."""
+        last: float | None = None
+        for e in self.entries():
+            if e.get("msg") == msg and isinstance(e.get("ts"), str):
+                try:
+                    last = datetime.fromisoformat(e["ts"]).timestamp()
+                except ValueError:
+                    continue
+        return last
 
     def second_passes_failed(self, namespace: str, workload: str) -> int:
         """How often the scheduler put the workload back in its second-pass queue (a second

@@ -26,6 +26,7 @@ from harness.runner.reading import (
     preempted,
     state,
 )
+from harness.runner.requeue import RequeueWave
 from harness.runner.settling import Submission, settle_submission
 from harness.runner.waits import (
     Timeouts,
@@ -98,6 +99,8 @@ class Session:
     gates: Mapping[str, bool] = field(default_factory=dict)
     # Each workload as it was before the current step (None before any step).
     before: repair.Before | None = None
+    # Kueue's retries set off by shaping, let pass before they could change a pending one.
+    wave: RequeueWave | None = None
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -108,6 +111,7 @@ class Session:
     def submit(self, w: Workload) -> None:
         """Create the workload and wait until Kueue admits it or keeps it pending, and every
         workload it preempted is released and evaluated again (harness.runner.settling)."""
+        self.let_requeue_pass()
         before = {name: evictions(wl) for name, wl in self.snapshot().items()}
         entry = self._create(w)
         if entry.rejected is not None:
@@ -116,6 +120,14 @@ class Session:
         sub = Submission(w.name, self._ref(entry), before, entry.may_park)
         seen = settle_submission(self.snapshot, sub, self.t)
         entry.settled_message = seen.message if seen.kind == "pending" else None
+
+    def let_requeue_pass(self) -> None:
+        """A retry from shaping re-evaluates only workloads already pending: wait for it
+        only when one is (harness.runner.requeue)."""
+        if self.wave is None or self.wave.passed:
+            return
+        if any(e.kueue_name and self.state_of(e).kind == "pending" for e in self.entries.values()):
+            self.wave.wait(self.t)
 
     def _may_park(self, entry: Entry) -> bool:
         """Kueue may leave the workload without any status: an identical one is pending

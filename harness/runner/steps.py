@@ -29,6 +29,7 @@ NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 
 def apply(s: Session, step: Step) -> None:
     """Carry out one step, then let Kueue react and pending workloads settle."""
+    s.let_requeue_pass()
     s.before = before(s)
     log = KueueLog(s.kueue_log_path)
     touched = _act(s, step)

@@ -35,6 +35,9 @@ class Timeouts:
     # long after the ungater released a sibling (it acts in 1 s batches), or `gate_unreleased`
     # when it released none and Kueue's log says nothing (harness.runner.binding).
     gate_quiet: float = 2.0
+    # Slack on Kueue's batch periods before a retry set off by shaping counts as done
+    # (harness.runner.requeue).
+    requeue_margin: float = 0.5
     gate_unreleased: float = 8.0
     unwritten_window: float = 15.0
     # Waiting for the next creation second; more than 1 s means the clocks disagree.
