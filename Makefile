@@ -9,6 +9,8 @@ PYTEST_ARGS ?=
 # Kueue version of the embedded cluster for e2e (v0.17.1, v0.18.2, v0.19.2; empty: each
 # scenario's kueue:, else v0.19.2). `make binaries` builds v0.19.2 only; e2e builds this one.
 KUEUE_VERSION ?=
+# What e2e runs (suite folders or files).
+E2E_PATHS ?= suites
 
 .PHONY: all venv binaries test unit e2e examples e2e-twice bench lint fmt typecheck tools clean
 
@@ -46,7 +48,7 @@ unit: venv
 e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(if $(KUEUE_VERSION),$(PY) -m harness.toolchain build --kueue-version $(KUEUE_VERSION))
-	$(PY) -m pytest suites --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml \
+	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml \
 		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
 		$(PYTEST_ARGS)
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from harness.toolchain import ToolchainError, tools
+from harness.toolchain.pins import KUEUE_JOBSET, PINS
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
@@ -68,7 +69,7 @@ def _steps(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_jobs_lint_unit_embedded_and_kind(ci: dict[str, Any]) -> None:
     jobs = ci["jobs"]
-    assert set(jobs) == {"lint-unit", "e2e-embedded", "e2e-kind"}
+    assert set(jobs) == {"lint-unit", "e2e-embedded", "e2e-kueue-versions", "e2e-kind"}
     runs = {name: [s["run"] for s in _steps(job) if "run" in s] for name, job in jobs.items()}
     assert "make lint" in runs["lint-unit"] and any(r.startswith("make unit") for r in
                                                     runs["lint-unit"])  # fmt: skip
@@ -121,3 +122,16 @@ def test_embedded_e2e_runs_as_a_matrix_of_shards_covering_the_suite(ci: dict[str
     (e2e,) = [s["run"] for s in _steps(job) if str(s.get("run", "")).startswith("make e2e")]
     assert f'--shard ${{{{ matrix.shard }}}}/{len(shards)}"' in e2e
     assert job["strategy"]["fail-fast"] is False  # one shard's failure must not hide the others'
+
+
+def test_older_kueue_versions_run_as_a_matrix_each_with_its_own_cache(ci: dict[str, Any]) -> None:
+    job = ci["jobs"]["e2e-kueue-versions"]
+    versions = job["strategy"]["matrix"]["kueue"]
+    assert set(versions) | {PINS.kueue} == set(KUEUE_JOBSET) and PINS.kueue not in versions
+    (e2e,) = [s["run"] for s in _steps(job) if str(s.get("run", "")).startswith("make e2e")]
+    assert "KUEUE_VERSION=${{ matrix.kueue }}" in e2e and "CLUSTER=local" in e2e
+    for folder in ("guide", "required", "preferred", "unconstrained"):
+        assert f"suites/{folder}" in e2e
+    (cache,) = [s for s in _steps(job) if str(s.get("uses", "")).startswith("actions/cache@")]
+    assert "${{ matrix.kueue }}" in cache["with"]["key"]
+    assert job["needs"] == "lint-unit" and job["strategy"]["fail-fast"] is False
