@@ -8,7 +8,6 @@ same Outcome form the fit model predicts. `sim` runs Kueue's scheduler in proces
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,8 @@ class Observation:
     steps: list[dict[str, Outcome]] = field(default_factory=list)
     details: str = ""
     artifacts: Path | None = None
+    kueue: str = ""
+    """The Kueue version that ran it ("" when the backend cannot know: an existing cluster)."""
 
 
 class Backend(Protocol):
@@ -137,12 +138,12 @@ def kueue_version_for(backend: str, scenario_version: str | None) -> str | None:
 
 
 def select_kueue_version(backend: str, version: str | None) -> None:
-    """Make `version` the Kueue the backend's clusters start ($KTH_KUEUE_VERSION, which the
-    local provider reads); None leaves the choice as it is. Refuses, in one line, a version
-    the toolchain does not pin or the backend cannot start."""
+    """Check that the backend can start `version` (None: its default). Refuses, in one line,
+    a version the toolchain does not pin or the backend cannot start; create_backend passes
+    the version on to the backend, which hands it to its provider."""
     if version is None:
         return
-    from harness.toolchain import KUEUE_VERSION_ENV, pins_for
+    from harness.toolchain import pins_for
 
     pins_for(version)  # KueueVersionError names the supported versions
     versions = kueue_versions(backend)
@@ -151,7 +152,6 @@ def select_kueue_version(backend: str, version: str | None) -> None:
             f"--kueue-version {version}: --cluster={backend} runs Kueue "
             f"{', '.join(versions)} only; the embedded cluster (--cluster=local) runs more"
         )
-    os.environ[KUEUE_VERSION_ENV] = version
 
 
 def create_backend(name: str, **options: Any) -> Backend:

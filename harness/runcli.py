@@ -60,6 +60,7 @@ def run_command(args: argparse.Namespace) -> int:
     if observed.steps:
         payload["_steps"] = [outcomes_to_json(s) for s in observed.steps]
     print(json.dumps(payload, indent=2))
+    print(f"ran on Kueue {observed.kueue or '(version not known)'} (--cluster={args.cluster})")
     predicted, no_model = predict(scenario)
     comparison = observed_against_both(scenario, predicted, observed, no_model)
     print(comparison.render() if not comparison.agrees else comparison.summary())

@@ -22,6 +22,7 @@ from harness.scenario import Expectation, Scenario
 from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
+from harness.toolchain.pins import PINS
 from harness.verdict import message_matches
 
 # kueue-sim's note for a workload whose message alternates (sim/run.go noteAlternating):
@@ -41,6 +42,10 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
         name: replace(Outcome.from_json(v), binding_observed=False)
         for name, v in (data or {}).items()
     }
+
+
+SIM_KUEUE = PINS.kueue
+"""The Kueue the sim is built against (sim/go.mod requires the pinned sigs.k8s.io/kueue)."""
 
 
 class SimBackend:
@@ -64,7 +69,7 @@ class SimBackend:
         outcomes = sim_outcomes(answer.get("outcome"))
         steps = [sim_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
-        return Observation(outcomes=outcomes, steps=steps, details=details)
+        return Observation(outcomes=outcomes, steps=steps, details=details, kueue=SIM_KUEUE)
 
     def close(self) -> None:
         if self._sim is not None:

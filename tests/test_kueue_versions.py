@@ -139,16 +139,33 @@ def test_the_provider_reads_the_version_from_the_environment(
 def test_backends_other_than_local_run_only_the_pinned_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # restored: the plugin sets it
+    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")
     with pytest.raises(BackendError, match=r"^--kueue-version v0\.18\.2: --cluster=sim runs"):
         select_kueue_version("sim", "v0.18.2")
     with pytest.raises(toolchain.KueueVersionError):
         select_kueue_version("local", "v0.18.0")
     select_kueue_version("local", "v0.18.2")
-    assert os.environ[toolchain.KUEUE_VERSION_ENV] == "v0.18.2"
+    assert os.environ[toolchain.KUEUE_VERSION_ENV] == ""  # a check, not a side channel
     assert kueue_version_for("local", "v0.17.1") == "v0.17.1"
     assert kueue_version_for("local", "v0.14.0") is None
     assert kueue_version_for("kind", "v0.17.1") is None
+
+
+def test_the_backend_hands_its_version_to_the_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The version is a parameter from create_backend to the provider, whatever the
+    environment says; two backends in one process can run two versions."""
+    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "v0.18.2")
+    old = create_backend("local", kueue_version="v0.17.1")
+    new = create_backend("local", kueue_version="v0.19.2")
+    assert isinstance(old, ClusterBackend) and isinstance(new, ClusterBackend)
+    assert (old.kueue_version, new.kueue_version) == ("v0.17.1", "v0.19.2")
+    providers = [b._provider({}) for b in (old, new)]  # created, not started
+    assert [p.kueue_version for p in providers] == ["v0.17.1", "v0.19.2"]
+    assert isinstance(providers[0], LocalCluster) and providers[0].pins.jobset == "v0.11.1"
+    with pytest.raises(BackendError, match=r"--cluster=sim runs Kueue v0\.19\.2 only"):
+        create_backend("sim", kueue_version="v0.17.1")
 
 
 def _copy(pytester: pytest.Pytester, source: str, name: str, kueue: str | None) -> None:
@@ -173,7 +190,7 @@ def test_scenarios_are_grouped_by_the_version_they_run_on(
 ) -> None:
     """One Kueue restart per version: the default version's scenarios first, file order kept
     within a version."""
-    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # restored: the plugin sets it
+    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # the user's default: none
     for name, kueue in [
         ("a-old", "v0.17.1"),
         ("b-new", "v0.19.2"),
@@ -239,5 +256,24 @@ def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPa
     finally:
         backend.close()
     assert '"msg":"Initializing","gitVersion":"v0.18.2"' in log
+    assert observed.kueue == "v0.18.2"  # what `harness run` and the HTML report show
     assert expectation_lines(scenario, observed.outcomes, observed.steps) == []
     assert observed.outcomes["train"].admitted
+
+
+def test_the_html_report_names_the_versions_that_ran(tmp_path: Path) -> None:
+    """The header says which Kueue produced the observations, not the pinned default: a
+    session that ran two versions names both, an existing cluster's is said to be unknown."""
+    from types import SimpleNamespace
+
+    from harness.backends import Observation
+    from harness.html.pytest_report import HtmlReport
+
+    report = HtmlReport(tmp_path / "r.html", "local")
+    for i, version in enumerate(["v0.18.2", "v0.17.1", "v0.18.2"]):
+        item = SimpleNamespace(observed=Observation({}, kueue=version))
+        report.noted[str(i)] = SimpleNamespace(item=item)  # type: ignore[assignment]
+    assert report._kueue() == "v0.17.1, v0.18.2"
+    report.noted["x"] = SimpleNamespace(item=SimpleNamespace(observed=Observation({})))  # type: ignore[assignment]
+    assert report._kueue() == "v0.17.1, v0.18.2, version not known (a cluster of yours)"
+    assert HtmlReport(tmp_path / "r.html", None)._kueue() == "v0.19.2 (modelled)"

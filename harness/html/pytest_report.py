@@ -17,7 +17,6 @@ from harness.collect import ScenarioItem
 from harness.fit import MODELLED_KUEUE_VERSIONS
 from harness.html import RunInfo, ScenarioResult, report_page
 from harness.html.results import scenario_result
-from harness.toolchain.pins import PINS
 
 DEFAULT_PATH = Path("run") / "report.html"
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
@@ -59,14 +58,23 @@ class HtmlReport:
         results = [self._result(noted) for noted in self.noted.values()]
         run = RunInfo(
             backend=self.backend or "fit model only (no cluster)",
-            kueue=PINS.kueue
-            if self.backend
-            else f"{', '.join(MODELLED_KUEUE_VERSIONS)} (modelled)",
+            kueue=self._kueue(),
             duration=time.time() - self.started,
             started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(report_page(results, run), encoding="utf-8")
+
+    def _kueue(self) -> str:
+        """The Kueue versions that ran the scenarios (a session may run several), else the
+        version(s) the fit model modelled."""
+        if not self.backend:
+            return f"{', '.join(MODELLED_KUEUE_VERSIONS)} (modelled)"
+        ran = {n.item.observed.kueue for n in self.noted.values() if n.item.observed is not None}
+        shown = sorted(v for v in ran if v)
+        if "" in ran:
+            shown.append("version not known (a cluster of yours)")
+        return ", ".join(shown) or "none ran"
 
     def _result(self, noted: _Noted) -> ScenarioResult:
         item = noted.item

@@ -37,7 +37,7 @@ class ClusterHandle:
 
 
 class Provider(Protocol):
-    """A way to get a cluster with Kueue v0.19.2 installed.
+    """A way to get a cluster with Kueue installed (v0.19.2 unless it says otherwise).
 
     What differs between providers and matters to a caller is a flag here, never a
     comparison of `name` in the caller.
@@ -54,6 +54,8 @@ class Provider(Protocol):
     live_kueue_log: bool
     """logs()["kueue"] is the file Kueue writes as it runs, so the runner can wait for its
     lines (a fault step's reaction); elsewhere it is a copy fetched on request."""
+    kueue_version: str | None
+    """The Kueue version it runs (None: not the harness's to know, a cluster of the user's)."""
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up; on failure everything started is stopped again."""
@@ -89,6 +91,7 @@ class ProviderBase:
     shared = False
     needs_kubeconfig = False
     live_kueue_log = False
+    kueue_version: str | None = None
 
     def logs(self) -> dict[str, Path]:
         raise NotImplementedError

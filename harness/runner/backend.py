@@ -58,9 +58,12 @@ class ClusterBackend:
         keep: bool = False,
         feature_gates: str | dict[str, bool] | None = "",
         kubeconfig: str | os.PathLike[str] | None = None,
+        kueue_version: str | None = None,
         **_: Any,
     ) -> None:
         self.name = name
+        # Asked for (None: the provider's default); once started, the one its provider runs.
+        self.kueue_version = kueue_version
         self.keep = keep
         self.cli_gates = parse_gates(feature_gates)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
@@ -105,6 +108,7 @@ class ClusterBackend:
         started = time.monotonic()
         self.provider = provider = self._provider(wanted)
         self.kube = Kube(provider.start().kubeconfig)
+        self.kueue_version = provider.kueue_version
         self.dirty = provider.shared
         self.running_gates = wanted
         self.jobsets = kueue_install.jobset_managed(self.kube)
@@ -127,6 +131,7 @@ class ClusterBackend:
                 feature_gates=wanted,
                 kubeconfig=self.kubeconfig,
                 run_id=self.run_id,
+                kueue_version=self.kueue_version,
             )
         except ClusterError as err:
             raise BackendError(f"--cluster={self.name}: {err}") from None
@@ -245,7 +250,8 @@ class ClusterBackend:
             )
         self._write_artifacts(kube, names, slicer, out_dir)
         details = self._details(kube, names, scenario, session, outcomes, steps)
-        return Observation(outcomes, steps, details=details, artifacts=out_dir)
+        version = self.kueue_version or ""
+        return Observation(outcomes, steps, details=details, artifacts=out_dir, kueue=version)
 
     def _live_kueue_log(self) -> Path | None:
         """Kueue's log file where it grows as Kueue runs (evidence of its reaction to a

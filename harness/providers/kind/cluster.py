@@ -50,6 +50,7 @@ class KindCluster(ProviderBase):
     """Provider "kind": see the module docstring."""
 
     name = "kind"
+    kueue_version = toolchain.PINS.kueue  # its Helm chart's version
 
     def __init__(
         self,

@@ -111,6 +111,7 @@ class LocalCluster(ProviderBase):
         self.pins = pins or (
             toolchain.pins_for(kueue_version) if kueue_version else toolchain.selected_pins()
         )
+        self.kueue_version: str | None = self.pins.kueue
         self.procs: list[Process] = []
         self.timings: dict[str, float] = {}
         self.ports: localspec.Ports | None = None
