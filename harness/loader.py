@@ -13,7 +13,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness import load_admitted, load_faults, load_world, node_groups, shorthand
+from harness import (
+    load_admitted,
+    load_faults,
+    load_versions,
+    load_world,
+    node_groups,
+    shorthand,
+)
 from harness.errors import ScenarioError
 from harness.gcpause import without_gc_pauses
 from harness.k8s_rules import (
@@ -28,6 +35,7 @@ from harness.k8s_rules import (
 from harness.keypath import KeyPath as KeyPath
 from harness.keypath import kind, yaml_text
 from harness.kueue_gates import KUEUE_V0_19_GATES, unknown_gate
+from harness.kueue_versions import KueueVersions
 from harness.quantity import QuantityError, parse_quantity
 from harness.scenario import (
     FAULT_ACTIONS,
@@ -149,6 +157,7 @@ TOP_KEYS = (
     "usage",
     "workloads",
     "expect",
+    "expectByVersion",
     "steps",
 )
 
@@ -195,6 +204,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
                 f"{yaml_text(w.name)} is also the name of an admitted workload"
             )
     lowest = world.lowest
+    runs_on, declared = load_versions.kueue(top["kueue"]) if "kueue" in top else (None, None)
     steps = (
         _steps(
             top["steps"],
@@ -205,6 +215,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
             _Domains(lowest, nodes),
             world,
             load_faults.FaultState(nodes, [*held, *workloads], usage, _taint),
+            declared,
         )
         if "steps" in top
         else ()
@@ -213,6 +224,12 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     for step in steps:
         if step.action == "submit" and isinstance(step.target, Workload):
             known[step.target.name] = step.target
+    domains = _Domains(lowest, nodes)
+
+    def read_expect(at: _At) -> dict[str, Expectation]:
+        return _expectations(at, known, domains, world)
+
+    expect = read_expect(top["expect"]) if "expect" in top else None
     if world.shorthand is not None:
         topologies, flavors, cluster_queues = shorthand.world(
             world.topologies[0], world.flavors[0], world.shorthand, known.values()
@@ -223,7 +240,8 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         name=top["name"].string(),
         description=_text(top.get("description")),
         source=_text(top.get("source")),
-        kueue=top["kueue"].string() if "kueue" in top else None,
+        kueue=runs_on,
+        kueue_versions=declared,
         feature_gates=_gates(top["featureGates"]) if "featureGates" in top else {},
         topologies=topologies,
         resource_flavors=flavors,
@@ -234,13 +252,14 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         nodes=tuple(nodes),
         usage=usage,
         workloads=tuple(workloads),
-        expect=(
-            _expectations(top["expect"], known, _Domains(lowest, nodes), world)
-            if "expect" in top
-            else None
-        ),
+        expect=expect,
         steps=steps,
         path=file,
+        by_version=(
+            load_versions.by_version(top["expectByVersion"], expect, declared, read_expect)
+            if "expectByVersion" in top
+            else None
+        ),
     )
 
 
@@ -674,14 +693,15 @@ def _steps(
     domains: _Domains,
     world: load_world.World,
     faults: load_faults.FaultState,
+    declared: KueueVersions | None,
 ) -> tuple[Step, ...]:
     nodes = set(ledger.allocatable)
     usages: set[str | None] = {u.name for u in usage if u.name}
     known = {w.name: w for w in workloads}
     steps = []
     for item in at.items():
-        fields = item.mapping((*STEP_ACTIONS, "expect"))
-        actions = [k for k in fields if k != "expect"]
+        fields = item.mapping((*STEP_ACTIONS, "expect", "expectByVersion"))
+        actions = [k for k in fields if k not in ("expect", "expectByVersion")]
         if len(actions) != 1:
             item.fail(f"needs exactly one action ({', '.join(STEP_ACTIONS)})")
         action, value = actions[0], fields[actions[0]]
@@ -694,7 +714,15 @@ def _steps(
         expect = (
             _expectations(fields["expect"], known, domains, world) if "expect" in fields else None
         )
-        steps.append(Step(action=action, target=target, expect=expect))
+        by_version = None
+        if "expectByVersion" in fields:
+            by_version = load_versions.by_version(
+                fields["expectByVersion"],
+                expect,
+                declared,
+                lambda at: _expectations(at, known, domains, world),
+            )
+        steps.append(Step(action=action, target=target, expect=expect, by_version=by_version))
     return tuple(steps)
 
 

@@ -7,10 +7,11 @@ the in-process backend and the cluster runner all read it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from harness.errors import HarnessError
+from harness.kueue_versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError
 
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("required", "preferred", "unconstrained")
@@ -291,6 +292,26 @@ class PodFault:
 
 
 @dataclass(frozen=True)
+class ByVersion:
+    """`expect` and its `expectByVersion` entries as written: what the expectations are on
+    each Kueue version. An entry that includes the version replaces, workload by workload,
+    the expectations of `base`; entries never overlap (the loader refuses it)."""
+
+    base: Mapping[str, Expectation] | None
+    entries: tuple[tuple[KueueVersions, Mapping[str, Expectation]], ...]
+
+    def on(self, version: str | None) -> Mapping[str, Expectation] | None:
+        """The expectations on `version` (None: the default, v0.19.2)."""
+        for spec, entry in self.entries:
+            try:
+                if spec.includes(version or DEFAULT_KUEUE):
+                    return {**(self.base or {}), **entry}
+            except VersionSpecError:  # not a version at all: no entry names it
+                break
+        return self.base
+
+
+@dataclass(frozen=True)
 class Step:
     """One change to the cluster after the workloads settled (an extension of the contract).
 
@@ -301,6 +322,8 @@ class Step:
     action: str
     target: object
     expect: Mapping[str, Expectation] | None = None
+    by_version: ByVersion | None = None
+    """Where the step has `expectByVersion`: `expect` on each version."""
 
 
 FAULT_ACTIONS = (
@@ -350,10 +373,33 @@ class Scenario:
     description: str = ""
     source: str = ""
     kueue: str | None = None
+    """The Kueue version it is checked as and runs on (None: the default, v0.19.2)."""
+    kueue_versions: KueueVersions | None = None
+    """The versions the file's `kueue:` says its expectations hold for (None: not said)."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     expect: Mapping[str, Expectation] | None = None
     steps: tuple[Step, ...] = ()
     path: str = "<scenario>"
+    by_version: ByVersion | None = None
+    """Where the file has `expectByVersion`: `expect` on each version."""
+    expect_for: str | None = field(default="", repr=False, compare=False)
+    """The version `expect` and the steps' expect were derived for ("": not yet)."""
+
+    def __post_init__(self) -> None:
+        """Keep `expect` and each step's the expectations on `kueue`: replacing `kueue`
+        (--kueue-version) derives them again from expectByVersion. Replacing `expect` alone
+        leaves it as given."""
+        if self.expect_for == self.kueue:
+            return
+        if self.by_version is not None:
+            object.__setattr__(self, "expect", self.by_version.on(self.kueue))
+        if any(step.by_version is not None for step in self.steps):
+            steps = tuple(
+                replace(step, expect=step.by_version.on(self.kueue)) if step.by_version else step
+                for step in self.steps
+            )
+            object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "expect_for", self.kueue)
 
     def node(self, name: str) -> Node:
         for node in self.nodes:

@@ -1,0 +1,92 @@
+"""`kueue:` and `expectByVersion` of a scenario file: which Kueue versions its expectations
+hold for, the version it runs on, and its expectations per version
+(docs/scenario-extensions.md, "Kueue versions")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import combinations
+
+from harness.keypath import KeyPath, kind
+from harness.kueue_versions import (
+    DEFAULT_KUEUE,
+    KUEUE_VERSIONS,
+    KueueVersions,
+    VersionSpecError,
+    newest,
+    parse_versions,
+    version_key,
+)
+from harness.scenario import ByVersion, Expectation
+
+
+def _parsed(at: KeyPath, value: object) -> KueueVersions:
+    if not isinstance(value, (str, list)):
+        at.fail(
+            f"must be a version (v0.19.2), a range ('>=v0.18.2') or a list of them, "
+            f"got {kind(value)}"
+        )
+    for index, item in enumerate(value if isinstance(value, list) else ()):
+        if not isinstance(item, str):
+            at.fail(f"item {index} must be a version or a range, got {kind(item)}")
+    try:
+        return parse_versions(value)
+    except VersionSpecError as err:
+        at.fail(str(err))
+
+
+def kueue(at: KeyPath) -> tuple[str, KueueVersions]:
+    """The version the file runs on and the versions it names. One version: that one (any
+    well-formed version; the fit model refuses one it does not model). A list or a range:
+    the default when it includes it, else the newest version the harness runs that it
+    includes; one that includes none of those is refused."""
+    spec = _parsed(at, at.value)
+    if spec.exact is not None:
+        return spec.exact, spec
+    included = [v for v in KUEUE_VERSIONS if spec.includes(v)]
+    if not included:
+        at.fail(
+            f"{spec} includes none of the Kueue versions the harness runs "
+            f"({', '.join(KUEUE_VERSIONS)})"
+        )
+    runs_on = DEFAULT_KUEUE if DEFAULT_KUEUE in included else newest(included)
+    assert runs_on is not None
+    return runs_on, spec
+
+
+def by_version(
+    at: KeyPath,
+    base: Mapping[str, Expectation] | None,
+    declared: KueueVersions | None,
+    read: Callable[[KeyPath], Mapping[str, Expectation]],
+) -> ByVersion:
+    """`expectByVersion`: version or range -> expectations in `expect`'s form. Refused: a
+    malformed key, a key outside the file's `kueue:`, two keys that share a version."""
+    if not isinstance(at.value, dict) or not at.value:
+        at.fail(
+            "must be a non-empty mapping of a Kueue version or range to expectations "
+            f"(as in expect), got {kind(at.value)}"
+        )
+    candidates = set(KUEUE_VERSIONS) | set(declared.named() if declared else ())
+    entries: list[tuple[KueueVersions, Mapping[str, Expectation], KeyPath]] = []
+    for key, value in at.value.items():
+        sub = at.child(str(key), value)
+        if not isinstance(key, str):
+            sub.fail(f"keys must be a version or a range in quotes, got {kind(key)}")
+        spec = _parsed(sub, key)
+        for named in spec.named():  # a bound and the next patch: '<v0.18.5' vs '>v0.18.3'
+            major, minor, patch = version_key(named)
+            candidates |= {named, f"v{major}.{minor}.{patch + 1}"}
+        entries.append((spec, read(sub), sub))
+    for spec, _, sub in entries:
+        if declared is not None and not any(
+            declared.includes(v) for v in candidates if spec.includes(v)
+        ):
+            sub.fail(f"includes none of the versions the file's kueue: names ({declared})")
+    for (first, _, _), (second, _, sub) in combinations(entries, 2):
+        shared = sorted(
+            (v for v in candidates if first.includes(v) and second.includes(v)), key=version_key
+        )
+        if shared:
+            sub.fail(f"{shared[0]} is also in {str(first)!r}; give each version at most one entry")
+    return ByVersion(base, tuple((spec, entry) for spec, entry, _ in entries))
