@@ -43,12 +43,20 @@ test: binaries tools
 unit: venv
 	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
 
+# pytest-xdist workers for e2e, each with an embedded cluster of its own (-n; 0 = serial, in
+# one process). 2 on local: two clusters (~1 GiB each) keep 2 cores busy while each scenario
+# waits on Kueue's 1 s batches (bench/cluster.py); more only contend for the CPU. kind and
+# existing are one cluster per machine: serial.
+E2E_WORKERS ?= $(if $(filter local,$(CLUSTER)),2,0)
+
 ## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim;
-## KUEUE_VERSION=v0.18.2 runs the embedded cluster's Kueue at that version, built first)
+## KUEUE_VERSION=v0.18.2 runs the embedded cluster's Kueue at that version, built first;
+## E2E_WORKERS=N runs N pytest-xdist workers, each with its own embedded cluster, 0 serial)
 e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(if $(KUEUE_VERSION),$(PY) -m harness.toolchain build --kueue-version $(KUEUE_VERSION))
-	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) --junitxml=$(RUN_DIR)/junit-e2e.xml \
+	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) -n $(E2E_WORKERS) \
+		--junitxml=$(RUN_DIR)/junit-e2e.xml \
 		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
 		$(PYTEST_ARGS)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distribute
 from harness.backends import (
     BackendError,
     add_backend_options,
@@ -79,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Once, here: later it would be a setup error with a traceback on every cluster test.
         raise pytest.UsageError(str(err)) from None
     _configure_kueue_version(config)
+    distribute.configure(config)
     if config.getoption("--cluster") == "kind":
         from harness.providers.kind import prereqs
 
@@ -88,9 +90,9 @@ def pytest_configure(config: pytest.Config) -> None:
     report = config.getoption("kth_report")
     if report != "":
         path = Path(report) if report else config.invocation_params.dir / DEFAULT_REPORT
-        config.pluginmanager.register(
-            HtmlReport(path, config.getoption("--cluster")), "kth-html-report"
-        )
+        # An xdist worker relays its results; the controller writes the one page.
+        writer = HtmlReport(path, config.getoption("--cluster"), relay=distribute.is_worker(config))
+        config.pluginmanager.register(writer, "kth-html-report")
 
 
 def _configure_kueue_version(config: pytest.Config) -> None:
@@ -127,6 +129,7 @@ def _in_suite_folder(path: Path, config: pytest.Config) -> bool:
     return "suites" in path.parts or any(path.is_relative_to(root) for root in roots)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse duplicate scenario names. With --kueue-version, every scenario is checked as one
     for that version: the fit model, which models v0.19.2 only, then says it cannot predict
@@ -144,6 +147,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     keys = {id(item): _group_key(item) for item in items}
     items.sort(key=lambda item: keys[id(item)])
+    distribute.mark_groups(config, items, {i: _group_name(k) for i, k in keys.items()})
 
 
 def _group_key(item: pytest.Item) -> tuple[bool, str, int, tuple[tuple[str, bool], ...]]:
@@ -153,6 +157,14 @@ def _group_key(item: pytest.Item) -> tuple[bool, str, int, tuple[tuple[str, bool
         return (not first, version, 0, ())  # a bad file reports itself when it runs
     gates = item.scenario.feature_gates
     return (not first, version, 1 if gates else 0, tuple(sorted(gates.items())))
+
+
+def _group_name(key: tuple[bool, str, int, tuple[tuple[str, bool], ...]]) -> str:
+    """The group's name for xdist ("" for the default version with default gates)."""
+    not_first, version, _, gates = key
+    if not not_first and not gates:
+        return ""
+    return "+".join([version, *(f"{k}={str(v).lower()}" for k, v in gates)])
 
 
 def kueue_version_of(item: pytest.Item) -> str:
@@ -166,11 +178,13 @@ def kueue_version_of(item: pytest.Item) -> str:
     return kueue_version_for(config.getoption("--cluster") or "local", wanted) or default
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     cluster = config.getoption("--cluster")
     if cluster is None:
-        return "scenarios: fit model only (use --cluster=local to run them on real Kueue)"
-    return f"scenarios: on the {cluster} backend, checked against expect and the fit model"
+        return ["scenarios: fit model only (use --cluster=local to run them on real Kueue)"]
+    lines = [f"scenarios: on the {cluster} backend, checked against expect and the fit model"]
+    workers = distribute.header(config)
+    return [*lines, workers] if workers else lines
 
 
 @pytest.hookimpl(tryfirst=True)

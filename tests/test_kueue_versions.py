@@ -264,16 +264,14 @@ def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPa
 def test_the_html_report_names_the_versions_that_ran(tmp_path: Path) -> None:
     """The header says which Kueue produced the observations, not the pinned default: a
     session that ran two versions names both, an existing cluster's is said to be unknown."""
-    from types import SimpleNamespace
-
-    from harness.backends import Observation
-    from harness.html.pytest_report import HtmlReport
+    from harness.html import ScenarioResult
+    from harness.html.pytest_report import HtmlReport, Row
 
     report = HtmlReport(tmp_path / "r.html", "local")
-    for i, version in enumerate(["v0.18.2", "v0.17.1", "v0.18.2"]):
-        item = SimpleNamespace(observed=Observation({}, kueue=version))
-        report.noted[str(i)] = SimpleNamespace(item=item)  # type: ignore[assignment]
-    assert report._kueue() == "v0.17.1, v0.18.2"
-    report.noted["x"] = SimpleNamespace(item=SimpleNamespace(observed=Observation({})))  # type: ignore[assignment]
-    assert report._kueue() == "v0.17.1, v0.18.2, version not known (a cluster of yours)"
-    assert HtmlReport(tmp_path / "r.html", None)._kueue() == "v0.19.2 (modelled)"
+    versions = ["v0.18.2", "v0.17.1", "v0.18.2"]
+    rows = [Row(i, ScenarioResult(None), version) for i, version in enumerate(versions)]
+    rows.append(Row(3, ScenarioResult(None), None))  # nothing ran (a skip): no version
+    assert report._kueue(rows) == "v0.17.1, v0.18.2"
+    rows.append(Row(4, ScenarioResult(None), ""))
+    assert report._kueue(rows) == "v0.17.1, v0.18.2, version not known (a cluster of yours)"
+    assert HtmlReport(tmp_path / "r.html", None)._kueue([]) == "v0.19.2 (modelled)"

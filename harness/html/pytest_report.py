@@ -1,10 +1,16 @@
 """The pytest side of the HTML report: note each scenario item's result as it runs, write
 one page at the end of the session. Registered by harness/plugin.py (as pytest registers
-its junitxml writer), which owns the --kth-report option."""
+its junitxml writer), which owns the --kth-report option.
+
+Under pytest-xdist the items run in worker processes and the controller writes the page: a
+worker attaches each item's result to its teardown report (`kth_result`), serialized by
+pytest's own report serialization hooks, which xdist uses to send reports to the controller."""
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -22,6 +28,10 @@ DEFAULT_PATH = Path("run") / "report.html"
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
 
 
+RESULT_ATTR = "kth_result"
+"""The TestReport attribute carrying a scenario's Row, set where the item ran."""
+
+
 @dataclass
 class _Noted:
     item: ScenarioItem
@@ -30,14 +40,28 @@ class _Noted:
     duration: float = 0.0
 
 
-class HtmlReport:
-    """Notes scenario items in run order; writes nothing when no scenario ran."""
+@dataclass(frozen=True)
+class Row:
+    """One scenario's part of the page, as it travels from a worker: its place in the
+    session's (sorted) items, so the page keeps the serial order, and the Kueue version that
+    ran it (None: nothing ran; "": not known, a cluster of the user's)."""
 
-    def __init__(self, path: Path, backend: str | None) -> None:
+    index: int
+    result: ScenarioResult
+    kueue: str | None = None
+
+
+class HtmlReport:
+    """Notes scenario items in run order; writes nothing when no scenario ran. With `relay`
+    (an xdist worker) it only attaches results to reports for the controller to write."""
+
+    def __init__(self, path: Path, backend: str | None, relay: bool = False) -> None:
         self.path = path
         self.backend = backend
+        self.relay = relay
         self.started = time.time()
         self.noted: dict[str, _Noted] = {}
+        self.rows: dict[str, Row] = {}
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -51,26 +75,53 @@ class HtmlReport:
         noted.duration += report.duration
         if not report.passed and noted.status == "passed":  # the first phase that did not pass
             noted.status, noted.text = _status(report), _text(report)
+        if report.when == "teardown":
+            observed = item.observed
+            kueue = observed.kueue if observed is not None else None
+            index = item.session.items.index(item)
+            setattr(report, RESULT_ATTR, Row(index, self._result(noted), kueue))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Where results gather (this process, or the xdist controller)."""
+        row = getattr(report, RESULT_ATTR, None)
+        if isinstance(row, Row):
+            self.rows[report.nodeid] = row
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_to_serializable(self, report: Any) -> Generator[None, Any, None]:
+        outcome = yield
+        data = outcome.get_result()
+        if isinstance(data, dict) and isinstance(data.get(RESULT_ATTR), Row):
+            data[RESULT_ATTR] = base64.b64encode(pickle.dumps(data[RESULT_ATTR])).decode()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_from_serializable(self, data: Any) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        text = getattr(report, RESULT_ATTR, None)
+        if isinstance(text, str):
+            # Sent by a worker of this same session (same code), never read from elsewhere.
+            setattr(report, RESULT_ATTR, pickle.loads(base64.b64decode(text)))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.noted:
+        if self.relay or not self.rows:
             return
-        results = [self._result(noted) for noted in self.noted.values()]
+        rows = sorted(self.rows.values(), key=lambda row: row.index)
         run = RunInfo(
             backend=self.backend or "fit model only (no cluster)",
-            kueue=self._kueue(),
+            kueue=self._kueue(rows),
             duration=time.time() - self.started,
             started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)),
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(report_page(results, run), encoding="utf-8")
+        self.path.write_text(report_page([row.result for row in rows], run), encoding="utf-8")
 
-    def _kueue(self) -> str:
+    def _kueue(self, rows: list[Row]) -> str:
         """The Kueue versions that ran the scenarios (a session may run several), else the
         version(s) the fit model modelled."""
         if not self.backend:
             return f"{', '.join(MODELLED_KUEUE_VERSIONS)} (modelled)"
-        ran = {n.item.observed.kueue for n in self.noted.values() if n.item.observed is not None}
+        ran = {row.kueue for row in rows if row.kueue is not None}
         shown = sorted(v for v in ran if v)
         if "" in ran:
             shown.append("version not known (a cluster of yours)")
@@ -95,10 +146,10 @@ class HtmlReport:
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.noted and self.path.exists():
+        if not self.relay and self.rows and self.path.exists():
             size = self.path.stat().st_size
             terminalreporter.write_line(
-                f"HTML report: {self.path} ({len(self.noted)} scenarios, {size // 1024} KiB)"
+                f"HTML report: {self.path} ({len(self.rows)} scenarios, {size // 1024} KiB)"
             )
 
 

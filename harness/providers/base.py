@@ -56,6 +56,8 @@ class Provider(Protocol):
     lines (a fault step's reaction); elsewhere it is a copy fetched on request."""
     kueue_version: str | None
     """The Kueue version it runs (None: not the harness's to know, a cluster of the user's)."""
+    one_per_worker: bool
+    """Several can run at once on one machine, one per pytest-xdist worker (-n N)."""
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up; on failure everything started is stopped again."""
@@ -92,6 +94,7 @@ class ProviderBase:
     needs_kubeconfig = False
     live_kueue_log = False
     kueue_version: str | None = None
+    one_per_worker = False
 
     def logs(self) -> dict[str, Path]:
         raise NotImplementedError

@@ -42,6 +42,7 @@ from harness.providers.kwok import stages_yaml
 from harness.providers.local import detached, lifecycle
 from harness.providers.local import spec as localspec
 from harness.providers.process import Process
+from harness.toolchain import cache
 
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 """Fixed in Kueue v0.19.2's cmd/kueue/main.go: no flag or config field moves it, and with
@@ -60,17 +61,23 @@ logger = progress.logger("local")
 
 
 def ensure_metrics_certs(ca: pki.Authority) -> None:
-    """Write Kueue's metrics key pair once (see KUEUE_METRICS_CERTS); never overwrite one."""
-    if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (KUEUE_METRICS_CERTS / "tls.key").is_file():
-        return
-    try:
-        ca.issue("kueue-metrics", ips=["127.0.0.1"], server=True).write(KUEUE_METRICS_CERTS, "tls")
-    except OSError as err:
-        step = ONE_TIME_STEP.format(certs=KUEUE_METRICS_CERTS)
-        raise ClusterError(
-            f"Kueue v0.19.2 reads its metrics key pair from {KUEUE_METRICS_CERTS} (fixed in "
-            f"Kueue) and the harness cannot write it there ({err.strerror}); run once: {step}"
-        ) from None
+    """Write Kueue's metrics key pair once (see KUEUE_METRICS_CERTS); never overwrite one.
+    Under a lock: clusters starting at once (pytest-xdist workers) on a fresh machine would
+    otherwise interleave two pairs' files and leave a key that does not match its cert."""
+    with cache.locked("kueue-metrics-certs"):
+        if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (
+            KUEUE_METRICS_CERTS / "tls.key"
+        ).is_file():
+            return
+        try:
+            pair = ca.issue("kueue-metrics", ips=["127.0.0.1"], server=True)
+            pair.write(KUEUE_METRICS_CERTS, "tls")
+        except OSError as err:
+            step = ONE_TIME_STEP.format(certs=KUEUE_METRICS_CERTS)
+            raise ClusterError(
+                f"Kueue v0.19.2 reads its metrics key pair from {KUEUE_METRICS_CERTS} (fixed in "
+                f"Kueue) and the harness cannot write it there ({err.strerror}); run once: {step}"
+            ) from None
 
 
 def _shm_dir(run_id: str) -> Path:
@@ -86,6 +93,7 @@ class LocalCluster(ProviderBase):
 
     name = "local"
     live_kueue_log = True  # Kueue runs here as a process writing logs()["kueue"]
+    one_per_worker = True  # own ports, run dir and run id: one per pytest-xdist worker
     kueue_versions = tuple(toolchain.KUEUE_JOBSET)
     """The Kueue versions it starts (`kueue_version`, else $KTH_KUEUE_VERSION, else v0.19.2)."""
 
