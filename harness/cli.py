@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -53,6 +54,8 @@ def _oracle(args: argparse.Namespace) -> int:
     from harness.whatif import Whys
 
     scenario = load_scenario(args.file)
+    if args.kueue_version is not None:  # Scenario re-derives expect for it (expectByVersion)
+        scenario = dataclasses.replace(scenario, kueue=args.kueue_version)
     explainer = Explainer() if args.explain_domains else None
     result = fit(scenario, trace=explainer.trace if explainer else None)
     seen = [result.outcomes, *result.steps]
@@ -161,6 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="json: the outcomes as JSON (as `run` prints them); text: one line a workload; "
         "html: a self-contained page with the rack-and-GPU map of each flavor",
+    )
+    oracle.add_argument(
+        "--kueue-version",
+        default=None,
+        help="predict for this Kueue version: v0.17.1, v0.18.2 or v0.19.2 (its gate defaults "
+        "and rules, harness/fit/versions.py); it overrides the file's kueue: (default: the "
+        "file's kueue:, else v0.19.2)",
     )
     add_explain_options(oracle)
     oracle.set_defaults(handler=_oracle)

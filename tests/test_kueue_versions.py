@@ -7,6 +7,7 @@ building them takes ~9 minutes on 2 cores, more than a cold `make test` may spen
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -275,3 +276,11 @@ def test_the_html_report_names_the_versions_that_ran(tmp_path: Path) -> None:
     rows.append(Row(4, ScenarioResult(None), ""))
     assert report._kueue(rows) == "v0.17.1, v0.18.2, version not known (a cluster of yours)"
     assert HtmlReport(tmp_path / "r.html", None)._kueue([]) == "v0.19.2 (modelled)"
+    # Fit model only: the versions it predicted for (each scenario's kueue:).
+    guide = load_scenario(GUIDE / "guide-required-host.yaml")
+    checked = [Row(i, ScenarioResult(dataclasses.replace(guide, kueue=v))) for i, v in
+               enumerate(["v0.18.2", "v0.9.0", None])]  # fmt: skip
+    assert (
+        HtmlReport(tmp_path / "r.html", None)._kueue(checked)
+        == "v0.9.0, v0.18.2, v0.19.2 (modelled)"
+    )

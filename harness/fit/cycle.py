@@ -41,8 +41,10 @@ from harness.fit.tas_step import (
 )
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey
+from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.fit.webhook import webhook_rejection
+from harness.kueue_versions import DEFAULT_KUEUE
 from harness.outcome import Outcome
 from harness.quantity import kueue_units
 from harness.scenario import (
@@ -92,10 +94,18 @@ class Entry:
 class Model:
     """Kueue's scheduler, queues and cache for one scenario."""
 
-    def __init__(self, scenario: Scenario, ties: TieBreak, note: Note | None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        ties: TieBreak,
+        note: Note | None,
+        rules: KueueRules = RULES[DEFAULT_KUEUE],
+    ) -> None:
         self.scenario = scenario
+        self.rules = rules
         self.snap = Snapshot(scenario)
-        self.queues = Queues(scenario)
+        hashing = rules.gate(scenario, "SchedulingEquivalenceHashing")
+        self.queues = Queues(scenario, hashing=hashing)
         self.ties = ties
         self.note = note
         self.outcomes: dict[str, Outcome] = {}
@@ -210,6 +220,8 @@ class Model:
         flavors = [f for f in self._tas_flavors_of(touched)] if touched else []
         if not flavors:
             return
+        if action == "delete-usage" and not self.rules.requeue_on_non_tas_pod_deletion:
+            return  # kueue#13772 (fixed in v0.19.1): only the TAS cache learns of it
         if action == "delete-usage":
             names = {f.name for f in flavors}
             using = [
@@ -464,7 +476,8 @@ class Model:
         """`processEntry`: (requeue reason, message: None when no status is written), or
         ("", "") when admitted."""
         check = self._fits(entry, claimed)
-        if check == "tas":
+        recompute = self.rules.gate(self.scenario, "TASRecomputeAssignmentWithinSchedulingCycle")
+        if check == "tas" and recompute:
             # TASRecomputeAssignmentWithinSchedulingCycle: assign again from the first
             # flavor, each pod set pinned to the flavors nominated (rules §3.4 step 1).
             pinned = {ps: dict(f) for ps, f in entry.assignment.flavors.items()}
@@ -581,8 +594,8 @@ def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
 Outcomes = tuple[dict[str, Outcome], list[dict[str, Outcome]]]
 
 
-def _run(scenario: Scenario, ties: TieBreak, note: Note | None) -> Outcomes:
-    model = Model(scenario, ties, note)
+def _run(scenario: Scenario, ties: TieBreak, note: Note | None, rules: KueueRules) -> Outcomes:
+    model = Model(scenario, ties, note, rules)
     for index, a in enumerate(scenario.admitted):
         model.hold_admitted(a, index)
     for workload in scenario.workloads:
@@ -615,23 +628,36 @@ MODELLED_GATES = {
     "TASHandleOverlappingFlavors": True,
     "TASRecomputeAssignmentWithinSchedulingCycle": True,
 }
-"""Gates whose v0.19.2 default this driver builds in (rules §0); another value is refused."""
+"""Gates whose v0.19.2 default this driver builds in (rules §0); another value is refused,
+except where the driver follows the gate (MODELLED_EITHER_WAY: older versions' defaults)."""
+
+MODELLED_EITHER_WAY = (
+    "SchedulingEquivalenceHashing",
+    "TASRecomputeAssignmentWithinSchedulingCycle",
+    "FlavorFungibilityPreserveScanProgress",
+    "TASHandleOverlappingFlavors",
+)
+"""Gates whose off value (an older version's default) is modelled: the driver reads the
+first two; the last two change nothing unless a resource group has several flavors or TAS
+flavors share a node, which harness/fit/versions.py refuses with them off."""
 
 
-def fit_v2(scenario: Scenario, note: Note | None = None) -> Outcomes:
+def fit_v2(
+    scenario: Scenario, note: Note | None = None, rules: KueueRules = RULES[DEFAULT_KUEUE]
+) -> Outcomes:
     """Outcomes after every workload was submitted and the cycles settled, and after each
     step. Where Kueue breaks a tie at random the scenario is replayed with the ties broken
     the other way; if that changes an outcome, Nondeterministic (rules §8)."""
     for gate, value in MODELLED_GATES.items():
-        if scenario.feature_gates.get(gate, value) != value:
+        if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {not value} is not modelled by the "
                 f"fit model"
             )
     ties = TieBreak()
-    initial, after_steps = _run(scenario, ties, note)
+    initial, after_steps = _run(scenario, ties, note, rules)
     if ties.seen:
-        again = _run(scenario, TieBreak(reverse=True), None)
+        again = _run(scenario, TieBreak(reverse=True), None, rules)
         if again != (initial, after_steps):
             raise Nondeterministic(
                 f"{scenario.path}: Kueue's outcome depends on a tie it breaks at random: "

@@ -22,11 +22,12 @@ from harness.fit.request import placement_request
 from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
+from harness.fit.versions import KueueRules, rules_for
 from harness.fit.webhook import webhook_rejection
 from harness.outcome import Outcome, Placement
 from harness.scenario import Node, PodSet, Scenario, Step, Usage, Workload
 
-MODELLED_KUEUE_VERSIONS = ("v0.19.2",)
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
 
@@ -44,17 +45,20 @@ class _State:
     scenario: Scenario
     nodes: dict[str, Node]
     usage: list[Usage]
+    rules: KueueRules
     admitted: dict[str, Held] = field(default_factory=dict)
     pending: list[Workload] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     inadmissible_shapes: set[Hashable] = field(default_factory=set)
     binder: Binder = field(init=False)
     faults: Faults = field(init=False)
+    hashing: bool = field(init=False)
     workloads: dict[str, Workload] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.binder = Binder(self.scenario)
         self.faults = Faults(Gates.of(self.scenario))
+        self.hashing = self.rules.gate(self.scenario, "SchedulingEquivalenceHashing")
 
     def workload(self, name: str) -> Workload:
         return self.workloads[name]
@@ -83,14 +87,10 @@ class FitResult:
     faults: list[StepReport] = field(default_factory=list)
 
 
-def check_supported(scenario: Scenario) -> None:
-    """Refuse Kueue versions and feature-gate values the model does not model."""
-    version = scenario.kueue
-    if version is not None and version not in MODELLED_KUEUE_VERSIONS:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueue: the fit model models Kueue "
-            f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
-        )
+def check_supported(scenario: Scenario) -> KueueRules:
+    """The rules of the scenario's Kueue version; refuses versions and feature-gate values
+    the model does not model."""
+    rules = rules_for(scenario)
     for gate, bad in UNMODELLED_GATE_VALUES.items():
         if scenario.feature_gates.get(gate) is bad:
             raise UnsupportedVersionError(
@@ -101,16 +101,17 @@ def check_supported(scenario: Scenario) -> None:
             f"{scenario.path}: the fit model models faults only in version-1 scenarios: "
             f"{'; '.join(faults)}"
         )
+    return rules
 
 
 def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
     """Predict what Kueue does with every workload of the scenario."""
-    check_supported(scenario)
+    rules = check_supported(scenario)
     if scenario.shorthand is None:
         note = (lambda name, line: trace(name, None, line)) if trace else None
-        initial, after_steps = fit_v2(scenario, note)
+        initial, after_steps = fit_v2(scenario, note, rules)
         return FitResult(outcomes=initial, steps=after_steps)
-    state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage))
+    state = _State(scenario, {n.name: n for n in scenario.nodes}, list(scenario.usage), rules)
     for workload in scenario.workloads:
         state.outcomes[workload.name] = _attempt(state, workload, trace)
     initial = dict(state.outcomes)
@@ -162,7 +163,7 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
         state.pending.append(workload)
         return Outcome(admitted=False, message="")
     shape = scheduling_hash(workload, priority=0)  # version 1: no priority classes
-    if shape in state.inadmissible_shapes:
+    if state.hashing and shape in state.inadmissible_shapes:
         # SchedulingEquivalenceHashing (on by default): a workload shaped like one just found
         # inadmissible is parked with it, unevaluated, keeping whatever status it had.
         state.pending.append(workload)
@@ -322,6 +323,9 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
         state.binder.forget(target)
     elif step.action == "delete-usage":
         state.usage = [u for u in state.usage if u.name != target]
+        if not state.rules.requeue_on_non_tas_pod_deletion:
+            _retry_pending(state, trace, requeue=False)  # kueue#13772: nothing requeued
+            return
     elif step.action in ("cordon", "uncordon"):
         assert isinstance(target, str)
         node = state.nodes[target]
@@ -361,13 +365,18 @@ def _react(state: _State, trace: Trace | None) -> None:
         _retry_pending(state, trace)
 
 
-def _retry_pending(state: _State, trace: Trace | None) -> None:
+def _retry_pending(state: _State, trace: Trace | None, requeue: bool = True) -> None:
     """kube-scheduler retries the pods it could not bind (at once, on the cluster event);
-    then Kueue requeues every inadmissible workload and forgets the parked shapes."""
+    then Kueue requeues every inadmissible workload and forgets the parked shapes (unless
+    the event requeues none: `requeue` False)."""
     for name, bound in state.binder.retry(state.nodes, state.usage).items():
         if name in state.outcomes and name in state.admitted:
             state.outcomes[name] = _with_binding(state.outcomes[name], bound)
-    waiting, state.pending = state.pending, []
-    state.inadmissible_shapes.clear()
+    waiting = state.pending
+    if not requeue:  # only what sits at the head of the queue is tried again, as every cycle
+        waiting = [w for w in waiting if _stuck_at_head(state.outcomes.get(w.name))]
+    else:
+        state.inadmissible_shapes.clear()
+    state.pending = [w for w in state.pending if w not in waiting]
     for workload in waiting:
         state.outcomes[workload.name] = _attempt(state, workload, trace)

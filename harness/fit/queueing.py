@@ -78,6 +78,9 @@ class Queues:
     parked: dict[str, set[str]] = field(default_factory=dict)
     hashes: dict[str, set[Hashable]] = field(default_factory=dict)
     preemptor: dict[str, str] = field(default_factory=dict)
+    hashing: bool = True
+    """SchedulingEquivalenceHashing: a workload shaped like one found inadmissible is parked
+    with it unevaluated (BestEffortFIFO). Off by default in Kueue v0.17.1."""
 
     def _strategy(self, cq: str) -> str:
         return self.scenario.cluster_queue(cq).queueing_strategy
@@ -87,7 +90,8 @@ class Queues:
         inadmissible set if its equivalence class was parked (BestEffortFIFO)."""
         cq = pending.workload.queue
         self.info[pending.workload.name] = pending
-        if self._strategy(cq) == "BestEffortFIFO" and pending.shape in self.hashes.get(cq, ()):
+        parked = pending.shape in self.hashes.get(cq, ())
+        if self.hashing and self._strategy(cq) == "BestEffortFIFO" and parked:
             self.parked.setdefault(cq, set()).add(pending.workload.name)
         else:
             self.heap.setdefault(cq, set()).add(pending.workload.name)
@@ -119,7 +123,7 @@ class Queues:
             self.heap.setdefault(cq, set()).add(name)
             return
         self.parked.setdefault(cq, set()).add(name)
-        if not strict and reason in (NO_FIT, NO_CANDIDATES):
+        if self.hashing and not strict and reason in (NO_FIT, NO_CANDIDATES):
             heap = self.heap.get(cq, set())
             same = {n for n in heap if self.info[n].shape == pending.shape}
             heap -= same

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from harness.collect import ScenarioItem
-from harness.fit import MODELLED_KUEUE_VERSIONS
 from harness.html import RunInfo, ScenarioResult, report_page
 from harness.html.results import scenario_result
+from harness.kueue_versions import DEFAULT_KUEUE, version_key
 
 DEFAULT_PATH = Path("run") / "report.html"
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
@@ -118,9 +118,10 @@ class HtmlReport:
 
     def _kueue(self, rows: list[Row]) -> str:
         """The Kueue versions that ran the scenarios (a session may run several), else the
-        version(s) the fit model modelled."""
+        versions the fit model predicted for (each scenario's kueue: or --kueue-version)."""
         if not self.backend:
-            return f"{', '.join(MODELLED_KUEUE_VERSIONS)} (modelled)"
+            checked = {r.result.scenario.kueue or DEFAULT_KUEUE for r in rows if r.result.scenario}
+            return f"{', '.join(sorted(checked or {DEFAULT_KUEUE}, key=version_key))} (modelled)"
         ran = {row.kueue for row in rows if row.kueue is not None}
         shown = sorted(v for v in ran if v)
         if "" in ran:

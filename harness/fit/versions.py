@@ -1,0 +1,171 @@
+"""The Kueue versions the fit model models and what differs between them for TAS
+(docs/dev/kueue-version-differences.md, §1 gate defaults, §2 rules, §9 what the model does).
+
+A version is its feature-gate defaults (pkg/features/kube_features.go of that version; a gate
+the version does not register behaves as off, except where the behaviour it guards was
+unconditional before the gate existed) plus the fixes that changed outcomes without a gate.
+What the model does not model for a version is refused with the reason, as an unknown
+version is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.errors import UnsupportedVersionError
+from harness.kueue_versions import DEFAULT_KUEUE
+from harness.scenario import PodSet, Scenario, Workload
+
+
+@dataclass(frozen=True)
+class KueueRules:
+    """One Kueue version as the fit model sees it."""
+
+    version: str
+    gates: Mapping[str, bool] = field(default_factory=dict)
+    """Defaults of the gates the model reads (where they differ from v0.19.2's, or the gate
+    is missing and off)."""
+    requeue_on_non_tas_pod_deletion: bool = True
+    """v0.19.1 (kueue#13772): a non-TAS pod that goes away requeues the inadmissible TAS
+    workloads of the ClusterQueues using its node's flavors. Before, only the TAS cache was
+    updated (non_tas_usage_controller.go Reconcile), and they waited for another event."""
+    leader_aware_best_fit: bool = True
+    """v0.19.1 (kueue#13766): BestFit skips domains without room for a group's leader and
+    moves the leader where the workers still fit. Before, leader capacity was ignored."""
+    grouped_pod_set_borrows_flavor: bool = True
+    """v0.19.1 (kueue#13859): a grouped pod set requesting nothing takes its group's flavor.
+    Before, it failed with "no TAS flavor assigned"."""
+
+    def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
+        """The gate's value in this scenario: its featureGates, else this version's default
+        (`default`: v0.19.2's, for a gate whose default is the same in every version)."""
+        if name in scenario.feature_gates:
+            return scenario.feature_gates[name]
+        return self.gates.get(name, V0_19_2_GATES.get(name, default))
+
+
+V0_19_2_GATES: Mapping[str, bool] = {
+    "SchedulingEquivalenceHashing": True,
+    "TASHandleOverlappingFlavors": True,
+    "TASRecomputeAssignmentWithinSchedulingCycle": True,
+    "FlavorFungibilityPreserveScanProgress": True,
+    "TASMultiLayerTopology": True,
+    "TASBalancedPlacement": False,
+}
+"""v0.19.2's defaults of the gates whose default differs between the three versions, plus
+TASBalancedPlacement (its algorithm changed, §2.3-2.4)."""
+
+_BEFORE_V0_19 = {
+    # Registered in v0.19.0 (L955): off before, the scan restarts more often.
+    "FlavorFungibilityPreserveScanProgress": False,
+    # Alpha, off, before v0.19 (0.17.1 L528, 0.18.2 L628).
+    "TASMultiLayerTopology": False,
+}
+
+RULES: dict[str, KueueRules] = {
+    "v0.17.1": KueueRules(
+        "v0.17.1",
+        gates={
+            **_BEFORE_V0_19,
+            "SchedulingEquivalenceHashing": False,  # Beta but off (L531)
+            "TASHandleOverlappingFlavors": False,  # not registered before v0.18
+            "TASRecomputeAssignmentWithinSchedulingCycle": False,  # not registered before v0.18
+        },
+        requeue_on_non_tas_pod_deletion=False,
+        leader_aware_best_fit=False,
+        grouped_pod_set_borrows_flavor=False,
+    ),
+    "v0.18.2": KueueRules(
+        "v0.18.2",
+        gates=_BEFORE_V0_19,
+        requeue_on_non_tas_pod_deletion=False,
+        leader_aware_best_fit=False,
+        grouped_pod_set_borrows_flavor=False,
+    ),
+    "v0.19.2": KueueRules("v0.19.2"),
+}
+
+MODELLED_KUEUE_VERSIONS = tuple(RULES)
+
+
+def rules_for(scenario: Scenario) -> KueueRules:
+    """The rules of the version the scenario is checked as (its kueue:, or --kueue-version;
+    none: v0.19.2), or UnsupportedVersionError naming the versions modelled."""
+    version = scenario.kueue or DEFAULT_KUEUE
+    if version not in RULES:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueue: the fit model models Kueue "
+            f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
+        )
+    rules = RULES[version]
+    problem = _unmodelled(scenario, rules)
+    if problem is not None:
+        raise UnsupportedVersionError(f"{scenario.path}: kueue: {version}: {problem}")
+    return rules
+
+
+def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
+    """Why the model cannot answer for this version, or None."""
+    if scenario.shorthand is None and (problem := _unmodelled_v2(scenario, rules)):
+        return problem
+    if rules.version == DEFAULT_KUEUE:
+        return None
+    if rules.gate(scenario, "TASBalancedPlacement"):
+        return (
+            "balanced placement before v0.19 (it failed instead of falling back on v0.17, "
+            "broke ties in map order on v0.17/v0.18: §2.3-2.4) is not modelled"
+        )
+    if faults := scenario.fault_features():
+        return (
+            f"faults before v0.19 ({'; '.join(faults)}) are not modelled: the node failure "
+            "controller differs (NotReady for 30 s always failed a node, kueue#13043; "
+            "#14452, #14647 fixed in v0.19.2)"
+        )
+    if rules.gate(scenario, "TASMultiLayerTopology"):
+        return "TASMultiLayerTopology before v0.19 is not modelled"
+    grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
+    if grouped and not rules.leader_aware_best_fit:
+        return (
+            f"workload {grouped[0]} groups pod sets (leader and workers): their placement "
+            "before v0.19.1 (leader capacity ignored, kueue#13766; a member requesting "
+            "nothing without a flavor, kueue#13859) is not modelled"
+        )
+    return None
+
+
+def _pod_sets(scenario: Scenario) -> list[tuple[str, PodSet]]:
+    """Every pod set with its workload's name: submitted, admitted and submitted by steps."""
+    out = [(w.name, p) for w in scenario.workloads for p in w.pod_sets]
+    out += [(a.name, p.pod_set) for a in scenario.admitted for p in a.pod_sets]
+    for step in scenario.steps:
+        if isinstance(step.target, Workload):
+            out += [(step.target.name, p) for p in step.target.pod_sets]
+    return out
+
+
+def _in_group(pod_set: PodSet) -> bool:
+    return pod_set.topology is not None and pod_set.topology.group is not None
+
+
+def _unmodelled_v2(scenario: Scenario, rules: KueueRules) -> str | None:
+    """Version-2 worlds: several flavors and ClusterQueues."""
+    if not rules.gate(scenario, "FlavorFungibilityPreserveScanProgress"):
+        for cq in scenario.cluster_queues:
+            if any(len(group.flavors) > 1 for group in cq.resource_groups):
+                return (
+                    f"ClusterQueue {cq.name} has several flavors in a resource group: the "
+                    "flavor scan without FlavorFungibilityPreserveScanProgress (before v0.19: "
+                    "reset by any Workload update) is not modelled"
+                )
+    if not rules.gate(scenario, "TASHandleOverlappingFlavors"):
+        tas = [f for f in scenario.resource_flavors if scenario.topology_of(f) is not None]
+        for node in scenario.nodes:
+            sharing = [f.name for f in scenario.flavors_of(node) if f in tas]
+            if len(sharing) > 1:
+                return (
+                    f"TAS flavors {sharing[0]} and {sharing[1]} share node {node.name}: each "
+                    "flavor counting only its own usage (before v0.18, kueue#11210) is not "
+                    "modelled"
+                )
+    return None

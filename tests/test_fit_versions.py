@@ -1,0 +1,117 @@
+"""The fit model per Kueue version (harness/fit/versions.py): each version's gate defaults as
+its own kube_features.go sets them, the rules that changed without a gate (kueue#13772), and
+the refusals where a version's behaviour is not modelled. Each rule's test fails with the
+rule removed (the rule's flag set as v0.19.2's)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import toolchain
+from harness.errors import UnsupportedVersionError
+from harness.fit import fit
+from harness.fit.versions import RULES, V0_19_2_GATES
+from harness.loader import load_scenario
+from harness.scenario import Scenario
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+FREED = SUITES / "guide" / "guide-required-host-waits-for-freed-node.yaml"
+TWINS = SUITES / "queueing" / "queueing-identical-pending-parked.yaml"
+PREEMPTOR = SUITES / "v2" / "preemption" / "v2-fit-waiting-preemptor-reserves-a-host.yaml"
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="reads Kueue's Go modules")
+
+
+def on(path: Path, version: str, **gates: bool) -> Scenario:
+    scenario = dataclasses.replace(load_scenario(path), kueue=version)
+    if gates:
+        scenario = dataclasses.replace(scenario, feature_gates={**scenario.feature_gates, **gates})
+    return scenario
+
+
+def _defaults(version: str) -> dict[str, bool]:
+    """Each gate's default in that version's kube_features.go: the last VersionedSpecs entry
+    at or below the binary's minor version."""
+    source = toolchain.kueue_module_dir(toolchain.pins_for(version))
+    text = (source / "pkg" / "features" / "kube_features.go").read_text()
+    table = text[text.index("var defaultVersionedFeatureGates") :]
+    minor = tuple(int(x) for x in version.removeprefix("v").split(".")[:2])
+    out = {}
+    for gate, body in re.findall(r"\n\t(\w+): \{\n(.*?)\n\t\},", table, re.S):
+        specs = re.findall(r'MustParse\("(\d+)\.(\d+)"\), Default: (true|false)', body)
+        valid = [d for major, mnr, d in specs if (int(major), int(mnr)) <= minor]
+        if valid:
+            out[gate] = valid[-1] == "true"
+    return out
+
+
+@needs_go
+@pytest.mark.parametrize("version", list(RULES))
+def test_the_gate_defaults_are_the_versions_own(version: str) -> None:
+    """A gate the version does not register counts as off (its behaviour is absent)."""
+    defaults = _defaults(version)
+    assert defaults["TopologyAwareScheduling"] is True  # the parser found the table
+    no_gates = load_scenario(FREED)
+    assert not no_gates.feature_gates
+    for gate in V0_19_2_GATES:
+        assert RULES[version].gate(no_gates, gate) == defaults.get(gate, False), gate
+
+
+def test_non_tas_pod_deletion_requeues_only_from_v0_19_1() -> None:
+    """kueue#13772, seen on the embedded cluster (kueue-version-differences.md §8)."""
+    for version, admitted in (("v0.17.1", False), ("v0.18.2", False), ("v0.19.2", True)):
+        after = fit(on(FREED, version)).steps[0]["train"]
+        assert after.admitted is admitted, version
+        if not admitted:
+            assert "allows to fit only 2 out of 4" in after.message
+
+
+def test_non_tas_pod_deletion_in_a_version_2_world() -> None:
+    """The version-2 driver (harness/fit/cycle.py): no flush of the parked workloads."""
+    scenario = on(TWINS, "v0.18.2")
+    v2 = dataclasses.replace(scenario, shorthand=None)
+    before = fit(dataclasses.replace(v2, kueue="v0.19.2")).steps[0]
+    after = fit(v2).steps[0]
+    assert before["twin-a"].admitted and not after["twin-a"].admitted
+
+
+def test_equivalent_workloads_are_each_evaluated_on_v0_17_1() -> None:
+    """SchedulingEquivalenceHashing is off by default in v0.17.1 (on from v0.18): the twin
+    of an inadmissible workload is evaluated and gets its own message instead of waiting
+    unevaluated beside it."""
+    assert fit(on(TWINS, "v0.18.2")).outcomes["twin-b"].message == ""
+    message = fit(on(TWINS, "v0.17.1")).outcomes["twin-b"].message
+    assert "allows to fit only 1 out of 4" in message
+
+
+def test_a_same_cycle_tas_conflict_is_skipped_on_v0_17_1() -> None:
+    """TASRecomputeAssignmentWithinSchedulingCycle is not in v0.17.1: the second workload
+    of a cycle whose nominated placement was taken is skipped, not assigned again."""
+    recomputed = fit(on(PREEMPTOR, "v0.18.2")).outcomes["small"].message
+    skipped = fit(on(PREEMPTOR, "v0.17.1")).outcomes["small"].message
+    assert "doesn't allow to fit any of 2 pod(s)" in recomputed
+    assert skipped == "Workload no longer fits after processing another workload"
+
+
+@pytest.mark.parametrize(
+    ("path", "version", "gates", "problem"),
+    [
+        (FREED, "v0.16.0", {}, "kueue: the fit model models Kueue v0.17.1, v0.18.2, v0.19.2, not v0.16.0"),
+        (FREED, "v0.18.2", {"TASBalancedPlacement": True}, "kueue: v0.18.2: balanced placement before v0.19"),
+        (SUITES / "multi-podset" / "multi-podset-group-after-single.yaml", "v0.18.2", {}, "kueue: v0.18.2: workload "),
+        (SUITES / "faults" / "faults-hotswap-delete-node-replaced-in-block.yaml", "v0.17.1", {}, "kueue: v0.17.1: faults before v0.19"),
+        (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.18.2", {}, "has several flavors in a resource group"),
+        (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.19.2", {"FlavorFungibilityPreserveScanProgress": False}, "has several flavors in a resource group"),
+    ],
+)  # fmt: skip
+def test_what_a_version_does_not_model_is_refused(
+    path: Path, version: str, gates: dict[str, bool], problem: str
+) -> None:
+    with pytest.raises(UnsupportedVersionError) as err:
+        fit(on(path, version, **gates))
+    assert problem in str(err.value)
+    assert str(err.value).startswith(f"{path}: ")
