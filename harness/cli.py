@@ -185,6 +185,7 @@ def _extra_commands() -> list[Callable[[argparse._SubParsersAction[_Parser]], No
     for module_name in (
         "harness.checkcli",
         "harness.runcli",
+        "harness.compare",
         "harness.fuzz.cli",
         "harness.leftovers",
         "harness.live.cli",
