@@ -13,6 +13,10 @@ PREFERRED = PREFIX + "podset-preferred-topology"
 UNCONSTRAINED = PREFIX + "podset-unconstrained-topology"
 SLICE_LEVEL = PREFIX + "podset-slice-required-topology"
 SLICE_SIZE = PREFIX + "podset-slice-size"
+SLICE_CONSTRAINTS = PREFIX + "podset-slice-required-topology-constraints"
+# A pod with any of these is Kueue's TAS pod (pkg/util/tas/tas.go: IsTAS); any other pod on a
+# node counts as non-TAS usage there.
+TAS_POD_ANNOTATIONS = (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_LEVEL, SLICE_CONSTRAINTS)
 GROUP = PREFIX + "podset-group-name"
 PRIORITY_CLASS_LABEL = PREFIX + "priority-class"
 # The JobSet API Kueue v0.19.2 manages (the JobSet v0.12.0 CRD the harness installs).

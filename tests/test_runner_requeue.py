@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.kueue_keys import TAS_POD_ANNOTATIONS
 from harness.runner.kueuelog import KueueLog
 from harness.runner.requeue import (
     NON_TAS_DRAIN_INTERVAL,
@@ -15,7 +16,9 @@ from harness.runner.requeue import (
     REQUEUE_BATCH_PERIOD,
     UPDATES_BATCH_PERIOD,
     RequeueWave,
+    retry_window,
 )
+from harness.runner.steps import tas_pod
 from harness.runner.waits import Timeouts
 
 MARGIN = 0.25
@@ -100,3 +103,19 @@ def test_usage_freed_on_nodes_gone_for_good_adds_nothing() -> None:
     wave.shaped()
     wave.after_usage_freed(time.time(), set())
     assert "usage pods" not in wave.due_until()[1]
+
+
+def test_retry_window_covers_both_batch_periods() -> None:
+    t = Timeouts(requeue_margin=0.3)
+    assert retry_window(t) == UPDATES_BATCH_PERIOD + REQUEUE_BATCH_PERIOD + 0.3
+
+
+def test_a_pod_is_a_tas_pod_by_kueue_s_topology_annotations() -> None:
+    def pod(annotations: dict[str, str]) -> dict[str, object]:
+        return {"metadata": {"annotations": annotations}}
+
+    for key in TAS_POD_ANNOTATIONS:
+        assert tas_pod(pod({key: "kubernetes.io/hostname"})), key
+    assert not tas_pod(pod({"kueue.x-k8s.io/podset-group-name": "g"}))
+    assert not tas_pod({"metadata": {}})
+    assert "kueue.x-k8s.io/podset-unconstrained-topology" in TAS_POD_ANNOTATIONS

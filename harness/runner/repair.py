@@ -62,6 +62,9 @@ class Before:
     evictions: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     bound_pods: frozenset[str] = frozenset()
     events: frozenset[str] = frozenset()  # uids of the namespace's Workload events then
+    # The bound, running pods that are not Kueue's TAS pods (usage, plain Jobs): the step
+    # frees non-TAS capacity when one of them goes (harness.runner.steps.after_step).
+    non_tas_pods: frozenset[str] = frozenset()
 
 
 def replaced(before: Placement, after: Placement) -> Replaced:

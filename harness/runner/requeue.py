@@ -34,6 +34,13 @@ REQUEUE_BATCH_PERIOD = 1.0
 off; the embedded cluster never turns it on)."""
 
 
+def retry_window(t: Timeouts) -> float:
+    """How long after a change a retry it sets off can still land: a node change reaches the
+    flavor reconciler after one period and the requeuer moves the workloads after the other
+    (a deleted or finished workload only takes the second)."""
+    return UPDATES_BATCH_PERIOD + REQUEUE_BATCH_PERIOD + t.requeue_margin
+
+
 class RequeueWave:
     """The retries shaping set off: `shaped()` when the world is in place, `wait()` before a
     submission that a late retry could change."""

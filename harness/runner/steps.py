@@ -1,8 +1,12 @@
 """The `steps` of a scenario on the cluster: carry one out, then wait until Kueue has reacted.
 
 Every step is followed by the same two waits: Kueue's reaction to running workloads
-(harness.runner.repair: node failures recorded, replaced or evicted and requeued), then the
-step window for pending workloads and pods that could not run (`after_step`).
+(harness.runner.repair: node failures recorded, replaced or evicted and requeued), then a
+window for pending workloads and pods that could not run (`after_step`). The window is as
+long as what could still change them: Kueue's 10 s non-TAS usage drainer when the step let a
+non-TAS pod go, kube-scheduler's backoff when pods could not run; otherwise the retries a
+step sets off (a node change, a workload gone) land within Kueue's two 1 s batch periods
+(harness.runner.requeue).
 """
 
 from __future__ import annotations
@@ -11,10 +15,13 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.backends import BackendError
-from harness.kube import KUEUE_API, events
+from harness.kube import KUEUE_API, Obj, events, poll_until
+from harness.kube import condition as get_condition
+from harness.kueue_keys import TAS_POD_ANNOTATIONS
 from harness.runner import binding, faults, objects, repair, shaping
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import admission_placement, state
+from harness.runner.requeue import retry_window
 from harness.runner.waits import delete_pods, wait_gone
 from harness.scenario import Node, PodFault, Step, TaintChange, Usage, Workload
 
@@ -30,6 +37,7 @@ NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 def apply(s: Session, step: Step) -> None:
     """Carry out one step, then let Kueue react and pending workloads settle."""
     s.let_requeue_pass()
+    wait_pods_ready(s)
     s.before = before(s)
     log = KueueLog(s.kueue_log_path)
     touched = _act(s, step)
@@ -41,7 +49,7 @@ def apply(s: Session, step: Step) -> None:
         node_controller=s.gates.get(NODE_REPLACEMENT, True),
     )
     repair.settle(watch, log, s.t)
-    after_step(s)
+    after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods))
 
 
 def _live(s: Session) -> list[Entry]:
@@ -66,9 +74,75 @@ def before(s: Session) -> repair.Before:
         if binding.live(p) and (p.get("spec") or {}).get("nodeName")
     )
     seen = events(s.kube, s.names.namespace, kind="Workload")
-    return repair.Before(
-        placements, evictions, bound, frozenset(e["metadata"]["uid"] for e in seen)
+    # Terminating ones too: Kueue counts them until they are gone (kueue#10076).
+    non_tas = frozenset(
+        p["metadata"]["uid"]
+        for p in pods
+        if (p.get("spec") or {}).get("nodeName") and not tas_pod(p) and not _done(p)
     )
+    return repair.Before(
+        placements, evictions, bound, frozenset(e["metadata"]["uid"] for e in seen), non_tas
+    )
+
+
+def wait_pods_ready(s: Session) -> None:
+    """Before a step, every admitted workload whose pods all run has Kueue's PodsReady=True.
+
+    The Job controller's status update that makes it so is one more Workload update; landing
+    after a node failure it queues the workload for a second pass a second time, with the
+    copy that still lists the unhealthy node, and that stale second pass evicts the workload
+    the first one had just repaired (seen on real Kueue v0.19.2: cycle 9 replaced b1-r1-n1,
+    cycle 10 evicted with 'no replacement for unhealthy node(s): b1-r1-n1';
+    pkg/cache/queue/manager.go QueueSecondPassIfNeeded prequeues the copy it is given)."""
+
+    def probe() -> tuple[bool, str]:
+        waiting = []
+        for entry in _live(s):
+            wl = s.workload_obj(entry)
+            if wl is None or state(wl).kind != "admitted" or not s.has_pods(entry):
+                continue
+            ready = get_condition(wl, "PodsReady")
+            if ready is None or ready.get("status") == "True":
+                continue
+            pods = s.kube.list("v1", "Pod", s.names.namespace, s.owner_selector(entry))
+            running = [p for p in pods if binding.live(p) and _phase(p) == "Running"]
+            if len(running) >= sum(ps.count for ps in entry.workload.pod_sets):
+                waiting.append(f"{entry.workload.name}: PodsReady {ready.get('reason')}")
+        return not waiting, "; ".join(waiting) or "all ready"
+
+    poll_until(
+        probe,
+        what="Kueue to mark workloads whose pods all run PodsReady",
+        timeout=s.t.pods,
+        interval=s.t.interval,
+    )
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase", ""))
+
+
+def tas_pod(pod: Obj) -> bool:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return any(key in annotations for key in TAS_POD_ANNOTATIONS)
+
+
+def _done(pod: Obj) -> bool:
+    return _phase(pod) in ("Succeeded", "Failed")
+
+
+def non_tas_freed(s: Session, before: frozenset[str]) -> bool:
+    """A non-TAS pod bound before the step is gone, terminating or finished: Kueue's
+    non-TAS usage controller queues its node for a retry of inadmissible workloads."""
+    if not before:
+        return False
+    pods = s.kube.list("v1", "Pod", s.names.namespace, s.names.run_selector)
+    running = {
+        p["metadata"]["uid"]
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp") and not _done(p)
+    }
+    return not before <= running
 
 
 def _act(s: Session, step: Step) -> list[str]:
@@ -154,21 +228,45 @@ def _pods_of(s: Session, fault: PodFault) -> list[objects.Obj]:
     return faults.choose(per_pod_set, fault.node, fault.count)
 
 
-def after_step(s: Session) -> None:
-    """Wait up to `step_window` for pending workloads to be admitted and for pods that
-    could not run before the step to be bound; what is still pending or unbound then
-    stays so (the window covers Kueue's 10 s requeue batching and kube-scheduler's
-    retry backoff)."""
+def after_step(s: Session, *, freed_non_tas: bool = True) -> None:
+    """Wait for pending workloads to be admitted and for pods that could not run before the
+    step to be bound; what is still pending or unbound at the end stays so. The window is
+    `step_window` (Kueue's 10 s non-TAS requeue batching, kube-scheduler's retry backoff)
+    when the step freed non-TAS capacity or pods could not run, else Kueue's retry window
+    followed by the pending window without a change."""
     waiting = [e for e in s.entries.values() if e.rejected is None]
     for entry in waiting:
         entry.settled_message = None  # re-evaluated after the step: read it afresh
-    deadline = time.monotonic() + s.t.step_window
+    long = freed_non_tas or any(e.unschedulable for e in waiting)
+    deadline = time.monotonic() + (s.t.step_window if long else retry_window(s.t))
     while time.monotonic() < deadline:
         if all(s.state_of(e).kind == "admitted" for e in waiting) and not any(
             _unbound(s, e) for e in waiting if e.unschedulable
         ):
             return
         time.sleep(max(s.t.interval, 0.25))
+    if not long:
+        _unchanged(s, waiting)
+
+
+def _unchanged(s: Session, waiting: list[Entry]) -> None:
+    """The workloads' states stay the same for `pending_window`: a retry that landed at the
+    end of the window has been decided."""
+    last = [s.state_of(e) for e in waiting]
+    since = time.monotonic()
+    deadline = since + s.t.settle
+    while time.monotonic() - since < s.t.pending_window:
+        time.sleep(s.t.interval)
+        now = [s.state_of(e) for e in waiting]
+        if now != last:
+            if time.monotonic() >= deadline:
+                raise BackendError(
+                    f"workloads kept changing for {s.t.settle:.0f}s after a step; last seen: "
+                    + ", ".join(
+                        f"{e.workload.name}: {st.kind}" for e, st in zip(waiting, now, strict=True)
+                    )
+                )
+            last, since = now, time.monotonic()
 
 
 def _unbound(s: Session, entry: Entry) -> bool:
