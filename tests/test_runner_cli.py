@@ -32,7 +32,7 @@ class _Stub:
     def run(self, scenario: Scenario) -> Observation:
         if self.fail:
             raise BackendError("kube-apiserver exited with code 1")
-        return Observation(self.outcomes, self.steps, details="evidence here")
+        return Observation(self.outcomes, self.steps, details="evidence here", kueue="v0.18.2")
 
     def close(self) -> None:
         _Stub.closed = True
@@ -69,6 +69,7 @@ def test_disagreement_lists_both_diffs_and_exits_1(
     assert code == 1
     report = out[out.index("\n}\n") + 3 :].splitlines()
     assert report == [
+        "ran on Kueue v0.18.2 (--cluster=local)",  # the backend's, not the pinned default
         f"scenario guide-required-host ({GUIDE / 'guide-required-host.yaml'}): "
         "Kueue, expect and the fit model disagree",
         "Kueue vs the file's expect:",
