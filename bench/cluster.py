@@ -4,14 +4,20 @@ Prints numbers; asserts nothing. `python bench/cluster.py [--sample N] [--all] [
   cold build seconds per component (recorded by the toolchain when it built the cache),
   warm cluster-ready seconds, seconds per guide scenario, median/p90 over a sample of the
   suites (or all of them), one 1,000-node GPU scenario (--big), and the control plane's peak RSS.
+`python bench/cluster.py --workers 0,2,3 [--paths suites/guide ...]` instead runs
+  `pytest PATHS --cluster=local -n N` once per N (0: serial) and prints each run's wall time
+  (cluster starts included) and the per-scenario median/p90 from the runner's timings.jsonl.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,13 +77,51 @@ def report(label: str, times: list[float]) -> None:
     )
 
 
+XDIST_PATHS = [f"suites/{name}" for name in ("guide", "required", "preferred", "unconstrained")]
+
+
+def xdist_run(paths: list[str], workers: int, artifacts: Path) -> None:
+    """One `pytest PATHS --cluster=local -n WORKERS` (no report files), timed from the outside;
+    per-scenario seconds from every worker's timings.jsonl (one run-<id> dir per backend)
+    and the count of cluster starts."""
+    # Run dirs kept (KTH_KEEP_RUN; etcd data still goes) to count cluster starts, restarts
+    # for other gates included; all under `artifacts`, which the caller removes.
+    clusters = artifacts / "clusters"
+    env = {**os.environ, "KTH_ARTIFACTS": str(artifacts), "KTH_RUN_ROOT": str(clusters)}
+    env["KTH_KEEP_RUN"] = "1"
+    command = [sys.executable, "-m", "pytest", *paths, "--cluster=local", f"-n{workers}"]
+    command += ["-q", "-p", "no:cacheprovider", "--kth-report="]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    last = (done.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
+    runs = sorted(artifacts.glob("run-*/timings.jsonl"))
+    times = [json.loads(line)["total"] for run in runs for line in run.read_text().splitlines()]
+    label = "serial" if workers == 0 else f"-n {workers}"
+    starts = len(list(clusters.glob("kth-local-*")))
+    print(f"{label}: wall {wall:.1f} s, {starts} cluster start(s); pytest: {last}")
+    report(f"  {label} per scenario", times)
+
+
 def main() -> None:
     progress.show_on_stderr()  # cluster starts and scenarios report as they go
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=30, help="suite scenarios to time (0: none)")
     parser.add_argument("--all", action="store_true", help="time every suite scenario")
     parser.add_argument("--big", action="store_true", help="also the 1,000-node scenario")
+    parser.add_argument(
+        "--workers",
+        default=None,
+        help="comma-separated pytest-xdist worker counts (0: serial) to compare on --paths, "
+        "instead of the measurements above",
+    )
+    parser.add_argument("--paths", nargs="+", default=XDIST_PATHS, help="what --workers runs")
     args = parser.parse_args()
+    if args.workers is not None:
+        for count in [int(n) for n in args.workers.split(",")]:
+            with tempfile.TemporaryDirectory(prefix="kth-bench-") as artifacts:
+                xdist_run(args.paths, count, Path(artifacts))
+        return
     cold_builds()
     warm_start()
     backend = ClusterBackend(name="local")
