@@ -9,23 +9,30 @@ concurrency is a whole cluster: each xdist worker's session starts its own (loop
 run dir, etcd dir and run id of its own, harness/providers/local) and stops it when the
 worker ends, as a serial session does.
 
-Each change of Kueue version or feature gates restarts a worker's cluster, so each such
-set is one `xdist_group` and, with `--dist loadgroup` (the default here for a cluster when
-no --dist is given), runs on one worker; scenarios on the default version and gates go to
-whichever worker is free. The HTML report is written by the controller from results the
-workers relay (harness/html/pytest_report.py); junit is pytest's own, also the controller's.
+Each change of Kueue version or feature gates restarts a worker's cluster, so, unless the
+user picks a --dist, the controller schedules each such set as one unit of work (one
+worker, one restart) and every default scenario as a unit of its own. xdist's `loadgroup`
+would do it through `xdist_group` marks, but it renames the items (`id@group`) and, with
+pytest 9.2, does not apply the groups (xdist 3.8 sets `item._nodeid`, which pytest 9.2 no
+longer reads). The HTML report is written by the controller from results the workers relay
+(harness/html/pytest_report.py); junit is pytest's own, also the controller's.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.providers.base import ClusterError, provider_class
 
-GROUP_MARK = "xdist_group"
+GroupOf = Callable[[Path], str]
+"""A scenario file's group ("" for the default Kueue version and gates)."""
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -42,9 +49,9 @@ def workers(config: pytest.Config) -> int:
     return len(config.getoption("tx", None) or [])
 
 
-def configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config, group_of: GroupOf) -> None:
     """On the controller: refuse workers for a cluster that cannot run once per worker, and
-    group by Kueue version and gates unless the user chose a --dist."""
+    schedule by Kueue version and gates unless the user chose a --dist."""
     cluster = config.getoption("--cluster")
     if is_worker(config) or cluster is None or workers(config) == 0:
         return
@@ -59,7 +66,7 @@ def configure(config: pytest.Config) -> None:
             "or the one your kubeconfig names); run with -n 0"
         )
     if config.getoption("dist") == "load" and not _dist_given(config):
-        config.option.dist = "loadgroup"
+        config.pluginmanager.register(_GateScheduling(config, group_of), "kth-distribute")
 
 
 def _dist_given(config: pytest.Config) -> bool:
@@ -69,21 +76,35 @@ def _dist_given(config: pytest.Config) -> bool:
     return any(w == "-d" or w == "--dist" or w.startswith("--dist=") for w in words)
 
 
+class _GateScheduling:
+    """Makes the controller's scheduler: xdist's scope scheduling, a scope per group."""
+
+    def __init__(self, config: pytest.Config, group_of: GroupOf) -> None:
+        root = config.rootpath
+        self.group_of = cache(lambda file: group_of(root / file))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from xdist.scheduler import LoadScopeScheduling
+
+        group_of = self.group_of
+
+        class GateGroups(LoadScopeScheduling):  # type: ignore[misc]
+            """A unit of work is a scenario on the default version and gates, or every
+            scenario of one other version or gate set; units go to whichever worker is free."""
+
+            def _split_scope(self, nodeid: str) -> str:
+                file = nodeid.split("::", 1)[0]
+                return f"group {group_of(file)}" if group_of(file) else nodeid
+
+        return GateGroups(config, log)
+
+
 def header(config: pytest.Config) -> str | None:
     n = workers(config)
     if n == 0 or config.getoption("--cluster") is None:
         return None
-    how = "each Kueue version and gate set on one worker"
-    if config.getoption("dist") != "loadgroup":
-        how = f"--dist {config.getoption('dist')}: a worker restarts its cluster per gate change"
+    how = f"--dist {config.getoption('dist')}"
+    if config.pluginmanager.has_plugin("kth-distribute"):
+        how = "each Kueue version and gate set on one worker"
     return f"scenarios: {n} pytest-xdist workers, one cluster each ({how})"
-
-
-def mark_groups(config: pytest.Config, items: list[pytest.Item], groups: dict[int, str]) -> None:
-    """Mark every item whose group (item id -> name, "" for the default) is not the default
-    with `xdist_group`, so loadgroup keeps each version and gate set on one worker."""
-    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if groups.get(id(item)):
-            item.add_marker(pytest.mark.xdist_group(groups[id(item)]))

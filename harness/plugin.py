@@ -28,9 +28,12 @@ from harness.collect import (
     refuse_duplicate_names,
 )
 from harness.discover import SUFFIXES, why_not_a_scenario
+from harness.errors import HarnessError
 from harness.html.pytest_report import DEFAULT_PATH as DEFAULT_REPORT
 from harness.html.pytest_report import HtmlReport
 from harness.kueue_gates import GateError, parse_gates
+from harness.loader import load_scenario
+from harness.scenario import Scenario
 from harness.toolchain import KueueVersionError, selected_pins
 
 # The Kueue version the session's backend runs, and the one a scenario without its own runs on.
@@ -80,7 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Once, here: later it would be a setup error with a traceback on every cluster test.
         raise pytest.UsageError(str(err)) from None
     _configure_kueue_version(config)
-    distribute.configure(config)
+    distribute.configure(config, lambda path: _group_of_file(config, path))
     if config.getoption("--cluster") == "kind":
         from harness.providers.kind import prereqs
 
@@ -129,7 +132,6 @@ def _in_suite_folder(path: Path, config: pytest.Config) -> bool:
     return "suites" in path.parts or any(path.is_relative_to(root) for root in roots)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse duplicate scenario names. With --kueue-version, every scenario is checked as one
     for that version: the fit model, which models v0.19.2 only, then says it cannot predict
@@ -145,37 +147,53 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.scenario = dataclasses.replace(item.scenario, kueue=override)
     if config.getoption("--cluster") not in ("local", "kind"):
         return
-    keys = {id(item): _group_key(item) for item in items}
+    keys = {id(item): _group_key(config, _scenario_of(item)) for item in items}
     items.sort(key=lambda item: keys[id(item)])
-    distribute.mark_groups(config, items, {i: _group_name(k) for i, k in keys.items()})
 
 
-def _group_key(item: pytest.Item) -> tuple[bool, str, int, tuple[tuple[str, bool], ...]]:
-    version = kueue_version_of(item)
-    first = version == item.config.stash[DEFAULT_VERSION_KEY]
-    if not isinstance(item, ScenarioItem) or item.scenario is None:
-        return (not first, version, 0, ())  # a bad file reports itself when it runs
-    gates = item.scenario.feature_gates
+GroupKey = tuple[bool, str, int, tuple[tuple[str, bool], ...]]
+
+
+def _group_key(config: pytest.Config, scenario: Scenario | None) -> GroupKey:
+    """Scenarios (None: a Python test, or a file that did not load and reports itself when
+    it runs) with equal keys need the same cluster; the default version and gates sort first."""
+    version = _version_of(config, scenario)
+    first = version == config.stash[DEFAULT_VERSION_KEY]
+    gates = scenario.feature_gates if scenario is not None else {}
     return (not first, version, 1 if gates else 0, tuple(sorted(gates.items())))
 
 
-def _group_name(key: tuple[bool, str, int, tuple[tuple[str, bool], ...]]) -> str:
-    """The group's name for xdist ("" for the default version with default gates)."""
-    not_first, version, _, gates = key
+def _group_of_file(config: pytest.Config, path: Path) -> str:
+    """The group of a scenario file, named for pytest-xdist ("" for the default version and
+    gates, or when it does not load). The xdist controller collects nothing itself, so it
+    loads the files the workers name (harness/distribute.py)."""
+    if path.suffix not in SUFFIXES:
+        return ""  # a Python test
+    try:
+        scenario = load_scenario(path)
+    except HarnessError:
+        return ""
+    not_first, version, _, gates = _group_key(config, scenario)
     if not not_first and not gates:
         return ""
     return "+".join([version, *(f"{k}={str(v).lower()}" for k, v in gates)])
 
 
+def _scenario_of(item: pytest.Item) -> Scenario | None:
+    return item.scenario if isinstance(item, ScenarioItem) else None
+
+
 def kueue_version_of(item: pytest.Item) -> str:
     """The Kueue version an item runs on: --kueue-version, else the scenario's `kueue:` when
     the backend can start it, else the session's default."""
-    config = item.config
+    return _version_of(item.config, _scenario_of(item))
+
+
+def _version_of(config: pytest.Config, scenario: Scenario | None) -> str:
     default = config.stash[DEFAULT_VERSION_KEY]
-    if config.getoption("kueue_version") is not None or not isinstance(item, ScenarioItem):
+    if config.getoption("kueue_version") is not None or scenario is None:
         return default
-    wanted = item.scenario.kueue if item.scenario is not None else None
-    return kueue_version_for(config.getoption("--cluster") or "local", wanted) or default
+    return kueue_version_for(config.getoption("--cluster") or "local", scenario.kueue) or default
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

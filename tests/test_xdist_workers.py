@@ -88,6 +88,57 @@ def test_kind_and_existing_refuse_workers(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*-n 2 with --cluster=existing: every pytest-xdist worker*-n 0"])
 
 
+STAND_IN_BACKEND = """
+\"\"\"A backend that runs nothing: it says, as a skip reason, which worker it ran on and with
+which gates, so the test can see how xdist distributed the items.\"\"\"
+import os
+
+import harness.plugin
+from harness.backends import Unsupported
+
+
+class WhereRan:
+    name = "stand-in"
+
+    def run(self, scenario):
+        gates = ",".join(f"{k}={v}" for k, v in sorted(scenario.feature_gates.items()))
+        raise Unsupported(f"ran on {os.environ['PYTEST_XDIST_WORKER']} gates [{gates}]")
+
+    def close(self):
+        pass
+
+
+harness.plugin.create_backend = lambda cluster, **options: WhereRan()
+"""
+
+
+def test_each_gate_set_runs_on_one_worker(pytester: pytest.Pytester) -> None:
+    """Each gate change restarts a worker's cluster, so with -n and no --dist each gate set
+    runs on one worker, while default-gate scenarios spread over both. (With --dist load the
+    sets are split: this fails.)"""
+    gate_sets = {"": None, "b": {"TASBalancedPlacement": True},
+                 "v": {"VectorizedResourceRequests": False}}  # fmt: skip
+    for prefix, gates in gate_sets.items():
+        for i in range(6):
+            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+            data["name"] = f"{prefix or 'd'}{i}"
+            if gates:
+                data["featureGates"] = gates
+            path = pytester.path / "suites" / f"{data['name']}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+    pytester.makeconftest(STAND_IN_BACKEND)
+    result = pytester.runpytest_subprocess(
+        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
+    )
+    result.assert_outcomes(skipped=18)
+    workers: dict[str, set[str]] = {}
+    for worker, gates in re.findall(r"ran on (gw\d) gates \[([^\]]*)\]", result.stdout.str()):
+        workers.setdefault(gates, set()).add(worker)
+    assert len(workers["TASBalancedPlacement=True"]) == 1, workers
+    assert len(workers["VectorizedResourceRequests=False"]) == 1, workers
+
+
 def _own_processes(root: Path) -> list[str]:
     """Processes whose command line names the run root (every component's does: its config
     files and data live in its cluster's run dir under it)."""
