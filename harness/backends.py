@@ -117,15 +117,16 @@ def backend_options(get: Callable[[str], Any]) -> dict[str, Any]:
 
 
 def kueue_versions(backend: str) -> tuple[str, ...]:
-    """The Kueue versions the backend's clusters start: its provider's `kueue_versions`; a
-    backend without one (the sim, kind, existing) runs the pinned v0.19.2."""
+    """The Kueue versions the backend runs: its provider's `kueue_versions`, or for a backend
+    without a provider (the sim) the backend class's own; without either (kind, existing)
+    the pinned v0.19.2."""
     from harness.providers.base import ClusterError, provider_class
     from harness.toolchain import PINS
 
     try:
         versions: tuple[str, ...] = getattr(provider_class(backend), "kueue_versions", ())
-    except ClusterError:  # no provider behind it (the sim)
-        versions = ()
+    except ClusterError:  # no provider behind it: the backend itself says
+        versions = getattr(_backend_class(backend), "kueue_versions", ())
     return versions or (PINS.kueue,)
 
 
@@ -154,14 +155,18 @@ def select_kueue_version(backend: str, version: str | None) -> None:
         )
 
 
-def create_backend(name: str, **options: Any) -> Backend:
+def _backend_class(name: str) -> Any:
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; known: {', '.join(sorted(BACKENDS))}")
     module, _, attr = BACKENDS[name].partition(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise BackendError(f"backend {name!r} is not available: {err}") from None
+
+
+def create_backend(name: str, **options: Any) -> Backend:
+    cls = _backend_class(name)
     select_kueue_version(name, options.get("kueue_version"))
     backend: Backend = cls(name=name, **options)
     return backend

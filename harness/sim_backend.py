@@ -1,4 +1,6 @@
-"""The in-process backend: Kueue v0.19.2's real scheduler run as a library (harness/sim/).
+"""The in-process backend: Kueue's real scheduler run as a library (harness/sim/), built
+against the Kueue version a scenario runs on (v0.19.2 unless --kueue-version or its kueue:
+says another the sim builds for: harness/sim/build.py).
 
 `SimBackend` is the `harness.backends` adapter; `python -m harness.sim_backend FILE.yaml...`
 prints kueue-sim's raw answer per scenario.
@@ -14,14 +16,16 @@ from dataclasses import replace
 from typing import Any
 
 from harness import progress
-from harness.backends import BackendError, Observation
+from harness.backends import BackendError, Observation, Unsupported
 from harness.errors import HarnessError, Nondeterministic
-from harness.kueue_gates import parse_gates
+from harness.install.gates import GateNotRegistered, check_gates, registered_gates
+from harness.kueue_gates import merged, parse_gates
 from harness.outcome import Outcome
 from harness.scenario import Expectation, Scenario
-from harness.sim.build import build_sim
+from harness.sim.build import build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
+from harness.toolchain import kueue_module_dir, pins_for
 from harness.toolchain.pins import PINS
 from harness.verdict import message_matches
 
@@ -44,21 +48,30 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
-SIM_KUEUE = PINS.kueue
-"""The Kueue the sim is built against (sim/go.mod requires the pinned sigs.k8s.io/kueue)."""
-
-
 class SimBackend:
-    """`harness.backends` adapter: one kueue-sim process for the whole session."""
+    """`harness.backends` adapter: one kueue-sim process, built against one Kueue version,
+    for the whole session (a scenario on another version gets a new backend)."""
 
-    def __init__(self, name: str = "sim", feature_gates: str = "", **_ignored: Any) -> None:
+    kueue_versions = sim_versions()
+    """The Kueue versions kueue-sim builds against (sim/go.mod, sim/versions/go.*.mod)."""
+
+    def __init__(
+        self,
+        name: str = "sim",
+        feature_gates: str = "",
+        kueue_version: str | None = None,
+        **_ignored: Any,
+    ) -> None:
         self.name = name
         self.gates = parse_gates(feature_gates)
+        self.kueue_version = kueue_version or PINS.kueue
         self._sim: SimProcess | None = None
+        self._registered: frozenset[str] | None = None
 
     def run(self, scenario: Scenario) -> Observation:
+        self._check_gates(scenario)
         if self._sim is None:
-            self._sim = SimProcess()
+            self._sim = SimProcess(build_sim(version=self.kueue_version))
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
@@ -69,7 +82,23 @@ class SimBackend:
         outcomes = sim_outcomes(answer.get("outcome"))
         steps = [sim_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
-        return Observation(outcomes=outcomes, steps=steps, details=details, kueue=SIM_KUEUE)
+        return Observation(
+            outcomes=outcomes, steps=steps, details=details, kueue=self.kueue_version
+        )
+
+    def _check_gates(self, scenario: Scenario) -> None:
+        """Refuse a feature gate this Kueue version does not have, as the embedded cluster
+        does (a scenario pinned to v0.19.2 run with --kueue-version v0.18.2, say)."""
+        wanted = merged(self.gates, scenario.feature_gates)
+        if not wanted:
+            return
+        if self._registered is None:
+            pins = pins_for(self.kueue_version)
+            self._registered = registered_gates(kueue_module_dir(pins))
+        try:
+            check_gates(wanted, self.kueue_version, self._registered)
+        except GateNotRegistered as err:
+            raise Unsupported(str(err)) from None
 
     def close(self) -> None:
         if self._sim is not None:

@@ -12,7 +12,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
-	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 )
 
 // What Kueue's controllers do with the scheduler's decisions, between two scheduling cycles
@@ -73,7 +72,8 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 		(status == workload.StatusQuotaReserved || status == workload.StatusAdmitted):
 		c.queues.DeleteWorkload(c.log, key)
 		c.cache.AddOrUpdateWorkload(c.log, wlCopy)
-	case workload.FromQuotaReservedOrAdmittedToPending(prev, status):
+	case (prev == workload.StatusQuotaReserved || prev == workload.StatusAdmitted) &&
+		status == workload.StatusPending:
 		// Preempted workloads carry no requeue backoff: they go back to the queue at once.
 		c.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, key, func() {
 			_ = c.cache.DeleteWorkload(c.log, key)
@@ -102,13 +102,11 @@ func (c *cluster) stopEvicted(ctx context.Context, name string) error {
 	if evCond == nil || evCond.Status != metav1.ConditionTrue || !workload.HasQuotaReservation(wl) {
 		return nil
 	}
-	err := workloadpatching.PatchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
+	err := patchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
 		setRequeued := evCond.Reason == kueue.WorkloadEvictedByPreemption ||
 			evCond.Reason == kueue.WorkloadEvictedDueToNodeFailures
 		updated := workload.SetRequeuedCondition(wl, evCond.Reason, evCond.Message, setRequeued)
-		reason := workload.UnadmittedWorkloadReasonWithFallback(
-			kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending) //nolint:staticcheck // Kueue's fallback
-		if workload.UnsetQuotaReservationWithCondition(wl, reason, evCond.Message, c.clock.Now()) {
+		if workload.UnsetQuotaReservationWithCondition(wl, evictedPendingReason(), evCond.Message, c.clock.Now()) {
 			updated = true
 		}
 		return updated, nil

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+
+	"k8s.io/component-base/featuregate"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
@@ -19,6 +22,13 @@ func (g *gateSetter) apply(gates map[string]bool) error {
 		want[name] = def
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
+	for name := range gates {
+		// Checked first: SetFromMap keeps an unknown name in its raw map before refusing it,
+		// so every later scenario's gates would be refused too.
+		if _, ok := known[featuregate.Feature(name)]; !ok {
+			return fmt.Errorf("feature gate %s does not exist in Kueue %s", name, kueueVersion)
+		}
+	}
 	for name, value := range gates {
 		if _, seen := g.defaults[name]; !seen {
 			for f := range known {

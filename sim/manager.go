@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,11 +37,10 @@ type simManager struct {
 	controllers map[string]reconcile.Reconciler
 }
 
-func (m *simManager) GetClient() client.Client                     { return m.client }
-func (m *simManager) GetScheme() *runtime.Scheme                   { return scheme }
-func (m *simManager) GetCache() cache.Cache                        { return nil } // sources are never started
-func (m *simManager) GetEventRecorder(string) events.EventRecorder { return recorder{} }
-func (m *simManager) GetLogger() logr.Logger                       { return m.log }
+func (m *simManager) GetClient() client.Client   { return m.client }
+func (m *simManager) GetScheme() *runtime.Scheme { return scheme }
+func (m *simManager) GetCache() cache.Cache      { return nil } // sources are never started
+func (m *simManager) GetLogger() logr.Logger     { return m.log }
 
 // GetControllerOptions: every scenario builds its controllers anew under the same names,
 // which controller-runtime refuses unless name validation is skipped.

@@ -7,16 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
-
-// recorder is the scheduler's events.EventRecorder. The sim reads outcomes from the
-// stored Workload status, not from events (an event is not the write), so events are
-// dropped.
-type recorder struct{}
-
-func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
 
 // lastPanic holds a panic of Kueue's scheduling loop until the driver picks it up at the
 // next cycle boundary. One scenario runs at a time.

@@ -163,7 +163,7 @@ func (c *cluster) freeUsage(name string) sets.Set[kueue.ClusterQueueReference] {
 	delete(c.usagePods, name)
 	freed := false
 	for _, k := range keys {
-		freed = c.cache.TASCache().DeletePodByKey(k, c.log) != "" || freed
+		freed = deleteUsagePod(c.cache, k, c.log) || freed
 	}
 	cqs := sets.New[kueue.ClusterQueueReference]()
 	if freed {

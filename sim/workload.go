@@ -11,7 +11,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
-	"sigs.k8s.io/kueue/pkg/webhooks"
 )
 
 // rejection is a refusal by an admission webhook, reported as {"rejected": true}.
@@ -95,7 +94,7 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 // validateWorkload is the Workload webhook, which runs when Kueue's job reconciler creates
 // the Workload for the Job.
 func validateWorkload(w *kueue.Workload) error {
-	if errs := webhooks.ValidateWorkload(w, nil); len(errs) > 0 {
+	if errs := validateNewWorkload(w); len(errs) > 0 {
 		return &rejection{message: fmt.Sprintf("workload: %s", errs.ToAggregate())}
 	}
 	return nil

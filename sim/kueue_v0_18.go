@@ -1,0 +1,48 @@
+//go:build kueue_v0_18
+
+package main
+
+// Kueue v0.18's side of the calls in kueue_v0_19.go (see there).
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/webhooks"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+const kueueVersion = "v0.18.2"
+
+func patchAdmissionStatus(ctx context.Context, c client.Client, wl *kueue.Workload, clk clock.Clock, update workload.UpdateFunc) error {
+	return workload.PatchAdmissionStatus(ctx, c, wl, clk, update)
+}
+
+// evictedPendingReason: v0.18's job reconciler writes "Pending" (no granular reasons yet).
+func evictedPendingReason() string { return "Pending" }
+
+// deleteUsagePod: before v0.19.1 the non-TAS usage controller retries nothing when a pod
+// goes (kueue#13772), so a workload waiting for that capacity stays pending.
+func deleteUsagePod(cache *schdcache.Cache, key client.ObjectKey, log logr.Logger) bool {
+	cache.TASCache().DeletePodByKey(key, log)
+	return false
+}
+
+func validateNewWorkload(w *kueue.Workload) field.ErrorList {
+	return webhooks.ValidateWorkload(w)
+}
+
+type recorder struct{}
+
+func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
+// GetEventRecorder is what tas.SetupControllers asks the manager for (see manager.go).
+func (m *simManager) GetEventRecorder(string) events.EventRecorder { return recorder{} }

@@ -1,0 +1,62 @@
+//go:build !kueue_v0_17 && !kueue_v0_18
+
+package main
+
+// The calls into Kueue whose package, signature or behaviour differs between the Kueue
+// versions the sim builds against: v0.19.2 here, kueue_v0_18.go and kueue_v0_17.go for the
+// others, chosen by build tag together with that version's go.mod in versions/
+// (harness/sim/build.py). Everything else calls Kueue directly, the same on every version.
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/webhooks"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
+)
+
+// kueueVersion is the Kueue module this binary is built against.
+const kueueVersion = "v0.19.2"
+
+// patchAdmissionStatus: in pkg/workload/patching since v0.19 (pkg/workload before).
+func patchAdmissionStatus(ctx context.Context, c client.Client, wl *kueue.Workload, clk clock.Clock, update workloadpatching.UpdateFunc) error {
+	return workloadpatching.PatchAdmissionStatus(ctx, c, wl, clk, update)
+}
+
+// evictedPendingReason is the QuotaReserved=False reason the job reconciler writes when it
+// stops an evicted workload (pkg/controller/jobframework/reconciler.go).
+func evictedPendingReason() string {
+	return workload.UnadmittedWorkloadReasonWithFallback(
+		kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending) //nolint:staticcheck // Kueue's fallback
+}
+
+// deleteUsagePod removes a non-TAS pod from the TAS cache, as the non-TAS usage controller
+// does when the pod is gone, and says whether that controller then retries the inadmissible
+// workloads of the node's flavors: since v0.19.1 when the pod had a node (kueue#13772).
+func deleteUsagePod(cache *schdcache.Cache, key client.ObjectKey, log logr.Logger) bool {
+	return cache.TASCache().DeletePodByKey(key, log) != ""
+}
+
+// validateNewWorkload is the Workload webhook's create check (no old object).
+func validateNewWorkload(w *kueue.Workload) field.ErrorList {
+	return webhooks.ValidateWorkload(w, nil)
+}
+
+// recorder is the scheduler's event recorder (events.EventRecorder since v0.18). The sim
+// reads outcomes from the stored Workload status, not from events (an event is not the
+// write), so events are dropped.
+type recorder struct{}
+
+func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
+// GetEventRecorder is what tas.SetupControllers asks the manager for (see manager.go).
+func (m *simManager) GetEventRecorder(string) events.EventRecorder { return recorder{} }
