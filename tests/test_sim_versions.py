@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness.backends import Unsupported, kueue_version_for, select_kueue_version
+from harness.fit import fit
+from harness.fuzz.campaign import run_campaign
+from harness.fuzz.generator import generate
+from harness.fuzz.runner import Checker
 from harness.loader import load_scenario
+from harness.outcome import Outcome
 from harness.scenario import Scenario
 from harness.sim.build import SimVersionError, build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
@@ -112,3 +117,21 @@ def test_sim_runs_the_versions_it_builds_for() -> None:
     select_kueue_version("sim", "v0.17.1")  # no error: the sim builds it
     with pytest.raises(SimVersionError, match=r"no sim/versions/go\.v0\.18\.1\.mod"):
         build_sim(version="v0.18.1")
+
+
+@pytest.mark.sim
+def test_fuzz_compares_both_sides_on_the_version(old_sim_binary: Path, tmp_path: Path) -> None:
+    # The fit model predicts for v0.18.2 (it refuses what it does not model there, e.g.
+    # balanced placement) and the observer gets the scenario with that version too.
+    seen: list[str | None] = []
+
+    def observe(scenario: Scenario) -> dict[str, Outcome]:
+        seen.append(scenario.kueue)
+        return fit(scenario).outcomes
+
+    with Checker(observe, kueue_version=OLD) as checker:
+        verdicts = [checker.check(generate(1, index)) for index in range(20)]
+    assert seen and set(seen) == {OLD}
+    assert any(OLD in (v.skipped or "") for v in verdicts)
+    summary = run_campaign(1, 20, out=tmp_path, jobs=1, shrink_budget=0, kueue_version=OLD)
+    assert summary.errors == [] and any(OLD in reason for reason in summary.skipped)

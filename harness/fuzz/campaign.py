@@ -82,12 +82,14 @@ class Summary:
 class _Checkers:
     """A pool of checkers, each owning one backend process, lent out one thread at a time."""
 
-    def __init__(self, against: str, jobs: int, sim_binary: Path | None) -> None:
+    def __init__(
+        self, against: str, jobs: int, sim_binary: Path | None, kueue_version: str | None
+    ) -> None:
         self.free: queue.SimpleQueue[Checker] = queue.SimpleQueue()
         self.all: list[tuple[Checker, Any]] = []
         for _ in range(jobs):
-            observer = make_observer(against, sim_binary)
-            checker = Checker(observer)
+            observer = make_observer(against, sim_binary, kueue_version)
+            checker = Checker(observer, kueue_version)
             self.all.append((checker, observer))
             self.free.put(checker)
 
@@ -115,6 +117,7 @@ def run_campaign(
     shrink_per_kind: int = 2,
     start: int = 0,
     sim_binary: Path | None = None,
+    kueue_version: str | None = None,
     progress: Callable[[str], None] | None = None,
     world: str = "v1",
 ) -> Summary:
@@ -122,8 +125,9 @@ def run_campaign(
     summary = Summary(seed=seed, cases=cases, out=out_dir)
     jobs = jobs if against == "sim" else 1
     if against == "sim" and sim_binary is None:
-        sim_binary = build_sim()  # once, before the worker threads start their processes
-    checkers = _Checkers(against, jobs, sim_binary)
+        # once, before the worker threads start their processes
+        sim_binary = build_sim(version=kueue_version)
+    checkers = _Checkers(against, jobs, sim_binary, kueue_version)
     try:
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fuzz") as pool:
             began = time.monotonic()

@@ -93,6 +93,12 @@ def register(sub: Any) -> None:
         default=None,
         help="a built kueue-sim to use (default: build sim/ as it is in the work tree)",
     )
+    fuzz.add_argument(
+        "--kueue-version",
+        default=None,
+        help="the Kueue version both sides answer for: the fit model's rules and the sim "
+        "(or cluster) built for it, e.g. v0.18.2 (default: v0.19.2)",
+    )
     fuzz.set_defaults(handler=_fuzz)
 
 
@@ -124,6 +130,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         shrink_per_kind=args.shrink_per_kind,
         start=args.start,
         sim_binary=args.sim_binary,
+        kueue_version=args.kueue_version,
         progress=progress,
         world=args.world,
     )

@@ -7,6 +7,7 @@ the same test the suites use.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -144,8 +145,8 @@ class SimObserver:
 class BackendObserver:
     """Any `harness.backends` backend (`local`: a real API server with real Kueue)."""
 
-    def __init__(self, name: str) -> None:
-        self.backend: Backend = create_backend(name)
+    def __init__(self, name: str, kueue_version: str | None = None) -> None:
+        self.backend: Backend = create_backend(name, kueue_version=kueue_version)
 
     def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
         try:
@@ -157,15 +158,21 @@ class BackendObserver:
         self.backend.close()
 
 
-def make_observer(against: str, sim_binary: Path | None = None) -> SimObserver | BackendObserver:
-    return SimObserver(sim_binary) if against == "sim" else BackendObserver(against)
+def make_observer(
+    against: str, sim_binary: Path | None = None, kueue_version: str | None = None
+) -> SimObserver | BackendObserver:
+    """The sim needs a binary built for `kueue_version` (build_sim(version=...))."""
+    if against == "sim":
+        return SimObserver(sim_binary)
+    return BackendObserver(against, kueue_version)
 
 
 class Checker:
     """Compares scenario dicts; the backend runs beside the fit model in a worker thread."""
 
-    def __init__(self, observe: Observe) -> None:
+    def __init__(self, observe: Observe, kueue_version: str | None = None) -> None:
         self.observe = observe
+        self.kueue_version = kueue_version
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fuzz-backend")
         self.calls = 0
 
@@ -177,6 +184,8 @@ class Checker:
 
     def check(self, data: Mapping[str, Any]) -> Verdict:
         scenario = scenario_from_data(data, str(data.get("name", "<fuzz>")))
+        if self.kueue_version is not None:  # the fit model predicts for it, too
+            scenario = dataclasses.replace(scenario, kueue=self.kueue_version)
         self.calls += 1
         future = self.pool.submit(self.observe, scenario)
         verdict = Verdict()
