@@ -94,8 +94,9 @@ def add_backend_options(
     add(
         "--kueue-version",
         default=None,
-        help="the Kueue version the embedded cluster (--cluster=local) runs: v0.17.1, v0.18.2 "
-        "or v0.19.2 (build it first: python -m harness.toolchain build --kueue-version V); "
+        help="the Kueue version the embedded cluster (--cluster=local) or the sim runs: "
+        "v0.17.1, v0.18.2 or v0.19.2 (build it first: python -m harness.toolchain build "
+        "--kueue-version V, or python -m harness.sim.build V); "
         "it overrides each scenario's kueue: (default: the scenario's kueue: when it names one "
         "of these, else v0.19.2)",
     )
