@@ -25,7 +25,7 @@ from harness.kueue_versions import VersionSpecError, version_key
 from harness.outcome import Outcome, replaced_to_json
 from harness.scenario import Scenario
 
-ENGINES = ("fit", "local")
+ENGINES = ("fit", "sim", "local")
 States = list[dict[str, Outcome]]
 """The outcomes after the submissions, then after each step."""
 
@@ -64,7 +64,8 @@ def register(subparsers: Any) -> None:
         "--engine",
         choices=ENGINES,
         default="fit",
-        help="fit: the fit model's rules per version (no cluster, seconds); local: real Kueue "
+        help="fit: the fit model's rules per version (no cluster, seconds); sim: Kueue's "
+        "scheduler of each version in process (seconds; built on first use); local: real Kueue "
         "of each version on the embedded cluster (~25 s per version to start, ~3 s a "
         "scenario) (default: fit)",
     )
@@ -75,7 +76,7 @@ def compare_command(args: argparse.Namespace) -> int:
     _check_versions(args.old, args.new, args.engine)
     scenarios = _load(args.paths)
     with ExitStack() as stack:
-        run = _fit_states if args.engine == "fit" else _cluster_runner(stack)
+        run = _fit_states if args.engine == "fit" else _backend_runner(stack, args.engine)
         results = compare(scenarios, args.old, args.new, run)
     print(render(results, args.old, args.new, args.engine))
     return 1 if any(r.changes for r in results) else 0
@@ -125,9 +126,9 @@ def _fit_states(scenario: Scenario, version: str) -> States:
     return [result.outcomes, *result.steps]
 
 
-def _cluster_runner(stack: ExitStack) -> Runner:
-    """Scenarios on the embedded cluster, one backend (and cluster) per version, started on
-    first use; one cluster at a time, the last stopped when the command ends."""
+def _backend_runner(stack: ExitStack, engine: str) -> Runner:
+    """Scenarios on a backend (the sim, or the embedded cluster), one backend per version,
+    started on first use; one at a time, the last stopped when the command ends."""
     from harness.backends import Unsupported, create_backend
 
     backends: dict[str, Any] = {}
@@ -141,7 +142,7 @@ def _cluster_runner(stack: ExitStack) -> Runner:
     def run(scenario: Scenario, version: str) -> States:
         if version not in backends:
             close_all()
-            backends[version] = create_backend("local", kueue_version=version)
+            backends[version] = create_backend(engine, kueue_version=version)
         try:
             observed = backends[version].run(dataclasses.replace(scenario, kueue=version))
         except Unsupported as why:

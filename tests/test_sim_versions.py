@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends import Unsupported, kueue_version_for, select_kueue_version
+from harness.cli import main
 from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
@@ -135,3 +136,17 @@ def test_fuzz_compares_both_sides_on_the_version(old_sim_binary: Path, tmp_path:
     assert any(OLD in (v.skipped or "") for v in verdicts)
     summary = run_campaign(1, 20, out=tmp_path, jobs=1, shrink_budget=0, kueue_version=OLD)
     assert summary.errors == [] and any(OLD in reason for reason in summary.skipped)
+
+
+@pytest.mark.sim
+def test_compare_versions_on_the_sim_finds_the_freed_node_change(
+    old_sim_binary: Path, sim_binary: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # suites/guide on each version's own scheduler: only the #13772 file changes.
+    args = ["--engine", "sim", "--from", OLD, "--to", "v0.19.2", str(SUITES / "guide")]
+    code = main(["compare-versions", *args])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith(f"Kueue {OLD} -> v0.19.2 (sim):")
+    assert f"{FREED_NODE.stem} (" in out and "pending -> admitted" in out
+    assert out.rstrip().endswith("6 scenarios: 1 changed, 5 unchanged, 0 not compared")
