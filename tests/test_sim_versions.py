@@ -1,6 +1,6 @@
 """The sim built against an older Kueue (v0.18.2) runs that version's scheduler, not v0.19.2's.
 
-Building the v0.18.2 binary takes 25-40 s once the v0.19.2 sim is built (only Kueue's own
+Building the v0.18.2 binary takes ~30 s once the v0.19.2 sim is built (only Kueue's own
 packages and the link differ: sim/versions/go.v0.18.2.mod changes nothing but the Kueue
 module), so these tests build it rather than skip when it is not cached.
 """
