@@ -137,12 +137,15 @@ def test_the_provider_reads_the_version_from_the_environment(
     assert LocalCluster().pins is toolchain.PINS
 
 
-def test_backends_other_than_local_run_only_the_pinned_version(
+def test_kind_runs_only_the_pinned_version_local_and_sim_run_each(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")
-    with pytest.raises(BackendError, match=r"^--kueue-version v0\.18\.2: --cluster=sim runs"):
-        select_kueue_version("sim", "v0.18.2")
+    with pytest.raises(BackendError, match=r"^--kueue-version v0\.18\.2: --cluster=kind runs"):
+        select_kueue_version("kind", "v0.18.2")
+    select_kueue_version("sim", "v0.18.2")  # the sim builds per version (sim/versions)
+    with pytest.raises(toolchain.KueueVersionError):
+        select_kueue_version("sim", "v0.18.0")
     with pytest.raises(toolchain.KueueVersionError):
         select_kueue_version("local", "v0.18.0")
     select_kueue_version("local", "v0.18.2")
@@ -165,8 +168,8 @@ def test_the_backend_hands_its_version_to_the_provider(
     providers = [b._provider({}) for b in (old, new)]  # created, not started
     assert [p.kueue_version for p in providers] == ["v0.17.1", "v0.19.2"]
     assert isinstance(providers[0], LocalCluster) and providers[0].pins.jobset == "v0.11.1"
-    with pytest.raises(BackendError, match=r"--cluster=sim runs Kueue v0\.19\.2 only"):
-        create_backend("sim", kueue_version="v0.17.1")
+    with pytest.raises(BackendError, match=r"--cluster=kind runs Kueue v0\.19\.2 only"):
+        create_backend("kind", kueue_version="v0.17.1")
 
 
 def _copy(pytester: pytest.Pytester, source: str, name: str, kueue: str | None) -> None:
@@ -220,11 +223,11 @@ def test_a_bad_kueue_version_is_a_usage_error(pytester: pytest.Pytester) -> None
         ["ERROR: Kueue v0.16.0 is not supported by the embedded cluster; supported: *"]
     )
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--cluster=sim", "--kueue-version=v0.17.1"
+        "-p", "no:cacheprovider", "--cluster=kind", "--kueue-version=v0.17.1"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --kueue-version v0.17.1: --cluster=sim runs Kueue v0.19.2 only*"]
+        ["ERROR: --kueue-version v0.17.1: --cluster=kind runs Kueue v0.19.2 only*"]
     )
 
 
