@@ -36,6 +36,9 @@ class Observation:
     artifacts: Path | None = None
     kueue: str = ""
     """The Kueue version that ran it ("" when the backend cannot know: an existing cluster)."""
+    incidents: tuple[str, ...] = ()
+    """Attempts discarded because the infrastructure failed under them, one line each; the
+    outcomes are the last attempt's, on a fresh cluster."""
 
 
 class Backend(Protocol):

@@ -22,6 +22,10 @@ from harness.scenario import Scenario
 
 BACKEND_KEY = pytest.StashKey[Any]()
 
+RERUN_PROPERTY = "kth-rerun"
+"""An item's user property (junit <property>) per attempt discarded because the
+infrastructure failed under it; the plugin's terminal summary lists them."""
+
 
 class ScenarioMismatch(Exception):
     """Kueue, the file's expectations and the fit model do not all agree."""
@@ -83,6 +87,7 @@ class ScenarioItem(pytest.Item):
             except Unsupported as why:
                 pytest.skip(f"{backend.name} backend: {why}")
             self.observed = observed
+            self.user_properties += [(RERUN_PROPERTY, line) for line in observed.incidents]
             comparison = observed_against_both(scenario, predicted, observed, no_model)
         if not comparison.agrees:
             raise ScenarioMismatch(comparison.render())

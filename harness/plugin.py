@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from harness.backends import (
 )
 from harness.collect import (
     BACKEND_KEY,
+    RERUN_PROPERTY,
     NotAScenario,
     ScenarioFile,
     ScenarioItem,
@@ -226,6 +228,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         options = {**backend_options(item.config.getoption), "kueue_version": version}
         stash[BACKEND_KEY] = create_backend(cluster, **options)
         stash[RUNNING_VERSION_KEY] = version
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Scenarios that passed or failed only after an attempt was discarded because the
+    infrastructure failed under it (say so, even when they passed)."""
+    reruns = [
+        (report.nodeid, text)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for key, text in getattr(report, "user_properties", ())
+        if key == RERUN_PROPERTY
+    ]
+    if not reruns:
+        return
+    terminalreporter.section("scenarios rerun on a fresh cluster (the infrastructure failed)")
+    for nodeid, text in reruns:
+        terminalreporter.write_line(f"{nodeid}: attempt discarded: {text}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -51,6 +51,16 @@ def predict(scenario: Scenario) -> tuple[FitResult | None, str]:
         return None, str(err)
 
 
+def rerun_note(incidents: Sequence[str]) -> str:
+    """What a report says of attempts discarded because the infrastructure failed."""
+    if not incidents:
+        return ""
+    return (
+        f"rerun on a fresh cluster: the infrastructure failed under {len(incidents)} earlier "
+        "attempt(s), discarded: " + "; ".join(incidents)
+    )
+
+
 def has_expectations(scenario: Scenario) -> bool:
     return bool(scenario.expect) or any(step.expect for step in scenario.steps)
 
@@ -70,6 +80,7 @@ class Comparison:
     no_model: str = ""
     details: str = ""
     artifacts: Path | None = None
+    incidents: tuple[str, ...] = ()
 
     @property
     def agrees(self) -> bool:
@@ -94,6 +105,8 @@ class Comparison:
             sections.append(self.details)
         if self.artifacts is not None:
             sections.append(f"artifacts: {self.artifacts}")
+        if self.incidents:
+            sections.append(rerun_note(self.incidents))
         return "\n".join(sections)
 
     def summary(self) -> str:
@@ -105,7 +118,8 @@ class Comparison:
         )
         if self.no_model:
             what = f"Kueue agrees with the file's expect (no fit model prediction: {self.no_model})"
-        return f"{self.scenario.path}: scenario {self.scenario.name}: {what}"
+        line = f"{self.scenario.path}: scenario {self.scenario.name}: {what}"
+        return f"{line}\n{rerun_note(self.incidents)}" if self.incidents else line
 
 
 def model_against_expect(scenario: Scenario, predicted: FitResult) -> Comparison:
@@ -126,6 +140,7 @@ def observed_against_both(
         no_model=no_model,
         details=observed.details,
         artifacts=observed.artifacts,
+        incidents=observed.incidents,
     )
 
 

@@ -23,6 +23,7 @@ from harness.collect import ScenarioItem
 from harness.html import RunInfo, ScenarioResult, report_page
 from harness.html.results import scenario_result
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
+from harness.report import rerun_note
 
 DEFAULT_PATH = Path("run") / "report.html"
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
@@ -135,13 +136,16 @@ class HtmlReport:
             return ScenarioResult(
                 None, (), item.name, noted.status, noted.text, noted.duration, folder
             )
+        text = noted.text
+        if not text and item.observed is not None:  # a failure's text says it already
+            text = rerun_note(item.observed.incidents)
         return scenario_result(
             item.scenario,
             item.predicted,
             item.observed,
             backend=self.backend or "",
             status=noted.status,
-            text=noted.text,
+            text=text,
             duration=noted.duration,
             folder=folder,
         )

@@ -9,9 +9,11 @@ from harness.kube.wait import (
     condition,
     has_condition,
     node_ready,
+    pause,
     poll_until,
     wait_for,
     wait_for_all,
+    watchdog,
 )
 
 RUN_LABEL = "kueue-tas-harness/run"
@@ -34,9 +36,11 @@ __all__ = [
     "has_condition",
     "in_parallel",
     "node_ready",
+    "pause",
     "poll_until",
     "selector",
     "wait_for",
     "wait_for_all",
+    "watchdog",
     "workloads",
 ]

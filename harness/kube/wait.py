@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from harness.kube.client import Kube, Obj
@@ -13,6 +15,27 @@ Check = Callable[[Obj | None], tuple[bool, str]]
 """Inspects an object (None when absent): (satisfied?, short description of what is seen)."""
 
 NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+_WATCHDOG: ContextVar[Callable[[], None] | None] = ContextVar("kth_watchdog", default=None)
+
+
+@contextlib.contextmanager
+def watchdog(check: Callable[[], None]) -> Iterator[None]:
+    """Within the block every wait calls `check` between polls; it raises to end the wait
+    early (a cluster component that died makes a wait for pods or Kueue hopeless)."""
+    token = _WATCHDOG.set(check)
+    try:
+        yield
+    finally:
+        _WATCHDOG.reset(token)
+
+
+def pause(seconds: float) -> None:
+    """Sleep between polls of a wait, after asking the watchdog (if any) whether to go on."""
+    check = _WATCHDOG.get()
+    if check is not None:
+        check()
+    time.sleep(seconds)
 
 
 def poll_until(
@@ -34,7 +57,7 @@ def poll_until(
             return seen
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"waited {timeout:.0f}s for {what}; last seen: {seen}")
-        time.sleep(interval)
+        pause(interval)
 
 
 def wait_for(

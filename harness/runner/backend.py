@@ -25,13 +25,14 @@ from harness.backends import BackendError, Observation, Unsupported
 from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
-from harness.kube import Kube
+from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
 from harness.kueue_gates import merged, parse_gates
 from harness.logtail import lines_about
 from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
-from harness.runner import evidence, shaping
+from harness.runner import evidence, incidents, shaping
+from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
 from harness.runner.objects import Names
 from harness.runner.requeue import RequeueWave
@@ -41,6 +42,9 @@ from harness.scenario import Scenario
 from harness.verdict import against_expectations, against_prediction
 
 logger = progress.logger("runner")
+
+MAX_ATTEMPTS = 3
+"""Attempts at one scenario when the infrastructure fails under it (harness.runner.incidents)."""
 
 
 def namespace_for(seq: int, scenario_name: str) -> str:
@@ -189,6 +193,50 @@ class ClusterBackend:
         return names
 
     def run(self, scenario: Scenario) -> Observation:
+        """Run the scenario; an attempt under which the infrastructure failed (a component
+        exited, a node went NotReady by itself) is discarded, pass or fail, and the scenario
+        runs again on a fresh cluster, at most MAX_ATTEMPTS times in all. The observation
+        lists the discarded attempts' incidents. A disagreement is never retried."""
+        discarded: list[str] = []
+        while True:
+            try:
+                observation = self._attempt(scenario)
+            except Incident as incident:
+                discarded.append(str(incident))
+                self._discard_attempt(scenario, discarded)
+                continue
+            return dataclasses.replace(observation, incidents=tuple(discarded))
+
+    def _discard_attempt(self, scenario: Scenario, discarded: list[str]) -> None:
+        """Drop the cluster the attempt ran on, so the next starts a fresh one; raise when
+        there is no next (attempts used up, or a cluster the harness cannot restart)."""
+        logger.warning(f"{scenario.name}: attempt discarded, the infrastructure failed: "
+                       f"{discarded[-1]}")  # fmt: skip
+        if self.provider_type.shared:
+            raise BackendError(
+                f"scenario {scenario.name}: the cluster failed under it ({discarded[-1]}); "
+                "the harness does not restart a cluster it did not start: fix it and run again"
+            )
+        if len(discarded) >= MAX_ATTEMPTS:
+            raise BackendError(
+                f"scenario {scenario.name}: the infrastructure failed under each of its "
+                f"{MAX_ATTEMPTS} attempts: " + "; ".join(discarded)
+            )
+        self._stop_provider()
+
+    def _check_infrastructure(self, kube: Kube, scenario: Scenario) -> None:
+        """Raise Incident when a component exited or a node of the run is NotReady though
+        the scenario did not make it so."""
+        incidents.raise_if_down(self.provider)
+        try:
+            nodes = kube.list("v1", "Node", None, f"{RUN_LABEL}={self.run_id}")
+        except KubeError as err:
+            raise Incident(f"the API server did not answer: {err}") from None
+        strays = incidents.not_ready_by_themselves(nodes, scenario)
+        if strays:
+            raise Incident("; ".join(strays))
+
+    def _attempt(self, scenario: Scenario) -> Observation:
         gates = merged(self.cli_gates, scenario.feature_gates)
         kube = self._ensure_cluster(gates)
         if not self.jobsets:
@@ -214,33 +262,39 @@ class ClusterBackend:
             gates=gates,
             wave=wave,
         )
-        try:
-            shaping.shape(kube, scenario, names, self.timeouts)
-            wave.shaped()
-            phases.mark("shape")
-            logger.info(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
-            session.admit_ahead()
-            phases.mark("admit")
-            for workload in scenario.workloads:
-                session.submit(workload)
-            phases.mark("submit")
-            outcomes = session.read()
-            phases.mark("read")
-            steps = []
-            for index, step in enumerate(scenario.steps, 1):
-                logger.info(f"{scenario.name}: step {index} ({step.action})")
-                session.apply(step)
-                steps.append(session.read())
-            phases.mark("steps")
-        except Unsupported:
-            raise
-        except HarnessError as err:
-            self._write_artifacts(kube, names, slicer, out_dir)
-            evidence_text = self._failure_evidence(kube, names, session)
-            raise BackendError(
-                f"scenario {scenario.name}: {err}{self._crash_report()}\n{evidence_text}"
-                f"artifacts: {out_dir}"
-            ) from None
+        with watchdog(lambda: incidents.raise_if_down(self.provider)):
+            try:
+                shaping.shape(kube, scenario, names, self.timeouts)
+                wave.shaped()
+                phases.mark("shape")
+                logger.info(f"{scenario.name}: cluster shaped in namespace {names.namespace}")
+                session.admit_ahead()
+                phases.mark("admit")
+                for workload in scenario.workloads:
+                    session.submit(workload)
+                phases.mark("submit")
+                outcomes = session.read()
+                phases.mark("read")
+                steps = []
+                for index, step in enumerate(scenario.steps, 1):
+                    logger.info(f"{scenario.name}: step {index} ({step.action})")
+                    session.apply(step)
+                    steps.append(session.read())
+                phases.mark("steps")
+            except Unsupported:
+                raise
+            except Incident:
+                self._write_artifacts(kube, names, slicer, out_dir)
+                raise
+            except HarnessError as err:
+                self._write_artifacts(kube, names, slicer, out_dir)
+                self._check_infrastructure(kube, scenario)
+                evidence_text = self._failure_evidence(kube, names, session)
+                raise BackendError(
+                    f"scenario {scenario.name}: {err}{self._crash_report()}\n{evidence_text}"
+                    f"artifacts: {out_dir}"
+                ) from None
+        self._check_infrastructure(kube, scenario)
         self.timings[scenario.name] = phases.total()
         logger.info(f"{scenario.name}: {phases}")
         with (self.artifacts / "timings.jsonl").open("a") as log:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.kube import WaitTimeout, condition
+from harness.kube import WaitTimeout, condition, pause
 from harness.runner.decode import domains
 
 Obj = dict[str, Any]
@@ -179,7 +179,7 @@ def watch(
                 f"by kube-scheduler, found unschedulable, or known to stay gated; last seen: "
                 f"{len(pods)} pods ({counts or 'none'})"
             )
-        time.sleep(interval)
+        pause(interval)
 
 
 def _settled(

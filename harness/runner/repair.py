@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.kube import WaitTimeout, condition
+from harness.kube import WaitTimeout, condition, pause
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import NO_CONDITION, PREEMPTED, Obj, evicted_now, state
 from harness.runner.waits import Timeouts
@@ -175,4 +175,4 @@ def settle(w: Watch, log: KueueLog, t: Timeouts) -> None:
                 f"waited {now - started:.0f}s for Kueue to react to the step (node reconciled, "
                 f"replaced or evicted and requeued); last seen: {lines or 'states still changing'}"
             )
-        time.sleep(t.interval)
+        pause(t.interval)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from harness.kube import WaitTimeout
+from harness.kube import WaitTimeout, pause
 from harness.kube import condition as get_condition
 from harness.runner.reading import (
     EVICTION_MESSAGE,
@@ -126,4 +126,4 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
                 f"or pending, every workload it preempted released and evaluated again); "
                 f"unsettled: {lines or 'nothing, but the states kept changing'}"
             )
-        time.sleep(t.interval)
+        pause(t.interval)

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.backends import BackendError
-from harness.kube import KUEUE_API, Obj, events, poll_until
+from harness.kube import KUEUE_API, Obj, events, pause, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue_keys import TAS_POD_ANNOTATIONS
 from harness.runner import binding, faults, objects, repair, shaping
@@ -244,7 +244,7 @@ def after_step(s: Session, *, freed_non_tas: bool = True) -> None:
             _unbound(s, e) for e in waiting if e.unschedulable
         ):
             return
-        time.sleep(max(s.t.interval, 0.25))
+        pause(max(s.t.interval, 0.25))
     if not long:
         _unchanged(s, waiting)
 
@@ -256,7 +256,7 @@ def _unchanged(s: Session, waiting: list[Entry]) -> None:
     since = time.monotonic()
     deadline = since + s.t.settle
     while time.monotonic() - since < s.t.pending_window:
-        time.sleep(s.t.interval)
+        pause(s.t.interval)
         now = [s.state_of(e) for e in waiting]
         if now != last:
             if time.monotonic() >= deadline:

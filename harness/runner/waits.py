@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from harness.kube import KUEUE_API, Kube, NotFound, Obj, WaitTimeout, absent, poll_until
+from harness.kube import KUEUE_API, Kube, NotFound, Obj, WaitTimeout, absent, pause, poll_until
 from harness.runner.reading import NO_CONDITION, State, bound
 
 
@@ -86,7 +86,7 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool 
                 f"True) or pending (QuotaReserved False with a message); last seen: "
                 f"{seen.kind}: {seen.message}"
             )
-        time.sleep(t.interval)
+        pause(t.interval)
 
 
 def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) -> str:
