@@ -54,6 +54,22 @@ def kueue(at: KeyPath) -> tuple[str, KueueVersions]:
     return runs_on, spec
 
 
+def upgrade(at: KeyPath, running: str) -> str:
+    """The version of an `upgrade-kueue` step: one the harness runs, newer than the version
+    running at that step (Kueue supports no downgrade)."""
+    version = at.string()
+    if version not in KUEUE_VERSIONS:
+        at.fail(
+            f"{version!r} is not a Kueue version the harness runs ({', '.join(KUEUE_VERSIONS)})"
+        )
+    if version_key(version) <= version_key(running):
+        at.fail(
+            f"{version} is not newer than {running}, the version running at this step "
+            "(Kueue supports upgrades only; name the version the scenario starts on in kueue:)"
+        )
+    return version
+
+
 def by_version(
     at: KeyPath,
     base: Mapping[str, Expectation] | None,

@@ -35,7 +35,7 @@ from harness.k8s_rules import (
 from harness.keypath import KeyPath as KeyPath
 from harness.keypath import kind, yaml_text
 from harness.kueue_gates import KUEUE_V0_19_GATES, unknown_gate
-from harness.kueue_versions import KueueVersions
+from harness.kueue_versions import DEFAULT_KUEUE, KueueVersions
 from harness.quantity import QuantityError, parse_quantity
 from harness.scenario import (
     FAULT_ACTIONS,
@@ -216,6 +216,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
             world,
             load_faults.FaultState(nodes, [*held, *workloads], usage, _taint),
             declared,
+            runs_on,
         )
         if "steps" in top
         else ()
@@ -694,8 +695,10 @@ def _steps(
     world: load_world.World,
     faults: load_faults.FaultState,
     declared: KueueVersions | None,
+    runs_on: str | None,
 ) -> tuple[Step, ...]:
     nodes = set(ledger.allocatable)
+    running = runs_on or DEFAULT_KUEUE
     usages: set[str | None] = {u.name for u in usage if u.name}
     known = {w.name: w for w in workloads}
     steps = []
@@ -707,6 +710,8 @@ def _steps(
         action, value = actions[0], fields[actions[0]]
         if action in FAULT_ACTIONS:
             target = faults.target(action, value)
+        elif action == "upgrade-kueue":
+            target = running = load_versions.upgrade(value, running)
         else:
             target = _step_target(action, value, topology, nodes, usages, known, world)
         _track(action, target, value, ledger, domains)

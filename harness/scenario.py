@@ -347,7 +347,11 @@ STEP_ACTIONS = (
     "add-usage",
     "submit",
     *FAULT_ACTIONS,
+    "upgrade-kueue",
 )
+"""`upgrade-kueue: VERSION` replaces the running Kueue by a newer one, as a platform team
+upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its target is the
+version."""
 
 
 class NotShorthand(HarnessError):

@@ -70,6 +70,11 @@ class SimBackend:
 
     def run(self, scenario: Scenario) -> Observation:
         self._check_gates(scenario)
+        if any(step.action == "upgrade-kueue" for step in scenario.steps):
+            raise Unsupported(
+                "steps: upgrade-kueue: the sim runs one Kueue version's scheduler per process; "
+                "run upgrade scenarios with --cluster=local (the fit model predicts them)"
+            )
         if self._sim is None:
             self._sim = SimProcess(build_sim(version=self.kueue_version))
         answer = self._sim.run(scenario_to_dict(scenario, self.gates))

@@ -12,6 +12,7 @@ import pytest
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
+from harness.fit.versions import rules_for
 from harness.loader import load_scenario, scenario_from_data
 from harness.outcome import Outcome
 from harness.strict_yaml import parse_yaml
@@ -85,7 +86,7 @@ def test_the_version2_engine_agrees_with_the_version1_model(path: Path) -> None:
         expected = fit(scenario)
     except UnsupportedVersionError as why:
         pytest.skip(f"the version-1 model does not run it: {why}")
-    initial, steps = fit_v2(scenario)
+    initial, steps = fit_v2(scenario, rules=rules_for(scenario))  # its kueue: version
     lines = against_prediction(expected.outcomes, initial)
     for index, (want, got) in enumerate(zip(expected.steps, steps, strict=True)):
         lines += [f"after step {index + 1}: {line}" for line in against_prediction(want, got)]

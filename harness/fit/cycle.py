@@ -41,7 +41,7 @@ from harness.fit.tas_step import (
 )
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey
-from harness.fit.versions import RULES, KueueRules
+from harness.fit.versions import RULES, KueueRules, upgraded_rules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.fit.webhook import webhook_rejection
 from harness.kueue_versions import DEFAULT_KUEUE
@@ -232,6 +232,14 @@ class Model:
             self.queues.flush({m for cq in using for m in self._cohort_of(cq)})
         else:
             self.queues.flush([cq.name for cq in self.scenario.cluster_queues])
+
+    def upgrade(self, version: str) -> None:
+        """`upgrade-kueue`: the new Kueue rebuilds its queues from the Workloads, so every
+        pending workload is queued afresh and decided by the new version's rules; admitted
+        ones keep their quota and topology assignment."""
+        self.tick += 1
+        self.rules = upgraded_rules(self.scenario, self.rules, version)
+        self.queues.restart(self.rules.gate(self.scenario, "SchedulingEquivalenceHashing"))
 
     def _tas_flavors_of(self, node: Node) -> list[Flavor]:
         """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
@@ -610,6 +618,8 @@ def _run(scenario: Scenario, ties: TieBreak, note: Note | None, rules: KueueRule
             model.submit(step.target)
         elif step.action == "delete-workload":
             model.delete(str(step.target))
+        elif step.action == "upgrade-kueue":
+            model.upgrade(str(step.target))
         else:
             model.change_nodes(step)
         model.settle()

@@ -23,7 +23,7 @@ from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
-from harness.fit.versions import KueueRules, rules_for
+from harness.fit.versions import KueueRules, rules_for, upgraded_rules
 from harness.fit.webhook import webhook_rejection
 from harness.outcome import Outcome, Placement
 from harness.scenario import Node, PodSet, Scenario, Step, Usage, Workload
@@ -91,6 +91,10 @@ def check_supported(scenario: Scenario) -> KueueRules:
     """The rules of the scenario's Kueue version; refuses versions and feature-gate values
     the model does not model."""
     rules = rules_for(scenario)
+    running = rules
+    for step in scenario.steps:
+        if step.action == "upgrade-kueue":
+            running = upgraded_rules(scenario, running, str(step.target))
     for gate, bad in UNMODELLED_GATE_VALUES.items():
         if scenario.feature_gates.get(gate) is bad:
             raise UnsupportedVersionError(
@@ -341,6 +345,12 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
     elif step.action == "add-usage":
         assert isinstance(target, Usage)
         state.usage.append(target)
+    elif step.action == "upgrade-kueue":
+        # The new Kueue starts with empty queues: every pending workload is queued afresh
+        # (the retry below) and decided by the new version's rules; admitted ones keep
+        # their quota and topology assignment (read back from the Workloads).
+        state.rules = upgraded_rules(state.scenario, state.rules, str(target))
+        state.hashing = state.rules.gate(state.scenario, "SchedulingEquivalenceHashing")
     elif step.action == "submit":
         assert isinstance(target, Workload)
         _retry_pending(state, trace)

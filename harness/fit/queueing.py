@@ -147,6 +147,17 @@ class Queues:
             self.heap.setdefault(cq, set()).update(self.parked.pop(cq, set()))
             self.hashes.pop(cq, None)
 
+    def restart(self, hashing: bool) -> None:
+        """A new Kueue process (`upgrade-kueue`): it rebuilds its queues from the Workloads,
+        so every pending workload is in its heap again, with no parked hash, preemptor or
+        flavor scan progress remembered."""
+        self.hashing = hashing
+        self.flush(list(self.parked))
+        self.hashes.clear()
+        self.preemptor.clear()
+        for pending in self.info.values():
+            pending.scan = None
+
     def signature(self) -> Hashable:
         """The queues' state, to see when cycles stop changing it."""
         return (

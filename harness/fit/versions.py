@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import UnsupportedVersionError
-from harness.kueue_versions import DEFAULT_KUEUE
+from harness.kueue_versions import DEFAULT_KUEUE, version_key
 from harness.scenario import PodSet, Scenario, Workload
 
 
@@ -102,6 +102,27 @@ def rules_for(scenario: Scenario) -> KueueRules:
     problem = _unmodelled(scenario, rules)
     if problem is not None:
         raise UnsupportedVersionError(f"{scenario.path}: kueue: {version}: {problem}")
+    return rules
+
+
+def upgraded_rules(scenario: Scenario, running: KueueRules, version: str) -> KueueRules:
+    """The rules after an `upgrade-kueue: version` step, from those `running`; refused when
+    the version is not newer (--kueue-version may start the scenario on a later one) or the
+    model cannot answer for it."""
+    if version_key(version) <= version_key(running.version):
+        raise UnsupportedVersionError(
+            f"{scenario.path}: steps: upgrade-kueue: {version} is not newer than "
+            f"{running.version}, the version running then (--kueue-version?)"
+        )
+    if version not in RULES:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: steps: upgrade-kueue: the fit model models Kueue "
+            f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
+        )
+    rules = RULES[version]
+    problem = _unmodelled(scenario, rules)
+    if problem is not None:
+        raise UnsupportedVersionError(f"{scenario.path}: upgrade-kueue: {version}: {problem}")
     return rules
 
 

@@ -58,6 +58,8 @@ class Provider(Protocol):
     """The Kueue version it runs (None: not the harness's to know, a cluster of the user's)."""
     one_per_worker: bool
     """Several can run at once on one machine, one per pytest-xdist worker (-n N)."""
+    can_upgrade_kueue: bool
+    """upgrade_kueue works: the harness runs Kueue's process and can replace it."""
 
     def start(self) -> ClusterHandle:
         """Bring the cluster up; on failure everything started is stopped again."""
@@ -79,6 +81,11 @@ class Provider(Protocol):
         """Why this cluster could not show the scenario's outcome as its own, or None."""
         ...
 
+    def upgrade_kueue(self, version: str) -> None:
+        """Replace the running Kueue by a newer version, keeping every object (the
+        `upgrade-kueue` step); only where can_upgrade_kueue."""
+        ...
+
     def stop(self) -> None:
         """Stop everything (idempotent); webhooks are removed before Kueue stops."""
         ...
@@ -95,9 +102,13 @@ class ProviderBase:
     live_kueue_log = False
     kueue_version: str | None = None
     one_per_worker = False
+    can_upgrade_kueue = False
 
     def logs(self) -> dict[str, Path]:
         raise NotImplementedError
+
+    def upgrade_kueue(self, version: str) -> None:
+        raise ClusterError(f"the {self.name} cluster cannot replace its Kueue")
 
     def log_tail(self, component: str, n: int = 50) -> str:
         logs = self.logs()

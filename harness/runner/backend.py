@@ -27,6 +27,7 @@ from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
 from harness.kueue_gates import merged, parse_gates
+from harness.kueue_versions import version_key
 from harness.logtail import lines_about
 from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
@@ -94,6 +95,7 @@ class ClusterBackend:
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
         self.artifacts = self.artifacts / f"run-{self.run_id}"
         self.timings: dict[str, float] = {}
+        self.upgraded = False  # a step replaced the cluster's Kueue (upgrade-kueue)
 
     # -- cluster lifecycle ---------------------------------------------------------------
 
@@ -205,7 +207,45 @@ class ClusterBackend:
                 discarded.append(str(incident))
                 self._discard_attempt(scenario, discarded)
                 continue
+            finally:
+                self._after_upgrade()
             return dataclasses.replace(observation, incidents=tuple(discarded))
+
+    def _check_upgrades(self, scenario: Scenario) -> None:
+        """Refuse `upgrade-kueue` steps this cluster cannot carry out, before anything runs."""
+        assert self.provider is not None
+        running = self.provider.kueue_version
+        for step in scenario.steps:
+            if step.action != "upgrade-kueue":
+                continue
+            version = str(step.target)
+            if not self.provider.can_upgrade_kueue:
+                raise Unsupported(
+                    f"steps: upgrade-kueue: the {self.name} cluster cannot replace its Kueue; "
+                    "run upgrade scenarios with --cluster=local"
+                )
+            if running is None or version_key(version) <= version_key(running):
+                raise Unsupported(
+                    f"steps: upgrade-kueue: {version} is not newer than {running}, the Kueue "
+                    "this cluster runs (--kueue-version?)"
+                )
+            running = version
+
+    def _upgrade_kueue(self, version: str) -> None:
+        assert self.provider is not None
+        logger.info(f"replacing Kueue {self.provider.kueue_version} by {version}")
+        self.upgraded = True
+        try:
+            self.provider.upgrade_kueue(version)
+        except ClusterError as err:
+            raise BackendError(f"upgrade-kueue {version}: {err}") from None
+
+    def _after_upgrade(self) -> None:
+        """A cluster whose Kueue a scenario upgraded is not the version this backend runs:
+        stop it, so the next scenario starts a fresh one."""
+        if self.upgraded:
+            self.upgraded = False
+            self._stop_provider()
 
     def _discard_attempt(self, scenario: Scenario, discarded: list[str]) -> None:
         """Drop the cluster the attempt ran on, so the next starts a fresh one; raise when
@@ -241,6 +281,7 @@ class ClusterBackend:
         kube = self._ensure_cluster(gates)
         if not self.jobsets:
             _refuse_unsupported(scenario)
+        self._check_upgrades(scenario)
         phases = Phases()
         names = self.fresh_names(scenario)
         phases.mark("clear")
@@ -261,6 +302,7 @@ class ClusterBackend:
             kueue_log_path=self._live_kueue_log(),
             gates=gates,
             wave=wave,
+            upgrade_kueue=self._upgrade_kueue,
         )
         with watchdog(lambda: incidents.raise_if_down(self.provider)):
             try:

@@ -101,6 +101,9 @@ class Session:
     before: repair.Before | None = None
     # Kueue's retries set off by shaping, let pass before they could change a pending one.
     wave: RequeueWave | None = None
+    # Replaces the running Kueue by a newer version (an `upgrade-kueue` step), where the
+    # cluster can (the backend checked before the scenario started).
+    upgrade_kueue: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}

@@ -49,7 +49,8 @@ def apply(s: Session, step: Step) -> None:
         node_controller=s.gates.get(NODE_REPLACEMENT, True),
     )
     repair.settle(watch, log, s.t)
-    after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods))
+    restarted = step.action == "upgrade-kueue"
+    after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
 
 
 def _live(s: Session) -> list[Entry]:
@@ -179,6 +180,10 @@ def _act(s: Session, step: Step) -> list[str]:
         ready = {n.name for n in s.nodes.values() if n.ready}
         shaping.create_usage(s.kube, target, s.usage_count, s.names, ready, s.t)
         s.usage_count += 1
+    elif action == "upgrade-kueue":
+        if s.upgrade_kueue is None:
+            raise BackendError("step upgrade-kueue: this cluster cannot replace its Kueue")
+        s.upgrade_kueue(str(target))
     else:
         return _fault(s, action, target)
     return []
@@ -228,16 +233,18 @@ def _pods_of(s: Session, fault: PodFault) -> list[objects.Obj]:
     return faults.choose(per_pod_set, fault.node, fault.count)
 
 
-def after_step(s: Session, *, freed_non_tas: bool = True) -> None:
+def after_step(s: Session, *, freed_non_tas: bool = True, restarted: bool = False) -> None:
     """Wait for pending workloads to be admitted and for pods that could not run before the
     step to be bound; what is still pending or unbound at the end stays so. The window is
     `step_window` (Kueue's 10 s non-TAS requeue batching, kube-scheduler's retry backoff)
-    when the step freed non-TAS capacity or pods could not run, else Kueue's retry window
-    followed by the pending window without a change."""
+    when the step freed non-TAS capacity, restarted Kueue (a new process schedules its
+    rebuilt queues once its caches have synced, and says nothing of a workload it leaves
+    as it was) or pods could not run, else Kueue's retry window followed by the pending
+    window without a change."""
     waiting = [e for e in s.entries.values() if e.rejected is None]
     for entry in waiting:
         entry.settled_message = None  # re-evaluated after the step: read it afresh
-    long = freed_non_tas or any(e.unschedulable for e in waiting)
+    long = freed_non_tas or restarted or any(e.unschedulable for e in waiting)
     deadline = time.monotonic() + (s.t.step_window if long else retry_window(s.t))
     while time.monotonic() < deadline:
         if all(s.state_of(e).kind == "admitted" for e in waiting) and not any(

@@ -17,6 +17,7 @@ harness.toolchain (KTH_CACHE, KTH_<COMPONENT> overrides).
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import tempfile
@@ -94,6 +95,7 @@ class LocalCluster(ProviderBase):
     name = "local"
     live_kueue_log = True  # Kueue runs here as a process writing logs()["kueue"]
     one_per_worker = True  # own ports, run dir and run id: one per pytest-xdist worker
+    can_upgrade_kueue = True  # upgrade_kueue replaces its Kueue process
     kueue_versions = tuple(toolchain.KUEUE_JOBSET)
     """The Kueue versions it starts (`kueue_version`, else $KTH_KUEUE_VERSION, else v0.19.2)."""
 
@@ -165,6 +167,55 @@ class LocalCluster(ProviderBase):
 
     def logs(self) -> dict[str, Path]:
         return {p.name: p.log for p in self.procs}
+
+    def upgrade_kueue(self, version: str) -> None:
+        """Replace the running Kueue by `version` as a platform team upgrades it: webhooks
+        off, the old controller stopped, the new version's CRDs applied over the old ones,
+        the new controller started on the same ports, configuration and log file (appended),
+        webhooks back and answering. JobSet is replaced too when the version pins another.
+        Nodes, pods and Kueue's objects stay as they are."""
+        if self.handle is None or self._kube is None:
+            raise ClusterError("upgrade_kueue: the cluster is not running")
+        assert self.layout is not None and self.ports is not None
+        pins = toolchain.pins_for(version)
+        kueue_dir = toolchain.kueue_module_dir(pins)
+        registered = kueue_gates.registered_gates(kueue_dir)
+        kueue_gates.check_gates(self.feature_gates, pins.kueue, registered)
+        replaced = ["jobset", "kueue"] if pins.jobset != self.pins.jobset else ["kueue"]
+        binaries = {name: toolchain.binary(name, pins) for name in replaced}
+        jobset_dir = toolchain.jobset_module_dir(pins)
+        self._t0 = time.monotonic()
+        kube = self._kube
+        kueue_install.remove_webhooks(kube, self._webhooks)
+        for proc in [p for p in self.procs if p.name in replaced]:
+            self.procs.remove(proc)  # stopped on purpose: check() must not call it a crash
+            proc.stop()
+        logger.info(f"stopped {', '.join(replaced)} {self.pins.kueue}; upgrading to {version}")
+        self.pins, self.kueue_version, self._jobset_dir = pins, pins.kueue, jobset_dir
+        ca_b64 = base64.b64encode((self.layout.pki / "ca.crt").read_bytes()).decode()
+        webhook_base = f"https://127.0.0.1:{self.ports.kueue_webhook}"
+        crds = manifests.crds(kueue_dir, webhook_base, ca_b64) + jobset_install.crds(jobset_dir)
+        kueue_install.install_crds(kube, crds, timeout=self._left())
+        self._mark(f"kueue {version} CRDs")
+        args = {"kueue": localspec.kueue_args, "jobset": localspec.jobset_args}
+        health_ports = {"kueue": self.ports.kueue_health, "jobset": self.ports.jobset_health}
+        for name in replaced:
+            proc = self._spawn(name, binaries, args[name](self.layout))
+            probe = health.http_probe(f"http://127.0.0.1:{health_ports[name]}/readyz")
+            health.wait_healthy(proc, probe, what="/readyz", timeout=self._left())
+            self._mark(f"{name} {version}")
+        self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca_b64)
+        self._webhooks += jobset_install.webhook_configurations(
+            jobset_dir, f"https://127.0.0.1:{self.ports.jobset_webhook}", ca_b64
+        )
+        kueue_install.install_webhooks(kube, self._webhooks)
+        kueue_install.wait_webhook_mutates(kube, timeout=self._left())
+        if "jobset" in replaced:
+            probe_set = kueue_install.probe_jobset("default")
+            jobset_install.wait_webhook_defaults(kube, probe_set, timeout=self._left())
+        kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
+        self._mark(f"kueue {version} webhook")
+        self._write_state(self.layout, self.ports)
 
     def check(self) -> None:
         for proc in self.procs:
