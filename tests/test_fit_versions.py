@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import toolchain
-from harness.errors import UnsupportedVersionError
+from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import RULES, V0_19_2_GATES
 from harness.loader import load_scenario
@@ -115,3 +115,36 @@ def test_what_a_version_does_not_model_is_refused(
         fit(on(path, version, **gates))
     assert problem in str(err.value)
     assert str(err.value).startswith(f"{path}: ")
+
+
+QUOTA_SHORT = SUITES / "quota" / "quota-cpu-limits-gpu-jobs.yaml"
+
+
+def _second_asks(scenario: Scenario, gpus_per_pod: int) -> Scenario:
+    """`second` asks for more GPUs than the queue's whole quota (32): NoFit on GPUs, while its
+    CPUs are short of unused quota only."""
+    first, second = scenario.workloads
+    (main,) = second.pod_sets
+    requests = {**main.requests, "nvidia.com/gpu": main.requests["nvidia.com/gpu"] * gpus_per_pod}
+    wider = dataclasses.replace(second, pod_sets=(dataclasses.replace(main, requests=requests),))
+    return dataclasses.replace(scenario, workloads=(first, wider), expect=None)
+
+
+def test_before_v0_19_a_no_fit_resource_beside_another_short_one_is_map_order() -> None:
+    """v0.18.2's flavor assigner breaks out of its loop over the requests map at the first
+    NoFit resource, so the message names the CPU shortage or not at random: refused as
+    nondeterministic. v0.19.2 names both; with only CPU short all three versions agree."""
+    both_short = _second_asks(load_scenario(QUOTA_SHORT), gpus_per_pod=5)
+    message = fit(both_short).outcomes["second"].message
+    assert "insufficient quota for nvidia.com/gpu" in message
+    assert "insufficient unused quota for cpu" in message
+    for version in ("v0.17.1", "v0.18.2"):
+        with pytest.raises(Nondeterministic, match="Go map order"):
+            fit(dataclasses.replace(both_short, kueue=version))
+    cpu_only = load_scenario(QUOTA_SHORT)
+    messages = {fit(dataclasses.replace(cpu_only, kueue=v)).outcomes["second"].message
+                for v in RULES}  # fmt: skip
+    assert messages == {
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+        "gpu, 24 more needed"
+    }

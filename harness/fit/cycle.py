@@ -346,6 +346,7 @@ class Model:
             start=scan.start() if scan is not None and pinned is None else None,
             oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
             pinned=pinned,
+            past_no_fit=self.rules.quota_reasons_past_no_fit,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from harness.errors import Nondeterministic
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.quantity import format_kueue_units, kueue_units
 from harness.scenario import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
@@ -285,6 +286,8 @@ class _Search:
     cq: ClusterQueue
     oracle: Oracle | None
     pinned: Mapping[str, Mapping[str, str]] | None
+    past_no_fit: bool = True
+    """KueueRules.quota_reasons_past_no_fit: False before v0.19."""
 
 
 def assign_flavors(
@@ -294,11 +297,12 @@ def assign_flavors(
     start: Mapping[ScanKey, int] | None = None,
     oracle: Oracle | None = None,
     pinned: Mapping[str, Mapping[str, str]] | None = None,
+    past_no_fit: bool = True,
 ) -> Assignment:
     """Kueue's `assignFlavors` up to (not including) the TAS step. `pinned` is the
     nomination mapping of a same-cycle recompute (rules §3.4 step 1)."""
     cq = scenario.cluster_queue(workload.queue)
-    search = _Search(scenario, book, cq, oracle, pinned)
+    search = _Search(scenario, book, cq, oracle, pinned, past_no_fit)
     out = Assignment()
     slot = 0
     for indices in pod_set_groups(workload):
@@ -412,6 +416,8 @@ def _choose(
             per_resource[resource] = got
             if reason:
                 mine.append(reason)
+        if not search.past_no_fit:
+            _refuse_map_order(scenario, fq.name, per_resource, mine)
         reasons += mine
         _attempted(attempts, members, Attempt(fq.name, mode, sorted(mine)))
         if not should_try_next(cq, mode):
@@ -423,6 +429,20 @@ def _choose(
     if best is None:
         return None, {}, reasons, tried
     return best[0], best[2], [] if best[1].preemption == FIT else reasons, tried
+
+
+def _refuse_map_order(
+    scenario: Scenario, flavor: str, per_resource: Mapping[str, Mode], reasons: list[str]
+) -> None:
+    """Before v0.19 the quota loop stops at the first NoFit resource in Go map order
+    (KueueRules.quota_reasons_past_no_fit): with a NoFit resource and another one short,
+    the message's reasons are random."""
+    if len(reasons) >= 2 and any(m.preemption == NO_FIT for m in per_resource.values()):
+        raise Nondeterministic(
+            f"{scenario.path}: Kueue before v0.19 names in its message only the resources of "
+            f"flavor {flavor} it looked at, in Go map order, before the first one that cannot "
+            f"fit: {', '.join(sorted(reasons))}"
+        )
 
 
 def _attempted(attempts: dict[str, list[Attempt]], members: list[PodSet], attempt: Attempt) -> None:

@@ -205,7 +205,7 @@ def _schedule(
     used: ResourceVector = {}
     for entry in state.admitted.values():
         add_into(used, entry.quota)
-    reasons, stopped = quota_reasons(scenario, groups, used)
+    reasons, stopped = quota_reasons(scenario, groups, used, state.rules.quota_reasons_past_no_fit)
     unassigned = _without_flavor(scenario, groups)
     if unassigned is not None and not stopped:
         message = f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"

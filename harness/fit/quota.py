@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from harness.errors import Nondeterministic
 from harness.fit.resources import ResourceVector, from_quantities, scaled
 from harness.quantity import format_kueue_units
 from harness.scenario import PodSet, Scenario
@@ -47,6 +48,7 @@ def quota_reasons(
     scenario: Scenario,
     groups: list[list[PodSet]],
     used: Mapping[str, int],
+    past_no_fit: bool = True,
 ) -> tuple[dict[str, list[str]], bool]:
     """Per pod set name, the reasons that keep it pending (empty: all fits), and whether the
     assignment stopped outright (NoFit: Kueue then builds no topology request at all)."""
@@ -84,6 +86,12 @@ def quota_reasons(
         for pod_set in members:
             if reasons:
                 out[pod_set.name] = sorted(reasons)
+        if hard and len(reasons) >= 2 and not past_no_fit:
+            raise Nondeterministic(
+                f"{scenario.path}: Kueue before v0.19 names in its message only the resources "
+                f"it looked at, in Go map order, before the first one that cannot fit: "
+                f"{', '.join(sorted(reasons))}"
+            )
         if hard:
             return out, True
         for name, value in request.items():

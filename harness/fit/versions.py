@@ -36,6 +36,12 @@ class KueueRules:
     grouped_pod_set_borrows_flavor: bool = True
     """v0.19.1 (kueue#13859): a grouped pod set requesting nothing takes its group's flavor.
     Before, it failed with "no TAS flavor assigned"."""
+    quota_reasons_past_no_fit: bool = True
+    """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
+    the quota message names every resource short in the flavor. Before, the loop over the
+    requests map broke at the first NoFit resource (v0.18.2 flavorassigner.go:867-904,
+    v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
+    of them the message names is random."""
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
@@ -75,6 +81,7 @@ RULES: dict[str, KueueRules] = {
         requeue_on_non_tas_pod_deletion=False,
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
+        quota_reasons_past_no_fit=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -82,6 +89,7 @@ RULES: dict[str, KueueRules] = {
         requeue_on_non_tas_pod_deletion=False,
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
+        quota_reasons_past_no_fit=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }
