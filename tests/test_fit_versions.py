@@ -148,3 +148,33 @@ def test_before_v0_19_a_no_fit_resource_beside_another_short_one_is_map_order() 
         "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
         "gpu, 24 more needed"
     }
+
+
+NO_PODS_ENTRY = SUITES / "capacity" / "capacity-node-without-pods-allocatable.yaml"
+
+
+def _asking(scenario: Scenario, **requests: int) -> Scenario:
+    (train,) = scenario.workloads
+    (main,) = train.pod_sets
+    wider = dataclasses.replace(main, requests={**main.requests, **requests})
+    wl = dataclasses.replace(train, pod_sets=(wider,))
+    return dataclasses.replace(scenario, workloads=(wl,), expect=None)
+
+
+def test_before_v0_19_a_resource_without_capacity_entry_is_the_limiting_one() -> None:
+    """gpu-1 has no `pods` entry and too few GPUs for a 9-GPU pod. v0.19.2 counts both 0 and
+    names nvidia.com/gpu (the tie goes by name); v0.18.2 and v0.17.1 return at the missing
+    entry, so they name pods. Two missing entries: which one is named is Go map order."""
+    nine = _asking(load_scenario(NO_PODS_ENTRY), **{"nvidia.com/gpu": 9})
+    tail = {v: fit(dataclasses.replace(nine, kueue=v)).outcomes["train"].message.split("; ")[-1]
+            for v in RULES}  # fmt: skip
+    assert tail["v0.19.2"] == 'excluded: resource "nvidia.com/gpu": 2'
+    assert (
+        tail["v0.18.2"]
+        == tail["v0.17.1"]
+        == ('excluded: resource "nvidia.com/gpu": 1, resource "pods": 1')
+    )
+    two_missing = _asking(load_scenario(NO_PODS_ENTRY), **{"example.com/fpga": 1})
+    assert not fit(two_missing).outcomes["train"].admitted
+    with pytest.raises(Nondeterministic, match=r"no capacity entry for example\.com/fpga, pods"):
+        fit(dataclasses.replace(two_missing, kueue="v0.18.2"))

@@ -405,7 +405,7 @@ class Model:
         if a.error is not None or not entry.tas:
             return
         if a.mode.visible == "Fit":
-            result = place_workload(self.snap.tas, entry.tas)
+            result = place_workload(self.snap.tas, entry.tas, rules=self.rules)
             if result.failures:
                 ps, reason = self._failure(entry, result)
                 a.reasons.setdefault(ps, []).append(reason)
@@ -413,7 +413,7 @@ class Model:
             else:
                 entry.per_leaf = result.per_leaf
                 return
-        empty = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
+        empty = place_workload(self.snap.tas, entry.tas, simulate_empty=True, rules=self.rules)
         entry.empty = (list(entry.tas), empty)
         if empty.failures:
             ps, _ = self._failure(entry, empty)
@@ -447,11 +447,11 @@ class Model:
         if not entry.targets and entry.empty is not None and entry.empty[0] == entry.tas:
             result = entry.empty[1]
         elif not entry.targets:
-            result = place_workload(self.snap.tas, entry.tas, simulate_empty=True)
+            result = place_workload(self.snap.tas, entry.tas, simulate_empty=True, rules=self.rules)
         else:
             for t in entry.targets:
                 self.snap.remove(t.holding)
-            result = place_workload(self.snap.tas, entry.tas)
+            result = place_workload(self.snap.tas, entry.tas, rules=self.rules)
             for t in entry.targets:
                 self.snap.restore(t.holding)
         entry.per_leaf = result.per_leaf

@@ -20,7 +20,6 @@ from harness.fit.queueing import scheduling_hash
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
 from harness.fit.resources import ResourceVector, add_into, from_quantities
-from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
@@ -226,7 +225,7 @@ def _schedule(
     per_leaf_by_pod_set: dict[str, dict[LeafKey, int]] = {}
     for members in groups:
         request = placement_request(scenario.topology, members)
-        algo = Algorithm(best_fit=not (request.unconstrained and mixed))
+        algo = state.rules.counting(best_fit=not (request.unconstrained and mixed))
         label = f"{workload.name}/{request.workers.name}"
         observe = (lambda t: trace(label, t, "free capacity")) if trace else None  # noqa: B023
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from harness.errors import UnsupportedVersionError
 from harness.fit.balanced import balanced_domains
 from harness.fit.request import PlacementRequest
 from harness.fit.resources import MAX_INT32, ResourceVector, count_in, sub_into
@@ -119,6 +120,39 @@ def leaf_exclusion(
     return None
 
 
+def _before_v0_19(
+    run: _Run, leaf: Leaf, keys: set[str], pods: int, limiting: str
+) -> tuple[int, str]:
+    """`CountInWithLimitingResource` before v0.19 (v0.18.2 pkg/resources/requests.go:198-201,
+    v0.17.1 :186-189): it returns (0, resource) at the first requested resource the node's
+    capacity map has no entry for, in Go map order, where v0.19 counts it 0 and breaks the
+    tie by name. One such resource: it is the limiting one. Several: which one the message's
+    exclusions name is random."""
+    missing = sorted(r for r, v in run.request.worker_requests.items() if v and r not in keys)
+    if run.algo.missing_resource_first and len(missing) > 1:
+        run.stats.random_exclusion = (
+            f"node(s) {leaf.key} have no capacity entry for {', '.join(missing)}: Kueue before "
+            "v0.19 names the first of them in Go map order"
+        )
+    if run.algo.missing_resource_first and missing:
+        return 0, missing[0]
+    return pods, limiting
+
+
+def _no_negative_free(run: _Run, leaf: Leaf, remaining: Mapping[str, int]) -> None:
+    """v0.17.1 does not clamp a count to 0 (v0.18 added it): a node whose free capacity went
+    below zero counts a negative number of pods, which the model does not follow."""
+    if not run.algo.unclamped:
+        return
+    for r, v in run.request.worker_requests.items():
+        if v and remaining.get(r, 0) <= -v:
+            raise UnsupportedVersionError(
+                f"kueue: v0.17.1: node(s) {leaf.key} have {remaining[r]} {r} free: v0.17.1 "
+                "counts a negative number of pods there (no clamp to 0 before v0.18), which "
+                "the fit model does not model"
+            )
+
+
 def _fill_counts(
     run: _Run,
     flavor_tolerations: tuple[Toleration, ...],
@@ -154,6 +188,11 @@ def _fill_counts(
                 count = min(max(0, free // v), MAX_INT32)
                 if count < pods or (count == pods and (not limiting or r < limiting)):
                     pods, limiting = count, r
+            if run.algo.missing_resource_first or run.algo.unclamped:
+                left = leaf.free(simulate_empty)
+                sub_into(left, extra or {})
+                pods, limiting = _before_v0_19(run, leaf, set(left), pods, limiting)
+                _no_negative_free(run, leaf, left)
             domain.pods = domain.pods_wl = pods
             if pods == 0 and limiting:
                 run.stats.exclude_resource(limiting)
@@ -163,6 +202,9 @@ def _fill_counts(
         if leaf.key in assumed:
             sub_into(remaining, assumed[leaf.key])
         domain.pods, limiting = count_in(request.worker_requests, remaining)
+        if run.algo.missing_resource_first or run.algo.unclamped:
+            domain.pods, limiting = _before_v0_19(run, leaf, set(remaining), domain.pods, limiting)
+            _no_negative_free(run, leaf, remaining)
         if domain.pods == 0 and limiting:
             run.stats.exclude_resource(limiting)
             run.tree.excluded[leaf.key] = f"no room for one pod: {limiting}"

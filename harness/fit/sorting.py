@@ -18,6 +18,12 @@ from harness.fit.tree import Domain
 @dataclass(frozen=True)
 class Algorithm:
     best_fit: bool
+    missing_resource_first: bool = False
+    """Before v0.19 (KueueRules.count_in_reads_missing_as_zero False): a node's count stops
+    at the first requested resource its capacity map has no entry for, in Go map order."""
+    unclamped: bool = False
+    """v0.17.1 (KueueRules.count_clamped_at_zero False): a negative free capacity gives a
+    negative count."""
 
     # ---- orderings ----------------------------------------------------------------------
     def sorted_with_leader(self, domains: list[Domain]) -> list[Domain]:

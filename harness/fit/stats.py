@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from harness.errors import Nondeterministic
+
 
 def go_quote(text: str) -> str:
     """Go's %q for ordinary printable strings."""
@@ -23,6 +25,9 @@ class ExclusionStats:
     topology_domain: int = 0
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
+    random_exclusion: str = ""
+    """Why the resource exclusions depend on Go map order (Kueue before v0.19), if they do:
+    a message quoting them cannot be predicted."""
 
     def exclude_taint(self, rendered: str) -> None:
         self.taints[rendered] = self.taints.get(rendered, 0) + 1
@@ -54,6 +59,8 @@ class ExclusionStats:
     def suffix(self) -> str:
         if not self.has_exclusions():
             return ""
+        if self.random_exclusion:
+            raise Nondeterministic(f"the pending message's exclusions: {self.random_exclusion}")
         return f". Total nodes: {self.total_nodes}; excluded: {self.reasons()}"
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from harness.fit.placement import PlacementFailed, leaf_exclusion, place
 from harness.fit.request import placement_request, with_pod
 from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
-from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree, build_tree
+from harness.fit.versions import RULES, KueueRules
+from harness.kueue_versions import DEFAULT_KUEUE
 from harness.scenario import Node, PodSet, Scenario, Usage
 
 TasUsage = dict[str, dict[LeafKey, ResourceVector]]
@@ -198,7 +199,10 @@ class PodCounter:
 
 
 def place_workload(
-    trees: TasTrees, requests: list[TasRequest], simulate_empty: bool = False
+    trees: TasTrees,
+    requests: list[TasRequest],
+    simulate_empty: bool = False,
+    rules: KueueRules = RULES[DEFAULT_KUEUE],
 ) -> TasResult:
     """`FindTopologyAssignmentsForWorkload`: flavors in name order; on each, pod set groups
     in order, each placed with the earlier ones' usage assumed (shared across hostname-level
@@ -217,7 +221,7 @@ def place_workload(
             request = placement_request(tree.topology, members)
             mixed = scenario.feature_gates.get("TASProfileMixed", True)
             balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
-            algo = Algorithm(best_fit=not (request.unconstrained and mixed))
+            algo = rules.counting(best_fit=not (request.unconstrained and mixed))
             try:
                 result = place(
                     tree,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
 from harness.scenario import PodSet, Scenario, Workload
 
@@ -36,12 +37,28 @@ class KueueRules:
     grouped_pod_set_borrows_flavor: bool = True
     """v0.19.1 (kueue#13859): a grouped pod set requesting nothing takes its group's flavor.
     Before, it failed with "no TAS flavor assigned"."""
+    count_in_reads_missing_as_zero: bool = True
+    """v0.19 (pkg/resources/requests.go CountInWithLimitingResource over ResourceValue): a
+    requested resource a node has no capacity entry for counts 0, ties broken by name.
+    Before, the loop over the requests map returned at the first such resource (v0.18.2
+    :198-201, v0.17.1 :186-189), so it is the limiting one; with several, a random one."""
+    count_clamped_at_zero: bool = True
+    """v0.18 (pkg/resources/requests.go, "Clamp to 0"): a negative free capacity counts 0
+    pods. v0.17.1 divides it as it is (:196), a negative count the model refuses."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
     requests map broke at the first NoFit resource (v0.18.2 flavorassigner.go:867-904,
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
+
+    def counting(self, best_fit: bool) -> Algorithm:
+        """The placement algorithm with this version's node counting."""
+        return Algorithm(
+            best_fit,
+            missing_resource_first=not self.count_in_reads_missing_as_zero,
+            unclamped=not self.count_clamped_at_zero,
+        )
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
@@ -82,6 +99,8 @@ RULES: dict[str, KueueRules] = {
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
+        count_in_reads_missing_as_zero=False,
+        count_clamped_at_zero=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -90,6 +109,7 @@ RULES: dict[str, KueueRules] = {
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
+        count_in_reads_missing_as_zero=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }
