@@ -85,12 +85,23 @@ class ScenarioItem(pytest.Item):
             try:
                 observed = backend.run(scenario)
             except Unsupported as why:
-                pytest.skip(f"{backend.name} backend: {why}")
+                pytest.skip(f"{backend.name} backend: {why}{self._model_still_agrees(predicted)}")
             self.observed = observed
             self.user_properties += [(RERUN_PROPERTY, line) for line in observed.incidents]
             comparison = observed_against_both(scenario, predicted, observed, no_model)
         if not comparison.agrees:
             raise ScenarioMismatch(comparison.render())
+
+    def _model_still_agrees(self, predicted: FitResult | None) -> str:
+        """Where the backend refuses the scenario, the fit model's prediction is still held
+        to the file's expectations: a skip never hides a wrong expectation or a wrong model."""
+        assert self.scenario is not None
+        if predicted is None or not has_expectations(self.scenario):
+            return ""
+        comparison = model_against_expect(self.scenario, predicted)
+        if not comparison.agrees:
+            raise ScenarioMismatch(comparison.render())
+        return " (the fit model agrees with the file's expectations)"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioMismatch | HarnessError):

@@ -129,3 +129,21 @@ def test_kueue_v0_18_2_replaced_by_v0_19_2_under_the_scenarios_workloads(
     first = log.index('"msg":"Initializing","gitVersion":"v0.18.2"')
     assert log.index('"msg":"Initializing","gitVersion":"v0.19.2"') > first
     assert observed.kueue == "v0.18.2"  # the version the scenario started on
+
+
+def test_a_backend_refusal_still_holds_the_fit_model_to_the_file(
+    pytester: pytest.Pytester,
+) -> None:
+    """The sim refuses the step; the item is skipped when the fit model agrees with the
+    file's expectations and fails when it does not (a wrong expectation, planted here)."""
+    suites = pytester.path / "suites"
+    suites.mkdir()
+    (suites / UPGRADE.name).write_text(UPGRADE.read_text())
+    wrong = UPGRADE.read_text().replace("main: {gpu-node-3: 4}", "main: {gpu-node-2: 4}", 1)
+    name = "upgrade-wrong-expect"
+    wrong = wrong.replace(f"name: {UPGRADE.stem}", f"name: {name}")
+    (suites / f"{name}.yaml").write_text(wrong)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cluster=sim", "-rs")
+    result.assert_outcomes(skipped=1, failed=1)
+    result.stdout.fnmatch_lines(["*the fit model agrees with the file's expectations*"])
+    result.stdout.fnmatch_lines(["*train/main: expected gpu-node-2=4, got gpu-node-3=4*"])
