@@ -117,3 +117,29 @@ def test_no_files_or_a_bad_file_is_exit_2(
         err
         == f"{bad}: kueue: 'v0.19' is not a Kueue version: write vMAJOR.MINOR.PATCH, e.g. v0.19.2\n"
     )
+
+
+def test_a_snapshot_of_a_live_cluster_is_compared_like_a_scenario(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The upgrade check on `harness snapshot`'s file: a second pending Workload shaped like
+    the first is evaluated on its own by v0.17.1 (SchedulingEquivalenceHashing off) and gets
+    its message; v0.18.2 parks it with the first, unevaluated, so it has none."""
+    from tests.test_live_snapshot import render, snapshot, state, workload
+
+    cluster = state()
+    twin = workload("job-twin-9", "next-twin", "2024-01-02T00:00:01Z", count=6, priority=1000,
+                    ref={"kind": "WorkloadPriorityClass", "name": "high"})  # fmt: skip
+    cluster.workloads.append(twin)
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(render(snapshot(cluster, "prod-now")))
+    code, out, _ = run(capsys, "--from", "v0.17.1", "--to", "v0.18.2", str(path))
+    assert code == 1, out
+    assert "  next-twin: message\n" in out
+    assert (
+        'v0.17.1  couldn\'t assign flavors to pod set main: topology "gpu-topology" allows' in out
+    )
+    assert "v0.18.2  (none)" in out
+    assert "1 scenarios: 1 changed, 0 unchanged, 0 not compared" in out
+    code, out, _ = run(capsys, "--from", "v0.18.2", "--to", "v0.19.2", str(path))
+    assert code == 0, out
