@@ -34,6 +34,7 @@ from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import spec as localspec
 from harness.providers.local.cluster import LocalCluster
 from harness.toolchain.cache import cache_root
+from tests.ctrl_c import restore_ctrl_c
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]
@@ -478,6 +479,7 @@ def _spawn_cli(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        preexec_fn=restore_ctrl_c,
     )
 
 

@@ -24,6 +24,7 @@ from harness.loader import load_scenario, scenario_from_data
 from harness.runner.backend import ClusterBackend
 from harness.scenario import Scenario
 from harness.verdict import against_expectations, against_prediction
+from tests.ctrl_c import restore_ctrl_c
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]
@@ -178,6 +179,7 @@ def test_ctrl_c_mid_scenario_leaves_no_process_behind() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=restore_ctrl_c,
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")))  # type: ignore[union-attr]
