@@ -44,6 +44,16 @@ def with_pod(requests: ResourceVector) -> ResourceVector:
     return out
 
 
+def placed_pods(pod_set: PodSet) -> int:
+    """The pods a placement assigns: whole slices only (findTopologyAssignment counts
+    `count / sliceSize` slices, Go's integer division), so the remainder of a count that is
+    no multiple of the slice size is left out."""
+    tr = pod_set.topology
+    if tr is None or tr.slice_level is None or tr.slice_size is None:
+        return pod_set.count
+    return pod_set.count // tr.slice_size * tr.slice_size
+
+
 def split_group(members: list[PodSet]) -> tuple[PodSet, PodSet | None]:
     """Workers and leader of a group: the first member works unless the second has more pods."""
     if len(members) == 1:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.placement import PlacementFailed, leaf_exclusion, place
-from harness.fit.request import placement_request, with_pod
+from harness.fit.request import placed_pods, placement_request, with_pod
 from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import RULES, KueueRules
@@ -123,7 +123,7 @@ class TasTrees:
             per_pod = with_pod(from_quantities(tr.pod_set.requests))
             add_into(
                 wanted.setdefault(tr.flavor, {}),
-                {r: v * tr.pod_set.count for r, v in per_pod.items()},
+                {r: v * placed_pods(tr.pod_set) for r, v in per_pod.items()},
             )
         for flavor, vector in wanted.items():
             free = self.free.get(flavor, {})
