@@ -120,17 +120,7 @@ MODELLED_KUEUE_VERSIONS = tuple(RULES)
 def rules_for(scenario: Scenario) -> KueueRules:
     """The rules of the version the scenario is checked as (its kueue:, or --kueue-version;
     none: v0.19.2), or UnsupportedVersionError naming the versions modelled."""
-    version = scenario.kueue or DEFAULT_KUEUE
-    if version not in RULES:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueue: the fit model models Kueue "
-            f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
-        )
-    rules = RULES[version]
-    problem = _unmodelled(scenario, rules)
-    if problem is not None:
-        raise UnsupportedVersionError(f"{scenario.path}: kueue: {version}: {problem}")
-    return rules
+    return _modelled(scenario, scenario.kueue or DEFAULT_KUEUE, "kueue")
 
 
 def upgraded_rules(scenario: Scenario, running: KueueRules, version: str) -> KueueRules:
@@ -142,15 +132,21 @@ def upgraded_rules(scenario: Scenario, running: KueueRules, version: str) -> Kue
             f"{scenario.path}: steps: upgrade-kueue: {version} is not newer than "
             f"{running.version}, the version running then (--kueue-version?)"
         )
+    return _modelled(scenario, version, "steps: upgrade-kueue")
+
+
+def _modelled(scenario: Scenario, version: str, key: str) -> KueueRules:
+    """The rules of `version`, or UnsupportedVersionError naming `key` (where the scenario
+    asks for the version) when the model does not model it or cannot answer this scenario."""
     if version not in RULES:
         raise UnsupportedVersionError(
-            f"{scenario.path}: steps: upgrade-kueue: the fit model models Kueue "
+            f"{scenario.path}: {key}: the fit model models Kueue "
             f"{', '.join(MODELLED_KUEUE_VERSIONS)}, not {version}"
         )
     rules = RULES[version]
     problem = _unmodelled(scenario, rules)
     if problem is not None:
-        raise UnsupportedVersionError(f"{scenario.path}: upgrade-kueue: {version}: {problem}")
+        raise UnsupportedVersionError(f"{scenario.path}: {key}: {version}: {problem}")
     return rules
 
 
