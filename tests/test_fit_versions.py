@@ -178,3 +178,46 @@ def test_before_v0_19_a_resource_without_capacity_entry_is_the_limiting_one() ->
     assert not fit(two_missing).outcomes["train"].admitted
     with pytest.raises(Nondeterministic, match=r"no capacity entry for example\.com/fpga, pods"):
         fit(dataclasses.replace(two_missing, kueue="v0.18.2"))
+
+
+NOTHING_REQUESTED = """\
+name: pod-set-requesting-nothing
+topology: {name: t, levels: [kubernetes.io/hostname]}
+nodes:
+  - {name: n1, allocatable: {cpu: "4", nvidia.com/gpu: 4, pods: 110}}
+workloads:
+  - name: mixed
+    podSets:
+      - {name: launcher, count: 1, requests: {cpu: "1"}, topology: {mode: required, level: kubernetes.io/hostname}}
+      - {name: workers, count: 2, requests: {}, topology: {mode: required, level: kubernetes.io/hostname}}
+  - name: alone
+    podSets:
+      - {name: main, count: 1, requests: {}, topology: {mode: required, level: kubernetes.io/hostname}}
+"""
+
+
+@pytest.mark.parametrize("driver", ["version 1", "version 2"])
+def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
+    tmp_path: Path, driver: str
+) -> None:
+    """A pod set requesting nothing gets no flavor, so no TAS request ("no TAS flavor
+    assigned"). From v0.18 that makes the workload NoFit; v0.17.1 marked the pod set after
+    the mode was cached, so the workload is admitted with only its other pod sets placed
+    (fuzz seed 1 cases 133, 151, 201, 409, 434 on v0.17.1's sim)."""
+    path = tmp_path / "nothing.yaml"
+    path.write_text(NOTHING_REQUESTED)
+    scenario = load_scenario(path)
+    if driver == "version 2":
+        scenario = dataclasses.replace(scenario, shorthand=None)
+    for version in ("v0.18.2", "v0.19.2"):
+        outcomes = fit(dataclasses.replace(scenario, kueue=version)).outcomes
+        assert not outcomes["mixed"].admitted, version
+        assert outcomes["mixed"].message == (
+            "failed to assign flavors to pod set workers: no TAS flavor assigned"
+        )
+        assert outcomes["alone"].message == (
+            "failed to assign flavors to pod set main: no TAS flavor assigned"
+        )
+    old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes
+    assert old["mixed"].admitted and old["mixed"].placement == {"launcher": {"n1": 1}}
+    assert old["alone"].admitted and not old["alone"].placement

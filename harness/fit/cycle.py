@@ -389,7 +389,7 @@ class Model:
             elif len(mine) > 1:
                 problem = f"more than one TAS flavor assigned: {', '.join(mine)}"
             if problem is not None:
-                a.fail(ps.name, problem)
+                a.fail(ps.name, problem, recompute=self.rules.tas_request_error_blocks)
                 continue
             out.append(TasRequest(ps, mine[0]))
         return out
@@ -401,8 +401,9 @@ class Model:
         a = entry.assignment
         if a.mode.preemption == NO_FIT:
             return
+        a.forced = a.mode  # the `== NoFit` check above caches the representative mode
         entry.tas = self._tas_requests(entry)
-        if a.error is not None or not entry.tas:
+        if a.mode.preemption == NO_FIT or not entry.tas:
             return
         if a.mode.visible == "Fit":
             result = place_workload(self.snap.tas, entry.tas, rules=self.rules)

@@ -130,11 +130,13 @@ class Assignment:
             out = worst(out, self.pod_set_mode(name))
         return out
 
-    def fail(self, pod_set: str, error: str) -> None:
-        """`psError`: the pod set's assignment failed; the representative mode is recomputed."""
+    def fail(self, pod_set: str, error: str, recompute: bool = True) -> None:
+        """`psError`: the pod set's assignment failed; the representative mode is recomputed
+        (`recompute`, from v0.18; before, the mode cached by then stands)."""
         if self.error is None:
             self.error = (pod_set, error)
-        self.forced = None
+        if recompute:
+            self.forced = None
 
     @property
     def modes(self) -> dict[str, Mode]:

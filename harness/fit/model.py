@@ -207,8 +207,15 @@ def _schedule(
     reasons, stopped = quota_reasons(scenario, groups, used, state.rules.quota_reasons_past_no_fit)
     unassigned = _without_flavor(scenario, groups)
     if unassigned is not None and not stopped:
-        message = f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
-        return Outcome(admitted=False, message=message), None
+        if state.rules.tas_request_error_blocks or reasons:
+            # Before v0.18 the error leaves the cached mode (Preempt here) as it was, but the
+            # pending message still names it first (Assignment.Message).
+            message = (
+                f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
+            )
+            return Outcome(admitted=False, message=message), None
+        # v0.17.1: those pod sets get no TAS request and the rest is placed as it is.
+        groups = [g for g in groups if any(requests_something(scenario, p) for p in g)]
     if reasons:
         message = "; ".join(
             f"couldn't assign flavors to pod set {name}: {', '.join(r)}"
@@ -246,11 +253,12 @@ def _schedule(
                 add_into(assumed.setdefault(key, {}), _usage_of(per_pod, count))
             placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
             per_leaf_by_pod_set[pod_set.name] = dict(per_leaf)
-    if any(not p.requests for p in workload.pod_sets):
+    placed = [p for members in groups for p in members]
+    if any(not p.requests for p in placed):
         # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
         # per-pod request fits a domain; an empty request counts 0, so it never fits.
         return SKIPPED, None
-    if any(not placement.get(p.name) for p in workload.pod_sets):
+    if any(not placement.get(p.name) for p in placed):
         return UNWRITABLE, None
     if trace:
         trace(workload.name, None, f"admitted: {placement}")

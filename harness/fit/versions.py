@@ -45,6 +45,13 @@ class KueueRules:
     count_clamped_at_zero: bool = True
     """v0.18 (pkg/resources/requests.go, "Clamp to 0"): a negative free capacity counts 0
     pods. v0.17.1 divides it as it is (:196), a negative count the model refuses."""
+    tas_request_error_blocks: bool = True
+    """v0.18 (flavorassigner.go `psError`, which clears the cached representative mode): a
+    pod set whose TAS request cannot be built (it requests nothing, so no TAS flavor is
+    assigned; or its ClusterQueue has no TAS flavor) makes the workload NoFit. v0.17.1 only
+    marked the pod set (tas_flavorassigner.go:77 `psAssignment.error`) after assignFlavors
+    had cached the mode (flavorassigner.go:686): the workload goes on as Fit or Preempt and
+    is admitted without a topology assignment for that pod set."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
@@ -101,6 +108,7 @@ RULES: dict[str, KueueRules] = {
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
         count_clamped_at_zero=False,
+        tas_request_error_blocks=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
