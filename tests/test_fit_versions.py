@@ -221,3 +221,71 @@ def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
     old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes
     assert old["mixed"].admitted and old["mixed"].placement == {"launcher": {"n1": 1}}
     assert old["alone"].admitted and not old["alone"].placement
+
+
+SHARED_SLOTS = """\
+name: pod-sets-share-a-nodes-pod-slots
+topology: {name: t, levels: [kubernetes.io/hostname]}
+nodes:
+  - {name: n1, allocatable: {cpu: "8", nvidia.com/gpu: 8, pods: 2}}
+workloads:
+  - name: train
+    podSets:
+      - {name: launcher, count: 1, requests: {nvidia.com/gpu: 1}, topology: {mode: required, level: kubernetes.io/hostname}}
+      - {name: workers, count: 2, requests: {nvidia.com/gpu: 1}, topology: {mode: required, level: kubernetes.io/hostname}}
+"""
+
+HELD_SLOTS = """\
+name: pods-quota-admitted-pod-slots
+topology: {name: t, levels: [kubernetes.io/hostname]}
+nodes:
+  - {name: n1, allocatable: {cpu: "8", nvidia.com/gpu: 8, pods: 4}}
+queue:
+  nominalQuota: {nvidia.com/gpu: 8, pods: 10}
+workloads:
+  - name: first
+    podSets:
+      - {name: main, count: 2, requests: {nvidia.com/gpu: 1}, topology: {mode: required, level: kubernetes.io/hostname}}
+  - name: second
+    podSets:
+      - {name: main, count: 1, requests: {nvidia.com/gpu: 1}, topology: {mode: required, level: kubernetes.io/hostname}}
+"""
+
+
+def _both_drivers(tmp_path: Path, text: str, driver: str) -> Scenario:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    scenario = load_scenario(path)
+    return dataclasses.replace(scenario, shorthand=None) if driver == "version 2" else scenario
+
+
+@pytest.mark.parametrize("driver", ["version 1", "version 2"])
+def test_before_v0_18_a_workloads_own_pod_sets_take_no_pod_slots_from_each_other(
+    tmp_path: Path, driver: str
+) -> None:
+    """n1 has 2 pod slots. From v0.18 the launcher placed first takes one, so 2 workers do
+    not fit; v0.17.1's assumed usage has no `pods` (addAssumedUsage), so all 3 pods are put
+    on n1 (the sim on each version agrees)."""
+    scenario = _both_drivers(tmp_path, SHARED_SLOTS, driver)
+    new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes["train"]
+    assert not new.admitted
+    assert new.message.endswith('topology "t" allows to fit only 1 out of 2 pod(s)')
+    old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes["train"]
+    assert old.admitted and old.placement == {"launcher": {"n1": 1}, "workers": {"n1": 2}}
+
+
+@pytest.mark.parametrize("driver", ["version 1", "version 2"])
+def test_on_v0_17_1_an_admitted_pod_holds_two_slots_when_the_queue_covers_pods(
+    tmp_path: Path, driver: str
+) -> None:
+    """n1 has 4 pod slots and `first` holds 2 pods on it. From v0.18 2 slots are left for
+    `second`; v0.17.1 counts `pods` from the quota usage and once more in the TAS cache, so
+    `first` holds all 4 (the sim on each version agrees)."""
+    scenario = _both_drivers(tmp_path, HELD_SLOTS, driver)
+    new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes["second"]
+    assert new.admitted and new.placement == {"main": {"n1": 1}}
+    old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes["second"]
+    assert not old.admitted
+    assert old.message.endswith(
+        'doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1'
+    )

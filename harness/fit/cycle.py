@@ -142,7 +142,8 @@ class Model:
             if topology is None:
                 continue
             per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
-            per_pod["pods"] = per_pod.get("pods", 0) + 1
+            slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
+            per_pod["pods"] = per_pod.get("pods", 0) + slots
             for node, count in (aps.placement or {}).items():
                 key = leaf_key(self.nodes[node], topology.levels)
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
@@ -470,7 +471,9 @@ class Model:
         result = "ok"
         if any(book.available(cq, fr) < v for fr, v in entry.assignment.usage.items()):
             result = "quota"
-        elif not self.snap.tas.domains_fit(fits_check(entry.tas, entry.per_leaf)):
+        elif not self.snap.tas.domains_fit(
+            fits_check(entry.tas, entry.per_leaf, self._slots(entry))
+        ):
             result = "tas"
         for held in merged.values():
             self.snap.restore(held)
@@ -498,7 +501,7 @@ class Model:
             check = self._fits(entry, claimed)
         a, cq = entry.assignment, entry.cq
         mode = a.mode.visible
-        tas_usage = usage_of(entry.tas, entry.per_leaf)
+        tas_usage = usage_of(entry.tas, entry.per_leaf, self._slots(entry))
         if mode == "NoFit":
             return REQUEUE_NO_FIT, entry.message()
         if mode == "Preempt" and not entry.targets:
@@ -525,6 +528,9 @@ class Model:
             return FAILED_AFTER_NOMINATION, None
         admitted.append(self._admit(entry, tas_usage))
         return "", ""
+
+    def _slots(self, entry: Entry) -> int:
+        return self.rules.pod_slots_held(entry.cq.group_of("pods") is not None)
 
     def _to_reserve(self, entry: Entry) -> dict[tuple[str, str], int]:
         """`quotaResourcesToReserve` of a Preempt entry without victims (rules §3.4 step 3)."""

@@ -227,7 +227,8 @@ def _schedule(
     tree = _snapshot(state)
     mixed = scenario.feature_gates.get("TASProfileMixed", True)
     balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
-    assumed: dict[LeafKey, ResourceVector] = {}
+    assumed: dict[LeafKey, ResourceVector] = {}  # what later pod sets see taken
+    held: dict[LeafKey, ResourceVector] = {}  # what the admitted workload holds
     placement: dict[str, dict[str, int]] = {}
     per_leaf_by_pod_set: dict[str, dict[LeafKey, int]] = {}
     for members in groups:
@@ -250,7 +251,12 @@ def _schedule(
             per_leaf = result.per_pod_set.get(pod_set.name, {})
             per_pod = from_quantities(pod_set.requests)
             for key, count in per_leaf.items():
-                add_into(assumed.setdefault(key, {}), _usage_of(per_pod, count))
+                usage = _usage_of(per_pod, count)
+                slots = state.rules.pod_slots_held("pods" in scenario.queue.nominal_quota)
+                add_into(held.setdefault(key, {}), usage | {"pods": usage["pods"] * slots})
+                if not state.rules.assumed_usage_counts_pods:
+                    usage = {name: value * count for name, value in per_pod.items()}
+                add_into(assumed.setdefault(key, {}), usage)
             placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
             per_leaf_by_pod_set[pod_set.name] = dict(per_leaf)
     placed = [p for members in groups for p in members]
@@ -266,7 +272,7 @@ def _schedule(
     quota: ResourceVector = {}
     for members in groups:
         add_into(quota, quota_request(scenario, members))
-    admitted = Held(quota=quota, tas=assumed, per_leaf=per_leaf_by_pod_set)
+    admitted = Held(quota=quota, tas=held, per_leaf=per_leaf_by_pod_set)
     return Outcome(admitted=True, placement=ordered), admitted
 
 

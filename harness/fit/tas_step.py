@@ -238,7 +238,9 @@ def place_workload(
             for ps in members:
                 per_leaf = dict(result.per_pod_set.get(ps.name, {}))
                 out.per_leaf[ps.name] = per_leaf
-                per_pod = with_pod(from_quantities(ps.requests))
+                per_pod = from_quantities(ps.requests)
+                if rules.assumed_usage_counts_pods:
+                    per_pod = with_pod(per_pod)
                 for key, count in per_leaf.items():
                     add_into(
                         assumed.setdefault(key, {}), {r: v * count for r, v in per_pod.items()}
@@ -246,11 +248,15 @@ def place_workload(
     return out
 
 
-def usage_of(requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]]) -> TasUsage:
-    """What placed pod sets hold: per flavor and leaf, per-pod requests times pods, plus pods."""
+def usage_of(
+    requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]], slots: int = 1
+) -> TasUsage:
+    """What placed pod sets hold: per flavor and leaf, per-pod requests times pods, plus
+    `slots` pod slots per pod (KueueRules.pod_slots_held)."""
     out: TasUsage = {}
     for tr in requests:
-        per_pod = with_pod(from_quantities(tr.pod_set.requests))
+        per_pod = from_quantities(tr.pod_set.requests)
+        per_pod["pods"] = per_pod.get("pods", 0) + slots
         for key, count in per_leaf.get(tr.pod_set.name, {}).items():
             target = out.setdefault(tr.flavor, {}).setdefault(key, {})
             add_into(target, {r: v * count for r, v in per_pod.items()})
@@ -258,11 +264,15 @@ def usage_of(requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey,
 
 
 def fits_check(
-    requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]]
+    requests: list[TasRequest],
+    per_leaf: Mapping[str, Mapping[LeafKey, int]],
+    slots: int = 1,
 ) -> list[tuple[str, LeafKey, ResourceVector, int]]:
-    """The domain requests `TASFlavorSnapshot.Fits` checks: one per pod set and leaf."""
+    """The domain requests `TASFlavorSnapshot.Fits` checks: one per pod set and leaf; the
+    per-pod request holds a pod slot only where an admitted pod holds two (`slots`)."""
+    extra = {"pods": 1} if slots > 1 else {}
     return [
-        (tr.flavor, key, from_quantities(tr.pod_set.requests), count)
+        (tr.flavor, key, from_quantities(tr.pod_set.requests) | extra, count)
         for tr in requests
         for key, count in per_leaf.get(tr.pod_set.name, {}).items()
     ]

@@ -52,12 +52,29 @@ class KueueRules:
     marked the pod set (tas_flavorassigner.go:77 `psAssignment.error`) after assignFlavors
     had cached the mode (flavorassigner.go:686): the workload goes on as Fit or Preempt and
     is admitted without a topology assignment for that pod set."""
+    assumed_usage_counts_pods: bool = True
+    """v0.18 (util/tas ComputeUsagePerDomain adds `pods: count`): a workload's pod sets placed
+    earlier take their pods' slots from the leaves the later ones are placed on. v0.17.1's
+    addAssumedUsage (tas_flavor_snapshot.go:624-631) adds the per-pod requests only, so
+    `pods` is not counted between a workload's own pod sets (admitted workloads' usage
+    counts it in every version: tas_flavor.go updateUsage)."""
+    tas_usage_from_pod_spec: bool = True
+    """v0.18 (workload.go totalRequestsFromAdmission and ComputeTASNetUsage: per-pod requests
+    from the pod spec). v0.17.1 divides the quota requests by the count (workload.go:639,
+    flavorassigner.go:95-104), which hold `pods` when the ClusterQueue covers it, and the
+    TAS cache adds `pods` once more (tas_flavor.go updateUsage, clusterqueue_snapshot.go
+    updateTASUsage): there an admitted TAS workload holds two pod slots per pod, and the
+    scheduler's last check (Fits) asks one slot per pod."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
     requests map broke at the first NoFit resource (v0.18.2 flavorassigner.go:867-904,
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
+
+    def pod_slots_held(self, covers_pods: bool) -> int:
+        """Pod slots an admitted TAS pod holds on its node (tas_usage_from_pod_spec)."""
+        return 2 if covers_pods and not self.tas_usage_from_pod_spec else 1
 
     def counting(self, best_fit: bool) -> Algorithm:
         """The placement algorithm with this version's node counting."""
@@ -109,6 +126,8 @@ RULES: dict[str, KueueRules] = {
         count_in_reads_missing_as_zero=False,
         count_clamped_at_zero=False,
         tas_request_error_blocks=False,
+        assumed_usage_counts_pods=False,
+        tas_usage_from_pod_spec=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
