@@ -260,9 +260,11 @@ def _schedule(
             placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
             per_leaf_by_pod_set[pod_set.name] = dict(per_leaf)
     placed = [p for members in groups for p in members]
-    if any(not p.requests for p in placed):
+    asks_a_slot = state.rules.pod_slots_held("pods" in scenario.queue.nominal_quota) > 1
+    if any(not p.requests for p in placed) and not asks_a_slot:
         # The scheduler's last check (TASFlavorSnapshot.Fits) counts how often each pod set's
-        # per-pod request fits a domain; an empty request counts 0, so it never fits.
+        # per-pod request fits a domain; an empty request counts 0, so it never fits (on
+        # v0.17.1 the request holds `pods` when the queue covers it: tas_usage_from_pod_spec).
         return SKIPPED, None
     if any(not placement.get(p.name) for p in placed):
         return UNWRITABLE, None
