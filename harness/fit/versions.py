@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from harness.errors import UnsupportedVersionError
 from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
-from harness.scenario import PodSet, Scenario, Workload
+from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ class KueueRules:
     TAS cache adds `pods` once more (tas_flavor.go updateUsage, clusterqueue_snapshot.go
     updateTASUsage): there an admitted TAS workload holds two pod slots per pod, and the
     scheduler's last check (Fits) asks one slot per pod."""
+    node_named_like_its_root_placed: bool = True
+    """v0.19.1 (kueue#14232): a node whose hostname equals its top-level domain's value is a
+    domain of its own. Before, the leaf and that domain shared one ID, so the leaf became its
+    own parent (tas_flavor_snapshot.go initializeHelper) and whether the top-level domain was
+    registered as a root at all depended on the Go map order of the leaves: refused."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
@@ -120,6 +125,7 @@ RULES: dict[str, KueueRules] = {
             "TASRecomputeAssignmentWithinSchedulingCycle": False,  # not registered before v0.18
         },
         requeue_on_non_tas_pod_deletion=False,
+        node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
@@ -133,6 +139,7 @@ RULES: dict[str, KueueRules] = {
         "v0.18.2",
         gates=_BEFORE_V0_19,
         requeue_on_non_tas_pod_deletion=False,
+        node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
@@ -196,6 +203,12 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
         )
     if rules.gate(scenario, "TASMultiLayerTopology"):
         return "TASMultiLayerTopology before v0.19 is not modelled"
+    if not rules.node_named_like_its_root_placed and (node := _named_like_root(scenario)):
+        return (
+            f"node {node} is named like its top-level topology domain: before v0.19.1 the "
+            "two share a domain ID and which domains Kueue places on depends on Go map "
+            "order (kueue#14232)"
+        )
     grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
     if grouped and not rules.leader_aware_best_fit:
         return (
@@ -203,6 +216,21 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "before v0.19.1 (leader capacity ignored, kueue#13766; a member requesting "
             "nothing without a flavor, kueue#13859) is not modelled"
         )
+    return None
+
+
+def _named_like_root(scenario: Scenario) -> str | None:
+    """A node whose hostname is also its top-level domain's value, in a topology of several
+    levels ending at the hostname (the leaf's domain ID is then the hostname alone)."""
+    for node in scenario.nodes:
+        for flavor in scenario.flavors_of(node):
+            topology = scenario.topology_of(flavor)
+            if topology is None or len(topology.levels) < 2:
+                continue
+            if topology.levels[-1] != HOSTNAME:
+                continue
+            if node.labels.get(topology.levels[0]) == node.name:
+                return node.name
     return None
 
 
