@@ -194,6 +194,10 @@ workloads:
   - name: alone
     podSets:
       - {name: main, count: 1, requests: {}, topology: {mode: required, level: kubernetes.io/hostname}}
+  - name: too-big
+    podSets:
+      - {name: launcher, count: 1, requests: {nvidia.com/gpu: 5}, topology: {mode: required, level: kubernetes.io/hostname}}
+      - {name: workers, count: 1, requests: {}, topology: {mode: required, level: kubernetes.io/hostname}}
 """
 
 
@@ -204,7 +208,7 @@ def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
     """A pod set requesting nothing gets no flavor, so no TAS request ("no TAS flavor
     assigned"). From v0.18 that makes the workload NoFit; v0.17.1 marked the pod set after
     the mode was cached, so the workload is admitted with only its other pod sets placed
-    (fuzz seed 1 cases 133, 151, 201, 409, 434 on v0.17.1's sim)."""
+    (fuzz seed 1 cases 133, 151, 201, 409, 434 and 1389 on v0.17.1's sim)."""
     path = tmp_path / "nothing.yaml"
     path.write_text(NOTHING_REQUESTED)
     scenario = load_scenario(path)
@@ -222,6 +226,11 @@ def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
     old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes
     assert old["mixed"].admitted and old["mixed"].placement == {"launcher": {"n1": 1}}
     assert old["alone"].admitted and not old["alone"].placement
+    # When the rest does not fit either, the pending message is the marked pod set's error:
+    # Assignment.Message returns at the first pod set with an error.
+    assert old["too-big"].message == (
+        "failed to assign flavors to pod set workers: no TAS flavor assigned"
+    )
 
 
 SHARED_SLOTS = """\

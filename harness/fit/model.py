@@ -206,14 +206,11 @@ def _schedule(
         add_into(used, entry.quota)
     reasons, stopped = quota_reasons(scenario, groups, used, state.rules.quota_reasons_past_no_fit)
     unassigned = _without_flavor(scenario, groups)
+    error = None  # Assignment.Message returns a pod set's error before any other reason
     if unassigned is not None and not stopped:
+        error = f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
         if state.rules.tas_request_error_blocks or reasons:
-            # Before v0.18 the error leaves the cached mode (Preempt here) as it was, but the
-            # pending message still names it first (Assignment.Message).
-            message = (
-                f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
-            )
-            return Outcome(admitted=False, message=message), None
+            return Outcome(admitted=False, message=error), None
         # v0.17.1: those pod sets get no TAS request and the rest is placed as it is.
         groups = [g for g in groups if any(requests_something(scenario, p) for p in g)]
     if reasons:
@@ -244,9 +241,8 @@ def _schedule(
             if trace:
                 trace(workload.name, None, f"pending: {failed}")
             name = request.workers.name
-            return Outcome(
-                False, message=f"couldn't assign flavors to pod set {name}: {failed}"
-            ), None
+            message = error or f"couldn't assign flavors to pod set {name}: {failed}"
+            return Outcome(False, message=message), None
         for pod_set in members:
             per_leaf = result.per_pod_set.get(pod_set.name, {})
             per_pod = from_quantities(pod_set.requests)
