@@ -299,3 +299,84 @@ def test_on_v0_17_1_an_admitted_pod_holds_two_slots_when_the_queue_covers_pods(
     assert old.message.endswith(
         'doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1'
     )
+
+
+# fuzz --world v2 seed 1 case 1173 (v0.17.1), shrunk: team-a has quota for one GPU but no
+# `pods` quota; team-c's old-0 borrows the cohort's GPUs.
+RECLAIM_WITHOUT_PODS_QUOTA = """\
+name: reclaim-without-pods-quota
+topologies:
+- name: h100-topology
+  levels: [example.com/rack, kubernetes.io/hostname]
+resourceFlavors:
+- name: h100
+  nodeLabels: {example.com/gpu: h100}
+  topologyName: h100-topology
+clusterQueues:
+- name: team-a
+  resourceGroups:
+  - coveredResources: &id001 [nvidia.com/gpu, cpu, memory, pods]
+    flavors:
+    - name: h100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 1}
+      - {name: cpu, nominalQuota: 1}
+      - {name: memory, nominalQuota: 1Gi}
+      - {name: pods, nominalQuota: 0}
+  cohortName: research
+  preemption: {reclaimWithinCohort: Any}
+- name: team-c
+  resourceGroups:
+  - coveredResources: *id001
+    flavors:
+    - name: h100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 1}
+      - {name: cpu, nominalQuota: 3}
+      - {name: memory, nominalQuota: 1Gi}
+      - {name: pods, nominalQuota: 5}
+  cohortName: research
+nodes:
+- name: h100-n0
+  labels: {example.com/rack: r1, example.com/gpu: h100}
+  allocatable: {cpu: '4', nvidia.com/gpu: 4, pods: 4}
+admitted:
+- name: old-0
+  queue: team-c
+  podSets:
+  - name: main
+    count: 4
+    requests: {nvidia.com/gpu: 1, cpu: '1'}
+    flavor: h100
+    placement: {h100-n0: 4}
+workloads:
+- name: wl-0
+  podSets:
+  - name: main
+    count: 1
+    requests: {nvidia.com/gpu: 1}
+  queue: team-a
+"""
+
+
+@pytest.mark.parametrize("team_a_pods", [0, 1])
+def test_on_v0_17_1_the_preemptor_asks_for_pods_too(tmp_path: Path, team_a_pods: int) -> None:
+    """wl-0 reclaims team-a's GPU from old-0 on v0.18.2. v0.17.1's preemption request holds
+    `pods` (flavorassigner.go adds them into TotalRequests), which team-a has no quota for:
+    no hierarchical advantage, the no-borrowing attempt fails on `pods`, and old-0 is only a
+    candidate for that attempt, so wl-0 waits. With one `pods` of quota both preempt (the
+    sim on each version agrees)."""
+    text = RECLAIM_WITHOUT_PODS_QUOTA.replace(
+        "{name: pods, nominalQuota: 0}", f"{{name: pods, nominalQuota: {team_a_pods}}}"
+    )
+    scenario = _both_drivers(tmp_path, text, "version 2")
+    new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes
+    assert new["old-0"].preempted and new["wl-0"].admitted
+    old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes
+    if team_a_pods:
+        assert old["old-0"].preempted and old["wl-0"].admitted
+    else:
+        assert old["old-0"].admitted and not old["old-0"].preempted
+        assert old["wl-0"].message.endswith(
+            "insufficient unused quota for nvidia.com/gpu in flavor h100, 1 more needed"
+        )

@@ -357,7 +357,7 @@ class Model:
                 cq,
                 pending.priority,
                 pending.created,
-                total_requests(w, a),
+                total_requests(w, a, with_pods=not self.rules.preemption_request_without_pods),
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
             )
@@ -588,10 +588,16 @@ class Model:
         self.queues.flush(self._cohort_of(victim.cq))
 
 
-def total_requests(w: Workload, a: Assignment) -> dict[tuple[str, str], int]:
-    """`TotalRequestsFor`: the quota a workload asks, per fr, without `pods` and zeros."""
+def total_requests(
+    w: Workload, a: Assignment, with_pods: bool = False
+) -> dict[tuple[str, str], int]:
+    """`TotalRequestsFor`: the quota a workload asks, per fr, without zeros; `pods` (on the
+    flavor assigned to it) only `with_pods` (KueueRules.preemption_request_without_pods)."""
     out: dict[tuple[str, str], int] = {}
     for ps in w.pod_sets:
+        pods_flavor = a.flavors.get(ps.name, {}).get("pods")
+        if with_pods and pods_flavor is not None and "pods" not in ps.requests:
+            out[(pods_flavor, "pods")] = out.get((pods_flavor, "pods"), 0) + ps.count
         for r, q in ps.requests.items():
             value = kueue_units(r, q) * ps.count
             flavor = a.flavors.get(ps.name, {}).get(r)

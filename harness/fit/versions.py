@@ -70,6 +70,13 @@ class KueueRules:
     domain of its own. Before, the leaf and that domain shared one ID, so the leaf became its
     own parent (tas_flavor_snapshot.go initializeHelper) and whether the top-level domain was
     registered as a root at all depended on the Go map order of the leaves: refused."""
+    preemption_request_without_pods: bool = True
+    """v0.18 (flavorassigner.go:604 copies the pod sets' requests before adding `pods`): the
+    quota the preemption code asks for (preemption.go:143 `TotalRequestsFor`) has no `pods`.
+    v0.17.1 adds `pods` into the workload's own TotalRequests (flavorassigner.go:570-593),
+    so where the ClusterQueue covers `pods` the preemptor asks for them too: a queue with no
+    `pods` quota left then has no hierarchical advantage, and its no-borrowing attempt fails
+    on `pods` (classical/hierarchical_preemption.go:158, preemption.go:601)."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
@@ -134,6 +141,7 @@ RULES: dict[str, KueueRules] = {
         tas_request_error_blocks=False,
         assumed_usage_counts_pods=False,
         tas_usage_from_pod_spec=False,
+        preemption_request_without_pods=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
