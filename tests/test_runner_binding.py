@@ -157,3 +157,67 @@ def test_unexplained_gated_pods_are_waited_for_until_the_deadline() -> None:
 def test_missing_or_released_pods_are_waited_for() -> None:
     with pytest.raises(WaitTimeout, match=r"last seen: 1 pods \(1 released\)"):
         watch([pod("a")], 2)
+
+
+def indexed(name: str, index: str, created: str, **spec: Any) -> dict[str, Any]:
+    p = pod(name, **spec)
+    p["metadata"].update(
+        labels={binding.JOB_NAME: "picky", binding.JOB_INDEX: index}, creationTimestamp=created
+    )
+    return p
+
+
+FAILED_BY_KUEUE = {
+    "phase": "Failed",
+    "conditions": [
+        {
+            "type": binding.TERMINATED_BY_KUEUE,
+            "status": "True",
+            "reason": "UnschedulableOnAssignedNode",
+            "message": "Pod terminated by Kueue NodeController due to node taint",
+        }
+    ],
+}
+ON_N1 = {binding.HOSTNAME: "n1"}
+
+
+def test_a_pod_failed_by_kueues_node_controller_counts_as_never_running() -> None:
+    """Between two attempts of the Job the slot has no live pod: the latest one, failed by
+    Kueue on a node unhealthy for the workload, settles it at once."""
+    failed = indexed(
+        "p-0-b", "0", "2026-01-01T00:00:10Z", nodeSelector=ON_N1, status=FAILED_BY_KUEUE
+    )
+    evicted = indexed(
+        "p-0-a", "0", "2026-01-01T00:00:00Z", nodeName="n1", status={"phase": "Failed"}
+    )
+    started = time.monotonic()
+    seen = watch([evicted, failed], 1, unhealthy=frozenset({"n1"}))
+    assert time.monotonic() - started < 0.1
+    assert seen.unschedulable == 1
+    assert seen.reason == (
+        "1 pod(s) failed by Kueue's node controller on n1, unhealthy for the workload: "
+        "Pod terminated by Kueue NodeController due to node taint"
+    )
+
+
+def test_a_pod_failed_on_a_node_healthy_again_is_waited_for() -> None:
+    """Once Kueue holds the node healthy for the workload the Job's next pod may run there:
+    the watch waits for it."""
+    failed = indexed(
+        "p-0-b", "0", "2026-01-01T00:00:10Z", nodeSelector=ON_N1, status=FAILED_BY_KUEUE
+    )
+    with pytest.raises(WaitTimeout, match="0 pods \\(none\\), 0 failed by Kueue's node controller"):
+        watch([failed], 1, unhealthy=frozenset())
+
+
+def test_only_the_latest_pod_of_a_slot_counts() -> None:
+    """An older pod failed by Kueue does not settle a slot whose latest pod ended otherwise."""
+    failed = indexed(
+        "p-0-a", "0", "2026-01-01T00:00:00Z", nodeSelector=ON_N1, status=FAILED_BY_KUEUE
+    )
+    evicted = indexed(
+        "p-0-b", "0", "2026-01-01T00:00:10Z", nodeName="n1", status={"phase": "Failed"}
+    )
+    assert binding.failed_by_node_controller([failed, evicted], frozenset({"n1"})) == []
+    live_pod = indexed("p-0-c", "0", "2026-01-01T00:00:20Z", status=UNSCHEDULABLE)
+    assert binding.failed_by_node_controller([failed, live_pod], frozenset({"n1"})) == []

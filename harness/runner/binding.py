@@ -12,6 +12,13 @@ pods than the pod set) and either Kueue logged the failed release of each such p
 gated pods stayed unchanged for a quiet window: short once the ungater has released a
 sibling, longer when it released none. Anything else is waited for until the pods deadline,
 which says what it saw.
+
+A pod the ungater released onto a node Kueue's node controller holds unhealthy for the
+workload (`status.unhealthyNodes`: an untolerated taint, fail-fast off, no replacement) is
+marked Failed by that controller (TerminatedByKueue, pkg/controller/tas/node_controller.go
+markPodsFailed) and the Job recreates it after a backoff that doubles with each failure, only
+for it to fail again: the pod set's missing pod counts as never running once its latest pod
+ended that way, whether the watch sees it between two attempts or as Unschedulable.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from harness.runner.decode import domains
 
 Obj = dict[str, Any]
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+TERMINATED_BY_KUEUE = "TerminatedByKueue"
+HOSTNAME = "kubernetes.io/hostname"
+JOB_NAME = "batch.kubernetes.io/job-name"
+JOB_INDEX = "batch.kubernetes.io/job-completion-index"
 Domain = tuple[dict[str, str], int]  # the labels the ungater adds, and the domain's pods
 
 
@@ -138,6 +149,42 @@ class Watch:
     what: str
     # Kueue's log line about a failed release, per pod (empty when there is no log).
     ungate_errors: Callable[[Sequence[str]], dict[str, str]] = lambda names: {}
+    # The Workload's `status.unhealthyNodes`.
+    unhealthy: frozenset[str] = frozenset()
+
+
+def _slot(pod: Obj) -> tuple[str, str]:
+    """The Job and completion index a pod fills (its name when it has no index)."""
+    labels = pod["metadata"].get("labels") or {}
+    if JOB_INDEX in labels:
+        return labels.get(JOB_NAME, ""), labels[JOB_INDEX]
+    return "", _name(pod)
+
+
+def _node_of(pod: Obj) -> str:
+    spec = pod.get("spec") or {}
+    return str(spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(HOSTNAME, ""))
+
+
+def failed_by_node_controller(listed: Sequence[Obj], unhealthy: frozenset[str]) -> list[Obj]:
+    """Per slot without a live pod, its latest pod when Kueue's node controller failed it on
+    a node still unhealthy for the workload (see the module)."""
+    latest: dict[tuple[str, str], Obj] = {}
+    filled = {_slot(p) for p in listed if live(p)}
+    for pod in listed:
+        slot = _slot(pod)
+        if slot in filled:
+            continue
+        seen = latest.get(slot)
+        stamp = pod["metadata"].get("creationTimestamp") or ""
+        if seen is None or stamp >= (seen["metadata"].get("creationTimestamp") or ""):
+            latest[slot] = pod
+    return [
+        p
+        for p in latest.values()
+        if _node_of(p) in unhealthy
+        and (condition(p, TERMINATED_BY_KUEUE) or {}).get("status") == "True"
+    ]
 
 
 def watch(
@@ -151,6 +198,7 @@ def watch(
         # Terminating and terminated pods (a fault step's) are the Job's past, not its pods.
         listed = w.list_pods()
         pods = [p for p in listed if live(p)]
+        lost = failed_by_node_controller(listed, w.unhealthy)
         holding = _holding(listed)
         states = {_name(p): state_of(p) for p in pods}
         now = time.monotonic()
@@ -170,20 +218,25 @@ def watch(
         gate_settled = not gated or (
             _explained(gated, w.assigned, w.count, holding) and (confirmed or now - since >= window)
         )
-        if len(pods) >= w.count and "released" not in by_state and gate_settled:
-            return _settled(by_state, w, logged, holding)
+        if len(pods) + len(lost) >= w.count and "released" not in by_state and gate_settled:
+            return _settled(by_state, w, logged, holding, lost)
         if now >= deadline:
             counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_state.items()))
             raise WaitTimeout(
                 f"waited {now - started:.0f}s for the {w.count} pods of {w.what} to be bound "
                 f"by kube-scheduler, found unschedulable, or known to stay gated; last seen: "
-                f"{len(pods)} pods ({counts or 'none'})"
+                f"{len(pods)} pods ({counts or 'none'}), {len(lost)} failed by Kueue's node "
+                f"controller"
             )
         pause(interval)
 
 
 def _settled(
-    by_state: Mapping[str, list[Obj]], w: Watch, logged: Mapping[str, str], holding: int
+    by_state: Mapping[str, list[Obj]],
+    w: Watch,
+    logged: Mapping[str, str],
+    holding: int,
+    lost: Sequence[Obj],
 ) -> PodSetPods:
     unschedulable = by_state.get("unschedulable", [])
     gated = by_state.get("gated", [])
@@ -205,8 +258,15 @@ def _settled(
         if logged:
             text += f"; Kueue's ungater: {next(iter(logged.values()))}"
         reasons.append(text)
+    if lost:
+        nodes = ", ".join(sorted({_node_of(p) for p in lost}))
+        message = str((condition(lost[0], TERMINATED_BY_KUEUE) or {}).get("message", ""))
+        reasons.append(
+            f"{len(lost)} pod(s) failed by Kueue's node controller on {nodes}, unhealthy for "
+            f"the workload: {message}"
+        )
     return PodSetPods(
         bound=by_state.get("bound", []),
-        unschedulable=len(unschedulable) + len(gated),
+        unschedulable=len(unschedulable) + len(gated) + len(lost),
         reason="; ".join(reasons),
     )

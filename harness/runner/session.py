@@ -422,6 +422,7 @@ class Session:
                 ],
                 what=f"{owner} pod set {ps.name} ({sel})",
                 ungate_errors=self._ungate_errors,
+                unhealthy=frozenset(failed),
             )
             seen = binding.watch(
                 watched,

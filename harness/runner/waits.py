@@ -53,8 +53,18 @@ class Timeouts:
         )
 
 
-def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool = False) -> State:
+def settle(
+    read: Callable[[], State],
+    *,
+    what: str,
+    t: Timeouts,
+    may_park: bool = False,
+    not_before: float = 0.0,
+) -> State:
     """Poll until admitted, or pending for `pending_window` without a change of mind.
+
+    `not_before` (a `time.monotonic()` value): no pending verdict before it, for a retry
+    Kueue owes the workload then (a deletion freed quota or capacity: requeued a batch later).
 
     `may_park`: an identical workload is already pending, so Kueue's
     SchedulingEquivalenceHashing (on by default in v0.19) may park this one unevaluated,
@@ -73,12 +83,12 @@ def settle(read: Callable[[], State], *, what: str, t: Timeouts, may_park: bool 
             return seen
         if seen.kind == "pending":
             pending_since = pending_since if pending_since is not None else now
-            if now - pending_since >= t.pending_window:
+            if now - pending_since >= t.pending_window and now >= not_before:
                 return seen
         else:
             pending_since = None
             window = t.park_window if may_park else t.unwritten_window
-            if seen.message == NO_CONDITION and now - started >= window:
+            if seen.message == NO_CONDITION and now - started >= window and now >= not_before:
                 return State("pending", "")
         if now >= deadline:
             raise WaitTimeout(
