@@ -31,13 +31,13 @@ from typing import Any
 
 from harness.kube import WaitTimeout, condition, pause
 from harness.runner.decode import domains
+from harness.runner.objects import JOB_INDEX_LABEL as JOB_INDEX
+from harness.runner.objects import JOB_NAME_LABEL as JOB_NAME
+from harness.scenario import HOSTNAME
 
 Obj = dict[str, Any]
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 TERMINATED_BY_KUEUE = "TerminatedByKueue"
-HOSTNAME = "kubernetes.io/hostname"
-JOB_NAME = "batch.kubernetes.io/job-name"
-JOB_INDEX = "batch.kubernetes.io/job-completion-index"
 Domain = tuple[dict[str, str], int]  # the labels the ungater adds, and the domain's pods
 
 

@@ -29,6 +29,7 @@ import tenacity
 from harness.kube import Conflict, Kube, Obj, condition, node_ready, poll_until, wait_for
 from harness.providers.kwok import MANAGED_ANNOTATION
 from harness.runner.binding import live
+from harness.runner.objects import JOB_INDEX_LABEL
 from harness.runner.waits import Timeouts, server_time
 from harness.scenario import Taint
 
@@ -36,7 +37,6 @@ HOLD_FINALIZER = "kueue-tas-harness/hold"
 """Keeps a `terminate-pods` pod Terminating until the scenario's cleanup drops it."""
 NODE_FAILURE_DELAY = timedelta(seconds=30)
 """Kueue's NodeFailureDelay (pkg/controller/tas/constants.go)."""
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
@@ -161,7 +161,7 @@ def choose(pods_by_pod_set: Sequence[list[Obj]], node: str | None, count: int | 
 
 def _index(pod: Obj) -> tuple[int, str]:
     labels = pod["metadata"].get("labels") or {}
-    raw = labels.get(COMPLETION_INDEX, "")
+    raw = labels.get(JOB_INDEX_LABEL, "")
     return (int(raw) if raw.isdigit() else 0, pod["metadata"]["name"])
 
 

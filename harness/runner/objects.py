@@ -39,6 +39,7 @@ from harness.scenario import (
 
 Obj = dict[str, Any]
 JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 WORKLOAD_LABEL = "kueue-tas-harness/workload"
 USAGE_LABEL = "kueue-tas-harness/usage"

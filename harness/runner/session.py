@@ -15,7 +15,7 @@ from harness.backends import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, events
 from harness.outcome import Outcome
 from harness.runner import binding, objects, preadmit, repair, steps
-from harness.runner.objects import Names, Obj
+from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
     State,
@@ -36,7 +36,6 @@ from harness.runner.waits import (
 )
 from harness.scenario import HOSTNAME, Node, Scenario, Step, Workload
 
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
