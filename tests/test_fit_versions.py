@@ -209,11 +209,7 @@ def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
     assigned"). From v0.18 that makes the workload NoFit; v0.17.1 marked the pod set after
     the mode was cached, so the workload is admitted with only its other pod sets placed
     (fuzz seed 1 cases 133, 151, 201, 409, 434 and 1389 on v0.17.1's sim)."""
-    path = tmp_path / "nothing.yaml"
-    path.write_text(NOTHING_REQUESTED)
-    scenario = load_scenario(path)
-    if driver == "version 2":
-        scenario = dataclasses.replace(scenario, shorthand=None)
+    scenario = _both_drivers(tmp_path, NOTHING_REQUESTED, driver)
     for version in ("v0.18.2", "v0.19.2"):
         outcomes = fit(dataclasses.replace(scenario, kueue=version)).outcomes
         assert not outcomes["mixed"].admitted, version
