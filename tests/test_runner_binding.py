@@ -195,7 +195,7 @@ def test_a_pod_failed_by_kueues_node_controller_counts_as_never_running() -> Non
     assert time.monotonic() - started < 0.1
     assert seen.unschedulable == 1
     assert seen.reason == (
-        "1 pod(s) failed by Kueue's node controller on n1, unhealthy for the workload: "
+        "1 pod(s) failed by Kueue's node controller on n1, which still bars them: "
         "Pod terminated by Kueue NodeController due to node taint"
     )
 
@@ -221,3 +221,15 @@ def test_only_the_latest_pod_of_a_slot_counts() -> None:
     assert binding.failed_by_node_controller([failed, evicted], frozenset({"n1"})) == []
     live_pod = indexed("p-0-c", "0", "2026-01-01T00:00:20Z", status=UNSCHEDULABLE)
     assert binding.failed_by_node_controller([failed, live_pod], frozenset({"n1"})) == []
+
+
+def test_a_pod_failed_on_a_node_that_still_bars_it_counts_even_when_kueue_cleared_the_node() -> (
+    None
+):
+    """Kueue may drop the node from `unhealthyNodes` while it goes on failing the pods a
+    taint keeps off it: the taint the pod does not tolerate settles the slot."""
+    failed = indexed(
+        "p-0-b", "0", "2026-01-01T00:00:10Z", nodeSelector=ON_N1, status=FAILED_BY_KUEUE
+    )
+    seen = watch([failed], 1, barred=lambda pod, node: node == "n1")
+    assert seen.unschedulable == 1

@@ -13,12 +13,15 @@ gated pods stayed unchanged for a quiet window: short once the ungater has relea
 sibling, longer when it released none. Anything else is waited for until the pods deadline,
 which says what it saw.
 
-A pod the ungater released onto a node Kueue's node controller holds unhealthy for the
-workload (`status.unhealthyNodes`: an untolerated taint, fail-fast off, no replacement) is
-marked Failed by that controller (TerminatedByKueue, pkg/controller/tas/node_controller.go
+A pod the ungater released onto a node it cannot run on (an untolerated taint, the node
+still in the topology assignment: fail-fast off, no replacement) is marked Failed by Kueue's
+node controller (TerminatedByKueue, pkg/controller/tas/node_controller.go getPodsToTerminate,
 markPodsFailed) and the Job recreates it after a backoff that doubles with each failure, only
 for it to fail again: the pod set's missing pod counts as never running once its latest pod
-ended that way, whether the watch sees it between two attempts or as Unschedulable.
+ended that way on a node that still bars it (Kueue lists the node in `unhealthyNodes`, or the
+node keeps a NoSchedule/NoExecute taint the pod does not tolerate: Kueue may clear
+`unhealthyNodes` while it goes on failing the pods), whether the watch sees it between two
+attempts or as Unschedulable.
 """
 
 from __future__ import annotations
@@ -151,6 +154,9 @@ class Watch:
     ungate_errors: Callable[[Sequence[str]], dict[str, str]] = lambda names: {}
     # The Workload's `status.unhealthyNodes`.
     unhealthy: frozenset[str] = frozenset()
+    # Whether the node (by name) now bars the pod: a NoSchedule/NoExecute taint it does not
+    # tolerate.
+    barred: Callable[[Obj, str], bool] = lambda pod, node: False
 
 
 def _slot(pod: Obj) -> tuple[str, str]:
@@ -166,9 +172,13 @@ def _node_of(pod: Obj) -> str:
     return str(spec.get("nodeName") or (spec.get("nodeSelector") or {}).get(HOSTNAME, ""))
 
 
-def failed_by_node_controller(listed: Sequence[Obj], unhealthy: frozenset[str]) -> list[Obj]:
+def failed_by_node_controller(
+    listed: Sequence[Obj],
+    unhealthy: frozenset[str],
+    barred: Callable[[Obj, str], bool] = lambda pod, node: False,
+) -> list[Obj]:
     """Per slot without a live pod, its latest pod when Kueue's node controller failed it on
-    a node still unhealthy for the workload (see the module)."""
+    a node that still bars it (see the module)."""
     latest: dict[tuple[str, str], Obj] = {}
     filled = {_slot(p) for p in listed if live(p)}
     for pod in listed:
@@ -182,8 +192,8 @@ def failed_by_node_controller(listed: Sequence[Obj], unhealthy: frozenset[str]) 
     return [
         p
         for p in latest.values()
-        if _node_of(p) in unhealthy
-        and (condition(p, TERMINATED_BY_KUEUE) or {}).get("status") == "True"
+        if (condition(p, TERMINATED_BY_KUEUE) or {}).get("status") == "True"
+        and (_node_of(p) in unhealthy or barred(p, _node_of(p)))
     ]
 
 
@@ -198,7 +208,7 @@ def watch(
         # Terminating and terminated pods (a fault step's) are the Job's past, not its pods.
         listed = w.list_pods()
         pods = [p for p in listed if live(p)]
-        lost = failed_by_node_controller(listed, w.unhealthy)
+        lost = failed_by_node_controller(listed, w.unhealthy, w.barred)
         holding = _holding(listed)
         states = {_name(p): state_of(p) for p in pods}
         now = time.monotonic()
@@ -262,8 +272,8 @@ def _settled(
         nodes = ", ".join(sorted({_node_of(p) for p in lost}))
         message = str((condition(lost[0], TERMINATED_BY_KUEUE) or {}).get("message", ""))
         reasons.append(
-            f"{len(lost)} pod(s) failed by Kueue's node controller on {nodes}, unhealthy for "
-            f"the workload: {message}"
+            f"{len(lost)} pod(s) failed by Kueue's node controller on {nodes}, which still "
+            f"bars them: {message}"
         )
     return PodSetPods(
         bound=by_state.get("bound", []),

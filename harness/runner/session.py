@@ -14,7 +14,7 @@ from harness.admission import ADMISSION_FIELD_MANAGER, reservation_times
 from harness.backends import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, events
 from harness.outcome import Outcome
-from harness.runner import binding, objects, preadmit, repair, steps
+from harness.runner import binding, faults, objects, preadmit, repair, steps
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
@@ -34,7 +34,7 @@ from harness.runner.waits import (
     settle,
     wait_past_second,
 )
-from harness.scenario import HOSTNAME, Node, Scenario, Step, Workload
+from harness.scenario import HOSTNAME, Node, Scenario, Step, Taint, Workload
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -422,6 +422,7 @@ class Session:
                 what=f"{owner} pod set {ps.name} ({sel})",
                 ungate_errors=self._ungate_errors,
                 unhealthy=frozenset(failed),
+                barred=self._barred,
             )
             seen = binding.watch(
                 watched,
@@ -454,6 +455,15 @@ class Session:
                 counts[ps.name] = seen.unschedulable
                 reasons[ps.name] = seen.reason
         return counts, reasons, drift
+
+    def _barred(self, pod: Obj, node: str) -> bool:
+        """The node has a NoSchedule or NoExecute taint the pod does not tolerate."""
+        obj = self.kube.get_or_none("v1", "Node", node) if node else None
+        for t in ((obj or {}).get("spec") or {}).get("taints") or []:
+            taint = Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+            if taint.effect in ("NoSchedule", "NoExecute") and not faults.tolerates(pod, taint):
+                return True
+        return False
 
     def _lowest_values(self, assignment: Obj) -> dict[str, str]:
         """Node name -> its value of the assignment's lowest level (the last one Kueue
