@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.runner import faults, repair
 from harness.runner.kueuelog import KueueLog
+from harness.runner.objects import JOB_INDEX_LABEL
 from harness.scenario import Eviction, Taint
 
 
@@ -62,7 +63,7 @@ def test_preemption_is_not_a_fault_eviction() -> None:
 def _pod(name: str, node: str, index: int, **extra: Any) -> dict[str, Any]:
     meta = {
         "name": name,
-        "labels": {faults.COMPLETION_INDEX: str(index)},
+        "labels": {JOB_INDEX_LABEL: str(index)},
         **extra.pop("meta", {}),
     }
     return {"metadata": meta, "spec": {"nodeName": node, **extra}, "status": {"phase": "Running"}}
