@@ -172,6 +172,8 @@ def compare(scenarios: Sequence[Scenario], old: str, new: str, run: Runner) -> l
 
 def _attempt(run: Runner, scenario: Scenario, version: str) -> States | str:
     """The states, or why the engine could not answer (first line, without the file)."""
+    if undetermined := scenario.undetermined_on(version):
+        return undetermined
     try:
         return run(scenario, version)
     except HarnessError as err:

@@ -106,3 +106,44 @@ def by_version(
         if shared:
             sub.fail(f"{shared[0]} is also in {str(first)!r}; give each version at most one entry")
     return ByVersion(base, tuple((spec, entry) for spec, entry, _ in entries))
+
+
+def undetermined(
+    at: KeyPath, declared: KueueVersions | None, runs_on: str | None, by: ByVersion | None
+) -> tuple[tuple[KueueVersions, str], ...]:
+    """`undeterminedOn`: version or range -> why Kueue gives no single answer there (Go map
+    order, pod creation order). Refused: a key including the version the file runs on (a file
+    checks something where it runs), outside the file's `kueue:`, shared with another key or
+    with an `expectByVersion` entry, and a reason that is not a non-empty string."""
+    if not isinstance(at.value, dict) or not at.value:
+        at.fail(
+            "must be a non-empty mapping of a Kueue version or range to the reason Kueue gives "
+            f"no single answer there, got {kind(at.value)}"
+        )
+    running = runs_on or DEFAULT_KUEUE
+    entries: list[tuple[KueueVersions, str, KeyPath]] = []
+    for key, value in at.value.items():
+        sub = at.child(str(key), value)
+        if not isinstance(key, str):
+            sub.fail(f"keys must be a version or a range in quotes, got {kind(key)}")
+        spec = _parsed(sub, key)
+        if not isinstance(value, str) or not value.strip():
+            sub.fail(f"must say why Kueue gives no single answer there, got {kind(value)}")
+        if spec.includes(running):
+            sub.fail(
+                f"includes {running}, the version the file runs on: a file must hold "
+                "expectations for the version it runs on"
+            )
+        included = [v for v in KUEUE_VERSIONS if spec.includes(v)]
+        if declared is not None and not any(declared.includes(v) for v in included):
+            sub.fail(f"includes none of the versions the file's kueue: names ({declared})")
+        for other, _, _ in entries:
+            shared = [v for v in KUEUE_VERSIONS if spec.includes(v) and other.includes(v)]
+            if shared:
+                sub.fail(f"{shared[0]} is also in {str(other)!r}; give each version one entry")
+        for expected, _ in by.entries if by is not None else ():
+            shared = [v for v in KUEUE_VERSIONS if spec.includes(v) and expected.includes(v)]
+            if shared:
+                sub.fail(f"{shared[0]} also has expectations under expectByVersion {expected}")
+        entries.append((spec, value.strip(), sub))
+    return tuple((spec, reason) for spec, reason, _ in entries)

@@ -158,6 +158,7 @@ TOP_KEYS = (
     "workloads",
     "expect",
     "expectByVersion",
+    "undeterminedOn",
     "steps",
 )
 
@@ -231,6 +232,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         return _expectations(at, known, domains, world)
 
     expect = read_expect(top["expect"]) if "expect" in top else None
+    by_version = (
+        load_versions.by_version(top["expectByVersion"], expect, declared, read_expect)
+        if "expectByVersion" in top
+        else None
+    )
     if world.shorthand is not None:
         topologies, flavors, cluster_queues = shorthand.world(
             world.topologies[0], world.flavors[0], world.shorthand, known.values()
@@ -256,10 +262,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         expect=expect,
         steps=steps,
         path=file,
-        by_version=(
-            load_versions.by_version(top["expectByVersion"], expect, declared, read_expect)
-            if "expectByVersion" in top
-            else None
+        by_version=by_version,
+        undetermined=(
+            load_versions.undetermined(top["undeterminedOn"], declared, runs_on, by_version)
+            if "undeterminedOn" in top
+            else ()
         ),
     )
 

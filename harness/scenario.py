@@ -386,6 +386,8 @@ class Scenario:
     path: str = "<scenario>"
     by_version: ByVersion | None = None
     """Where the file has `expectByVersion`: `expect` on each version."""
+    undetermined: tuple[tuple[KueueVersions, str], ...] = ()
+    """`undeterminedOn`: versions on which Kueue gives no single answer, with the reason."""
     expect_for: str | None = field(default="", repr=False, compare=False)
     """The version `expect` and the steps' expect were derived for ("": not yet)."""
 
@@ -449,6 +451,15 @@ class Scenario:
             "admitted workloads" if self.admitted else "",
         ]
         return tuple(f for f in found if f) or ("ClusterQueues with explicit quota",)
+
+    def undetermined_on(self, version: str | None = None) -> str | None:
+        """Why Kueue `version` (default: the one the scenario is checked as) gives no single
+        answer for this scenario, as the file's `undeterminedOn` says; None when it does."""
+        running = version or self.kueue or DEFAULT_KUEUE
+        for spec, reason in self.undetermined:
+            if spec.includes(running):
+                return f"Kueue {running} gives no single answer here: {reason} (undeterminedOn)"
+        return None
 
     def fault_features(self) -> tuple[str, ...]:
         """The fault steps and fault expectations (replaced, evicted, drift) this scenario

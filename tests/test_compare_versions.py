@@ -66,6 +66,23 @@ def test_what_the_engine_cannot_answer_is_listed_not_counted_as_a_change(
     assert lines[3] == "1 scenarios: 0 changed, 0 unchanged, 1 not compared"
 
 
+def test_a_version_without_one_answer_is_not_compared(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The file's undeterminedOn (kueue#14232: domains depend on Go map order before v0.19.1)
+    is said as the reason, whatever an engine would answer there."""
+    named = SUITES / "node-state" / "node-state-rack-named-like-node.yaml"
+    code, out, _ = run(capsys, "--from", "v0.18.2", "--to", "v0.19.2", str(named))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1:3] == [
+        "not compared:",
+        "  node-state-rack-named-like-node: v0.18.2: Kueue v0.18.2 gives no single answer "
+        "here: kueue#14232, fixed in v0.19.1: which topology domains exist depends on Go map "
+        "order (undeterminedOn)",
+    ]
+
+
 def test_placements_flavors_and_messages_are_compared() -> None:
     """Both admitted (or both pending), what differs is still a change."""
     a = Outcome(admitted=True, placement={"main": {"n1": 4}}, flavors={"main": "gpu-a"})

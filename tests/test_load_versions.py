@@ -165,3 +165,61 @@ def test_the_command_line_exits_2_with_the_one_line(tmp_path: Path) -> None:
         f"{path}: kueue: >=v0.20.0 includes none of the Kueue versions the harness runs "
         "(v0.17.1, v0.18.2, v0.19.2)"
     ]
+
+
+WHY = "a map-order tie"
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"undeterminedOn": []}, "undeterminedOn: must be a non-empty mapping of a Kueue version or range to the reason Kueue gives no single answer there, got a list"),
+        ({"undeterminedOn": {"v0.18": WHY}}, "undeterminedOn.v0.18: 'v0.18' is not a Kueue version: write vMAJOR.MINOR.PATCH, e.g. v0.19.2"),
+        ({"undeterminedOn": {"v0.18.2": ""}}, "undeterminedOn.v0.18.2: must say why Kueue gives no single answer there, got ''"),
+        ({"undeterminedOn": {"<v0.20.0": WHY}}, "undeterminedOn.<v0.20.0: includes v0.19.2, the version the file runs on: a file must hold expectations for the version it runs on"),
+        ({"kueue": "v0.18.2", "undeterminedOn": {"v0.18.2": WHY}}, "undeterminedOn.v0.18.2: includes v0.18.2, the version the file runs on: a file must hold expectations for the version it runs on"),
+        ({"kueue": ">=v0.18.2", "undeterminedOn": {"v0.17.1": WHY}}, "undeterminedOn.v0.17.1: includes none of the versions the file's kueue: names (>=v0.18.2)"),
+        ({"undeterminedOn": {"<v0.19.1": WHY, "v0.18.2": WHY}}, "undeterminedOn.v0.18.2: v0.18.2 is also in '<v0.19.1'; give each version one entry"),
+        ({"expectByVersion": {"v0.18.2": {"w": PENDING}}, "undeterminedOn": {"<v0.19.0": WHY}}, "undeterminedOn.<v0.19.0: v0.18.2 also has expectations under expectByVersion v0.18.2"),
+    ],
+)  # fmt: skip
+def test_malformed_undetermined_on_is_refused_in_one_line(
+    changes: dict[str, Any], error: str
+) -> None:
+    assert refusal(base(**changes)) == f"f.yaml: {error}"
+
+
+def test_undetermined_on_names_the_versions_without_one_answer() -> None:
+    """On a version `undeterminedOn` includes the scenario says why no expectation holds;
+    on the version it runs on, and on the others, it says nothing."""
+    scenario = scenario_from_data(base(kueue=">=v0.17.1", undeterminedOn={"<v0.19.0": WHY}))
+    assert scenario.undetermined_on() is None
+    assert scenario.undetermined_on("v0.19.2") is None
+    assert scenario.undetermined_on("v0.18.2") == (
+        f"Kueue v0.18.2 gives no single answer here: {WHY} (undeterminedOn)"
+    )
+    forced = dataclasses.replace(scenario, kueue="v0.17.1")
+    assert forced.undetermined_on() == (
+        f"Kueue v0.17.1 gives no single answer here: {WHY} (undeterminedOn)"
+    )
+
+
+def test_pytest_skips_a_version_without_one_answer_and_checks_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The skip names the reason; the same file is still checked on the version it runs on,
+    where a wrong expectation fails."""
+    wrong = base(kueue=">=v0.17.1", undeterminedOn={"<v0.19.0": WHY}, expect={"w": PENDING})
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(wrong))
+    runs = {}
+    for version in ("v0.18.2", "v0.19.2"):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(path),
+             f"--kueue-version={version}", "--kth-report=", f"--rootdir={tmp_path}"],
+            capture_output=True, text=True, cwd=ROOT, check=False,
+        )  # fmt: skip
+        runs[version] = done
+    assert runs["v0.18.2"].returncode == 0, runs["v0.18.2"].stdout
+    assert f"Kueue v0.18.2 gives no single answer here: {WHY}" in runs["v0.18.2"].stdout
+    assert runs["v0.19.2"].returncode == 1, runs["v0.19.2"].stdout
