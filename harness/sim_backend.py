@@ -22,6 +22,7 @@ from harness.install.gates import GateNotRegistered, check_gates, registered_gat
 from harness.kueue_gates import merged, parse_gates
 from harness.outcome import Outcome
 from harness.scenario import Expectation, Scenario
+from harness.sim import upgrade
 from harness.sim.build import build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
@@ -65,19 +66,38 @@ class SimBackend:
         self.name = name
         self.gates = parse_gates(feature_gates)
         self.kueue_version = kueue_version or PINS.kueue
-        self._sim: SimProcess | None = None
-        self._registered: frozenset[str] | None = None
+        self._sims: dict[str, SimProcess] = {}
+        """One kueue-sim per Kueue version: the backend's, and an upgrade step's."""
+        self._registered: dict[str, frozenset[str]] = {}
 
     def run(self, scenario: Scenario) -> Observation:
-        self._check_gates(scenario)
-        if any(step.action == "upgrade-kueue" for step in scenario.steps):
-            raise Unsupported(
-                "steps: upgrade-kueue: the sim runs one Kueue version's scheduler per process; "
-                "run upgrade scenarios with --cluster=local (the fit model predicts them)"
+        index = upgrade.upgrade_index(scenario)
+        if index is None:
+            return self._observe(scenario, self.kueue_version)
+        # One version per kueue-sim process: the old one up to the step, the new one from the
+        # world it leaves (harness/sim/upgrade.py).
+        first = self._observe(upgrade.before(scenario, index), self.kueue_version)
+        try:
+            rest = upgrade.after(
+                scenario, index, first.steps[-1] if first.steps else first.outcomes
             )
-        if self._sim is None:
-            self._sim = SimProcess(build_sim(version=self.kueue_version))
-        answer = self._sim.run(scenario_to_dict(scenario, self.gates))
+        except upgrade.NotCarried as why:
+            raise Unsupported(str(why)) from None
+        second = self._observe(rest, str(scenario.steps[index].target))
+        return Observation(
+            outcomes=first.outcomes,
+            steps=[*first.steps, second.outcomes, *second.steps],
+            details=json.dumps({"before upgrade": json.loads(first.details),
+                                "after upgrade": json.loads(second.details)}),
+            kueue=self.kueue_version,
+        )  # fmt: skip
+
+    def _observe(self, scenario: Scenario, version: str) -> Observation:
+        """The scenario on kueue-sim built against `version`."""
+        self._check_gates(scenario, version)
+        if version not in self._sims:
+            self._sims[version] = SimProcess(build_sim(version=version))
+        answer = self._sims[version].run(scenario_to_dict(scenario, self.gates))
         if answer.get("error"):
             raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
         if unstable := [n for n in answer.get("unstable") or [] if not _decidable(scenario, n)]:
@@ -87,28 +107,25 @@ class SimBackend:
         outcomes = sim_outcomes(answer.get("outcome"))
         steps = [sim_outcomes(step) for step in answer.get("steps") or []]
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
-        return Observation(
-            outcomes=outcomes, steps=steps, details=details, kueue=self.kueue_version
-        )
+        return Observation(outcomes=outcomes, steps=steps, details=details, kueue=version)
 
-    def _check_gates(self, scenario: Scenario) -> None:
+    def _check_gates(self, scenario: Scenario, version: str) -> None:
         """Refuse a feature gate this Kueue version does not have, as the embedded cluster
         does (a scenario pinned to v0.19.2 run with --kueue-version v0.18.2, say)."""
         wanted = merged(self.gates, scenario.feature_gates)
         if not wanted:
             return
-        if self._registered is None:
-            pins = pins_for(self.kueue_version)
-            self._registered = registered_gates(kueue_module_dir(pins))
+        if version not in self._registered:
+            self._registered[version] = registered_gates(kueue_module_dir(pins_for(version)))
         try:
-            check_gates(wanted, self.kueue_version, self._registered)
+            check_gates(wanted, version, self._registered[version])
         except GateNotRegistered as err:
             raise Unsupported(str(err)) from None
 
     def close(self) -> None:
-        if self._sim is not None:
-            self._sim.close()
-            self._sim = None
+        for sim in self._sims.values():
+            sim.close()
+        self._sims.clear()
 
 
 def _decidable(scenario: Scenario, note: str) -> bool:
