@@ -174,6 +174,8 @@ def _attempt(run: Runner, scenario: Scenario, version: str) -> States | str:
     """The states, or why the engine could not answer (first line, without the file)."""
     if undetermined := scenario.undetermined_on(version):
         return undetermined
+    if no_upgrade := dataclasses.replace(scenario, kueue=version).no_upgrade():
+        return no_upgrade
     try:
         return run(scenario, version)
     except HarnessError as err:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from harness.errors import HarnessError
-from harness.kueue_versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError
+from harness.kueue_versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
 
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("required", "preferred", "unconstrained")
@@ -459,6 +459,21 @@ class Scenario:
         for spec, reason in self.undetermined:
             if spec.includes(running):
                 return f"Kueue {running} gives no single answer here: {reason} (undeterminedOn)"
+        return None
+
+    def no_upgrade(self) -> str | None:
+        """Why an `upgrade-kueue` step is no upgrade when the scenario starts on the version it
+        is checked as (--kueue-version at or past the step's version), or None."""
+        running = self.kueue or DEFAULT_KUEUE
+        for step in self.steps:
+            if step.action != "upgrade-kueue":
+                continue
+            if version_key(str(step.target)) <= version_key(running):
+                return (
+                    f"steps: upgrade-kueue: {step.target} is not newer than {running}, the "
+                    "version the scenario starts on here: there is no upgrade to check"
+                )
+            running = str(step.target)
         return None
 
     def fault_features(self) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 TAS workloads.
 
 The loader refuses what Kueue could not do (a downgrade, a version the harness does not run),
-the fit model switches to the new version's rules at the step, the sim refuses the step, and
-on the embedded cluster Kueue v0.18.2 is really replaced by v0.19.2 with the scenario's
+the fit model switches to the new version's rules at the step, the sim runs the old and the new
+version's scheduler on either side of it (tests/test_sim_upgrade.py), and on the embedded cluster Kueue v0.18.2 is really replaced by v0.19.2 with the scenario's
 workloads in place (marked `cluster`; it needs Kueue v0.18.2 built, ~9 min on 2 cores).
 """
 
@@ -16,14 +16,13 @@ from pathlib import Path
 import pytest
 
 from harness import toolchain
-from harness.backends import Unsupported, create_backend
+from harness.backends import create_backend
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.fit import fit
 from harness.loader import load_scenario
 from harness.report import expectation_lines
 from harness.runner.backend import ClusterBackend
-from harness.sim_backend import SimBackend
 from harness.toolchain import cache, recipes
 
 UPGRADE = (
@@ -81,11 +80,6 @@ def test_an_upgrade_to_the_version_already_running_is_refused_by_the_fit_model()
         fit(scenario)
 
 
-def test_the_sim_refuses_the_step_without_building_anything() -> None:
-    with pytest.raises(Unsupported, match="the sim runs one Kueue version's scheduler"):
-        SimBackend(kueue_version="v0.18.2").run(load_scenario(UPGRADE))
-
-
 def _built(version: str) -> bool:
     comps = recipes.components(toolchain.pins_for(version))
     return all(
@@ -131,11 +125,11 @@ def test_kueue_v0_18_2_replaced_by_v0_19_2_under_the_scenarios_workloads(
     assert observed.kueue == "v0.18.2"  # the version the scenario started on
 
 
-def test_a_backend_refusal_still_holds_the_fit_model_to_the_file(
+def test_on_the_sim_the_file_passes_and_a_wrong_expectation_after_the_step_fails(
     pytester: pytest.Pytester,
 ) -> None:
-    """The sim refuses the step; the item is skipped when the fit model agrees with the
-    file's expectations and fails when it does not (a wrong expectation, planted here)."""
+    """pytest --cluster=sim runs v0.18.2 before the step and v0.19.2 after it: the file passes,
+    and the same file expecting the wrong node for the job admitted after the upgrade fails."""
     suites = pytester.path / "suites"
     suites.mkdir()
     (suites / UPGRADE.name).write_text(UPGRADE.read_text())
@@ -144,6 +138,5 @@ def test_a_backend_refusal_still_holds_the_fit_model_to_the_file(
     wrong = wrong.replace(f"name: {UPGRADE.stem}", f"name: {name}")
     (suites / f"{name}.yaml").write_text(wrong)
     result = pytester.runpytest("-p", "no:cacheprovider", "--cluster=sim", "-rs")
-    result.assert_outcomes(skipped=1, failed=1)
-    result.stdout.fnmatch_lines(["*the fit model agrees with the file's expectations*"])
+    result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*train/main: expected gpu-node-2=4, got gpu-node-3=4*"])

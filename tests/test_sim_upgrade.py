@@ -4,6 +4,7 @@ its queues from the cluster's Workloads."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,15 @@ def test_an_upgrade_after_a_fault_is_refused_on_the_sim(sim_binary: Path) -> Non
             backend.run(scenario)
     finally:
         backend.close()
+
+
+def test_a_run_at_or_past_the_upgrade_version_says_there_is_no_upgrade() -> None:
+    """--kueue-version v0.19.2 on a file that upgrades to v0.19.2: pytest skips it with this
+    reason and compare-versions does not compare it; from v0.17.1 it is still an upgrade."""
+    scenario = scenario_from_data(world([{"upgrade-kueue": "v0.19.2"}]))
+    assert scenario.no_upgrade() is None
+    assert dataclasses.replace(scenario, kueue="v0.17.1").no_upgrade() is None
+    assert dataclasses.replace(scenario, kueue="v0.19.2").no_upgrade() == (
+        "steps: upgrade-kueue: v0.19.2 is not newer than v0.19.2, the version the scenario "
+        "starts on here: there is no upgrade to check"
+    )
