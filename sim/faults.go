@@ -329,8 +329,15 @@ func appendNew(list []string, s string) []string {
 }
 
 // noteRepair records what a Workload status write repaired or evicted during this step:
-// a second pass that moved pods off an unhealthy node (the admission changes while the
-// old status listed unhealthy nodes), or an eviction other than by preemption.
+// a second pass that moved pods off a node (the admission of a workload that stays
+// admitted changes: only the second pass does that), or an eviction other than by
+// preemption. Not keyed on the old status listing unhealthy nodes: before v0.19 a node
+// NotReady for NodeFailureDelay is added to unhealthyNodes and, its pods still running,
+// removed again by the same Reconcile (v0.18.2 node_controller.go:176-196, then
+// reconcileWorkloadsOnNode -> handleHealthyNode), while the second pass works from the
+// copy queued at the first write (pkg/cache/queue/manager.go:898-909) and admits over a
+// status that no longer lists the node. The cluster runner reads `replaced` the same way,
+// from the admission before and after the step.
 func (c *cluster) noteRepair(old, new *kueue.Workload) {
 	if c.faults.replaced == nil {
 		c.faults.beginStep()
@@ -340,7 +347,7 @@ func (c *cluster) noteRepair(old, new *kueue.Workload) {
 		cond.Reason != kueue.WorkloadEvictedByPreemption {
 		c.faults.evicted[new.Name] = &Eviction{Reason: cond.Reason, Message: cond.Message}
 	}
-	if old.Status.Admission == nil || new.Status.Admission == nil || len(old.Status.UnhealthyNodes) == 0 ||
+	if old.Status.Admission == nil || new.Status.Admission == nil ||
 		equality.Semantic.DeepEqual(old.Status.Admission, new.Status.Admission) {
 		return
 	}
@@ -354,7 +361,7 @@ func (c *cluster) noteRepair(old, new *kueue.Workload) {
 			}
 		}
 		for _, node := range slices.Sorted(maps.Keys(was)) {
-			if now[node] >= was[node] || !workload.HasUnhealthyNode(old, node) || len(takers) == 0 {
+			if now[node] >= was[node] || len(takers) == 0 {
 				continue
 			}
 			byPodSet := c.faults.replaced[new.Name]

@@ -1,5 +1,6 @@
 """Faults under running workloads (docs/scenario-extensions.md): what the kubelet, the taint
-manager and the Job controller do to pods, and how Kueue v0.19.2 repairs or evicts.
+manager and the Job controller do to pods, and how Kueue v0.19.2 repairs or evicts (and
+v0.17.1, v0.18.2: the differences are KueueRules flags, harness.fit.versions).
 
 Rules and citations: docs/dev/kueue-v0.19.2-node-replacement.md. The TAS node controller
 (pkg/controller/tas/node_controller.go) decides per workload whether a node of its
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder
 from harness.fit.faultnotes import (
     NodeHealth,
@@ -25,8 +27,8 @@ from harness.fit.faultwhy import WAITS, no_replacement_note, replaced_note
 from harness.fit.kubescheduler import Pod
 from harness.fit.replacement import ReplacementFailed, find_replacement
 from harness.fit.resources import ResourceVector, add_into, from_quantities
-from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree
+from harness.fit.versions import RULES, KueueRules
 from harness.scenario import (
     Eviction,
     Node,
@@ -59,14 +61,17 @@ class Gates:
     over_fixed_time: bool = False
 
     @classmethod
-    def of(cls, scenario: Scenario) -> Gates:
+    def of(cls, scenario: Scenario, rules: KueueRules | None = None) -> Gates:
+        """The scenario's gates on `rules`' version (None: v0.19.2). Before v0.19 the NotReady
+        timer is no gate but always on (KueueRules.not_ready_timer_gated)."""
         g = scenario.feature_gates
+        timer = g.get("TASReplaceNodeDueToNotReadyOverFixedTime", False)
         return cls(
             replacement=g.get("TASFailedNodeReplacement", True),
             fail_fast=g.get("TASFailedNodeReplacementFailFast", True),
             on_pod_termination=g.get("TASReplaceNodeOnPodTermination", True),
             on_taints=g.get("TASReplaceNodeOnNodeTaints", True),
-            over_fixed_time=g.get("TASReplaceNodeDueToNotReadyOverFixedTime", False),
+            over_fixed_time=timer if rules is None or rules.not_ready_timer_gated else True,
         )
 
 
@@ -119,6 +124,7 @@ class Faults:
     """Kueue's node-failure bookkeeping across steps (Workload.status.unhealthyNodes)."""
 
     gates: Gates
+    rules: KueueRules = RULES["v0.19.2"]
     unhealthy: dict[str, list[str]] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)
     report: StepReport = field(default_factory=StepReport)
@@ -294,6 +300,8 @@ class Faults:
             if g.over_fixed_time or not g.on_pod_termination:
                 # the step dates NotReady NodeFailureDelay (30 s) back
                 gate = "TASReplaceNodeDueToNotReadyOverFixedTime is on"
+                if not self.rules.not_ready_timer_gated:
+                    gate = f"always on Kueue {self.rules.version}, kueue#13043"
                 if not g.on_pod_termination:
                     gate = "TASReplaceNodeOnPodTermination is off"
                 return NodeHealth(True, f"NotReady for 30 s ({gate}: its pods do not matter)")
@@ -307,7 +315,9 @@ class Faults:
             return NodeHealth(
                 False, f"{taint_words(taints)} ignored: TASReplaceNodeOnNodeTaints is off"
             )
-        tolerations = _tolerations_on(world, name, node_name)
+        tolerations = _tolerations_on(
+            world, name, node_name, self.rules.taints_judged_with_flavor_tolerations
+        )
         untolerated = [t for t in taints if not all(_tolerates(ts, t) for ts in tolerations)]
         if untolerated:
             what = f"untolerated {taint_words(untolerated)}"
@@ -333,6 +343,8 @@ class Faults:
         w = world.workload(name)
         flavor = world.scenario.flavor
         mixed = world.scenario.feature_gates.get("TASProfileMixed", True)
+        rules = self.rules
+        self._late_pods(world, name, failed)
         assumed: dict[LeafKey, ResourceVector] = {}
         repaired: dict[str, dict[LeafKey, int]] = {}
         replaced: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -341,10 +353,17 @@ class Faults:
             if failed not in current:
                 continue
             unconstrained = ps.topology is None or ps.topology.mode not in ("required", "preferred")
-            algo = Algorithm(best_fit=not (unconstrained and mixed))
+            algo = rules.counting(best_fit=not (unconstrained and mixed))
             try:
                 found = find_replacement(
-                    tree, ps, current, failed, flavor.tolerations, assumed, algo
+                    tree,
+                    ps,
+                    current,
+                    failed,
+                    flavor.tolerations,
+                    assumed,
+                    algo,
+                    by_prefix=not rules.replacement_domain_by_id,
                 )
             except ReplacementFailed as why:
                 note = no_replacement_note(world.nodes, _holders(world), tree, ps, failed, why)
@@ -355,17 +374,35 @@ class Faults:
                 self.report.note(name, Note("waits", WAITS, failed, ps.name))
                 return False
             self.report.note(name, replaced_note(tree, ps, failed, found))
-            per_pod = _with_pod(from_quantities(ps.requests))
+            per_pod = from_quantities(ps.requests)
+            if rules.assumed_usage_counts_pods:  # v0.17.1's addAssumedUsage: no `pods`
+                per_pod = _with_pod(per_pod)
             for key, n in found.added.items():
                 add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
             repaired[ps.name] = found.assignment
             replaced[ps.name] = {failed: tuple(sorted(str(k) for k in found.added))}
         held.per_leaf.update(repaired)
-        held.tas = _tas_usage(w, held.per_leaf)
+        covers_pods = "pods" in world.scenario.queue.nominal_quota
+        held.tas = _tas_usage(w, held.per_leaf, rules.pod_slots_held(covers_pods))
         self.report.replaced.setdefault(name, {}).update(replaced)
         self.unhealthy[name] = []
         self.touched.add(name)
         return True
+
+    def _late_pods(self, world: World, name: str, failed: str) -> None:
+        """v0.17.1 (KueueRules.unhealthy_only_from_assignment): pods released onto the
+        failed node and never bound stay pinned there once the assignment moves, and a later
+        failure of that node lists it in this workload's unhealthyNodes too (kueue#10837).
+        The model does not keep such pods: refused."""
+        if self.rules.unhealthy_only_from_assignment:
+            return
+        if any(p.domain == failed and p.count for p in world.binder.waiting.get(name, [])):
+            raise UnsupportedVersionError(
+                f"{world.scenario.path}: kueue: {self.rules.version}: workload {name} has "
+                f"pods released onto {failed} and not bound when it is replaced: before "
+                "v0.17.2 a later failure of that node lists it as unhealthy for the workload "
+                "too (kueue#10837), which is not modelled"
+            )
 
     def evict(self, world: World, name: str, message: str) -> None:
         """Evicted with reason NodeFailures: unhealthyNodes cleared, the Job suspended (its
@@ -420,12 +457,16 @@ def _assigned_nodes(world: World, held: Held) -> Iterator[str]:
                 yield key
 
 
-def _tolerations_on(world: World, name: str, node: str) -> list[tuple[Toleration, ...]]:
+def _tolerations_on(
+    world: World, name: str, node: str, with_flavor: bool = True
+) -> list[tuple[Toleration, ...]]:
     """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
-    its own tolerations and the flavor's."""
+    its own tolerations and the flavor's (v0.17.1, `with_flavor` False: its own only,
+    workload.PodSetsOnNode)."""
     held, flavor = world.admitted[name], world.scenario.flavor
+    extra = flavor.tolerations if with_flavor else ()
     return [
-        ps.tolerations + flavor.tolerations
+        ps.tolerations + extra
         for ps in world.workload(name).pod_sets
         if node in held.per_leaf.get(ps.name, {})
     ]
@@ -442,11 +483,14 @@ def _with_pod(per_pod: ResourceVector) -> ResourceVector:
 
 
 def _tas_usage(
-    w: Workload, per_leaf: dict[str, dict[LeafKey, int]]
+    w: Workload, per_leaf: dict[str, dict[LeafKey, int]], slots: int = 1
 ) -> dict[LeafKey, ResourceVector]:
+    """The TAS usage of the repaired assignment; `slots`: pod slots per pod
+    (KueueRules.pod_slots_held: two on v0.17.1 where the ClusterQueue covers `pods`)."""
     out: dict[LeafKey, ResourceVector] = {}
     for ps in w.pod_sets:
-        per_pod = _with_pod(from_quantities(ps.requests))
+        per_pod = from_quantities(ps.requests)
+        per_pod = per_pod | {"pods": per_pod.get("pods", 0) + slots}
         for key, n in per_leaf.get(ps.name, {}).items():
             add_into(out.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
     return out

@@ -56,7 +56,7 @@ class _State:
 
     def __post_init__(self) -> None:
         self.binder = Binder(self.scenario)
-        self.faults = Faults(Gates.of(self.scenario))
+        self.faults = Faults(Gates.of(self.scenario, self.rules), self.rules)
         self.hashing = self.rules.gate(self.scenario, "SchedulingEquivalenceHashing")
 
     def workload(self, name: str) -> Workload:
@@ -362,6 +362,8 @@ def _apply(state: _State, step: Step, trace: Trace | None) -> None:
         # their quota and topology assignment (read back from the Workloads).
         state.rules = upgraded_rules(state.scenario, state.rules, str(target))
         state.hashing = state.rules.gate(state.scenario, "SchedulingEquivalenceHashing")
+        state.faults.rules = state.rules
+        state.faults.gates = Gates.of(state.scenario, state.rules)
     elif step.action == "submit":
         assert isinstance(target, Workload)
         _retry_pending(state, trace)

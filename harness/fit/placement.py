@@ -40,6 +40,18 @@ class _Run:
     algo: Algorithm
     stats: ExclusionStats
     within: tuple[str, ...] | None = None
+    within_by_prefix: bool = False
+
+    def outside(self, values: tuple[str, ...]) -> bool:
+        """A leaf outside the replacement domain `within` (fillLeafCounts): its ID is not the
+        domain's nor starts with it plus "," (TopologyDomainID.BelongsTo); before v0.19.2
+        (kueue#14452, `within_by_prefix`) not merely a string prefix of it
+        (belongsToRequiredDomain, v0.18.2 tas_flavor_snapshot.go:1727-1733)."""
+        if self.within is None:
+            return False
+        if self.within_by_prefix:
+            return not ",".join(values).startswith(",".join(self.within))
+        return values[: len(self.within)] != self.within
 
 
 def place(
@@ -52,12 +64,14 @@ def place(
     observe: Callable[[Tree], None] | None = None,
     simulate_empty: bool = False,
     within: tuple[str, ...] | None = None,
+    within_by_prefix: bool = False,
 ) -> Assignment:
     """Place the request or raise PlacementFailed with Kueue's message. `simulate_empty`:
     as if no TAS workload held any capacity (Kueue's WithSimulateEmpty). `within`: the level
     values of the one domain a node replacement may use (requiredReplacementDomain); leaves
-    outside it hold no pods (fillLeafCounts, TopologyDomainID.BelongsTo)."""
-    run = _Run(tree, request, algo, ExclusionStats(), within)
+    outside it hold no pods (fillLeafCounts, TopologyDomainID.BelongsTo; `within_by_prefix`:
+    by string prefix, before v0.19.2)."""
+    run = _Run(tree, request, algo, ExclusionStats(), within, within_by_prefix)
     if request.level_index > request.slice_level_index:
         levels = tree.topology.levels
         raise PlacementFailed(
@@ -171,7 +185,7 @@ def _fill_counts(
     for domain in _feasible(run, flavor_tolerations):
         leaf = domain.leaf
         assert leaf is not None
-        if run.within is not None and domain.values[: len(run.within)] != run.within:
+        if run.outside(domain.values):
             # Checked after the node filters, as Kueue counts it: a tainted leaf outside
             # the domain is a taint exclusion, an untainted one a topologyDomain exclusion.
             run.stats.topology_domain += 1

@@ -49,10 +49,13 @@ def find_replacement(
     flavor_tolerations: tuple[Toleration, ...],
     assumed: Mapping[LeafKey, ResourceVector],
     algo: Algorithm,
+    by_prefix: bool = False,
 ) -> Replacement:
     """Place the pods `current` has on `failed_node` (unhealthyNodes[0]) again, or raise
     ReplacementFailed with Kueue's message. The pod set is placed alone: a leader and its
-    workers are not paired in a replacement (FindTopologyAssignmentsForFlavor)."""
+    workers are not paired in a replacement (FindTopologyAssignmentsForFlavor). `by_prefix`:
+    before v0.19.2 (kueue#14452) a leaf is in the required domain when its ID merely starts
+    with the domain's (KueueRules.replacement_domain_by_id)."""
     remaining = {key: n for key, n in current.items() if key != failed_node}
     lost = sum(n for key, n in current.items() if key == failed_node)
     ordered = sorted(remaining, key=lambda key: _values(tree, key))
@@ -72,7 +75,16 @@ def find_replacement(
         lowest = len(tree.topology.levels) - 1
         request = replace(request, slice_size=1, slice_level_index=lowest)
     try:
-        result = place(tree, request, flavor_tolerations, assumed, algo, False, within=within)
+        result = place(
+            tree,
+            request,
+            flavor_tolerations,
+            assumed,
+            algo,
+            False,
+            within=within,
+            within_by_prefix=by_prefix,
+        )
     except PlacementFailed as failed:
         raise ReplacementFailed(str(failed), search) from failed
     added = result.per_pod_set.get(pod_set.name, {})

@@ -77,6 +77,31 @@ class KueueRules:
     so where the ClusterQueue covers `pods` the preemptor asks for them too: a queue with no
     `pods` quota left then has no hierarchical advantage, and its no-borrowing attempt fails
     on `pods` (classical/hierarchical_preemption.go:158, preemption.go:601)."""
+    not_ready_timer_gated: bool = True
+    """v0.19 (kueue#13043, CHANGELOG-0.19.md:410): a node NotReady for NodeFailureDelay (30 s)
+    is failed whatever its pods do only with TASReplaceNodeDueToNotReadyOverFixedTime, off
+    (node_controller.go:179). Before, unconditionally (v0.18.2 node_controller.go:176-184,
+    v0.17.1 :179-187): every workload on the node gets it in unhealthyNodes and the second
+    pass moves its pods' assignment while they still run there (kueue#12735's drift). The
+    same Reconcile then finds the pods progressing and removes the node again
+    (reconcileWorkloadsOnNode -> handleHealthyNode), but the second pass works from the
+    copy queued at the first write (pkg/cache/queue/manager.go:898-909) and replaces it."""
+    replacement_domain_by_id: bool = True
+    """v0.19.2 (kueue#14452, CHANGELOG-0.19.md:37): a replacement leaf belongs to the required
+    domain when its ID equals it or starts with it plus "," (TopologyDomainID.BelongsTo).
+    Before, a plain string prefix (v0.18.2 tas_flavor_snapshot.go:1727-1733
+    belongsToRequiredDomain, v0.17.1 :1634-1640): rack r1's node may be replaced from r10."""
+    taints_judged_with_flavor_tolerations: bool = True
+    """v0.18 (node_controller.go podSetsWithEffectiveTolerationsOnNode, podset.FromAssignment):
+    a taint is judged against the pod set's tolerations merged with its flavor's. v0.17.1
+    reads the pod sets' own tolerations only (node_controller.go getWorkloadStatus,
+    workload.PodSetsOnNode), so a taint only the flavor tolerates fails the node."""
+    unhealthy_only_from_assignment: bool = True
+    """v0.17.2 (kueue#10837, CHANGELOG-0.17.md:255): a failed node is added to unhealthyNodes
+    only for workloads whose assignment names it. v0.17.1 adds it as well for workloads with
+    "late" pods there (released onto it, never bound, then the assignment moved:
+    node_controller.go getWorkloadsOnNode): the model does not keep such pods, so a
+    replacement that leaves one is refused."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
@@ -142,6 +167,10 @@ RULES: dict[str, KueueRules] = {
         assumed_usage_counts_pods=False,
         tas_usage_from_pod_spec=False,
         preemption_request_without_pods=False,
+        not_ready_timer_gated=False,
+        replacement_domain_by_id=False,
+        taints_judged_with_flavor_tolerations=False,
+        unhealthy_only_from_assignment=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -152,6 +181,8 @@ RULES: dict[str, KueueRules] = {
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
+        not_ready_timer_gated=False,
+        replacement_domain_by_id=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }
@@ -203,11 +234,11 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "balanced placement before v0.19 (it failed instead of falling back on v0.17, "
             "broke ties in map order on v0.17/v0.18: §2.3-2.4) is not modelled"
         )
-    if faults := scenario.fault_features():
+    gate = "TASReplaceNodeDueToNotReadyOverFixedTime"
+    if not rules.not_ready_timer_gated and gate in scenario.feature_gates:
         return (
-            f"faults before v0.19 ({'; '.join(faults)}) are not modelled: the node failure "
-            "controller differs (NotReady for 30 s always failed a node, kueue#13043; "
-            "#14452, #14647 fixed in v0.19.2)"
+            f"featureGates.{gate}: Kueue {rules.version} does not register the gate (new in "
+            "v0.19, kueue#13043); its NotReady timer always fails a node"
         )
     if rules.gate(scenario, "TASMultiLayerTopology"):
         return "TASMultiLayerTopology before v0.19 is not modelled"
