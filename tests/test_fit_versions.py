@@ -104,8 +104,6 @@ def test_a_same_cycle_tas_conflict_is_skipped_on_v0_17_1() -> None:
         (FREED, "v0.18.2", {"TASBalancedPlacement": True}, "kueue: v0.18.2: balanced placement before v0.19"),
         (SUITES / "multi-podset" / "multi-podset-group-after-single.yaml", "v0.18.2", {}, "kueue: v0.18.2: workload "),
         (SUITES / "faults" / "faults-hotswap-delete-node-replaced-in-block.yaml", "v0.17.1", {"TASReplaceNodeDueToNotReadyOverFixedTime": True}, "kueue: v0.17.1: featureGates.TASReplaceNodeDueToNotReadyOverFixedTime: Kueue v0.17.1 does not register the gate"),
-        (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.18.2", {}, "has several flavors in a resource group"),
-        (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.19.2", {"FlavorFungibilityPreserveScanProgress": False}, "has several flavors in a resource group"),
         (SUITES / "node-state" / "node-state-rack-named-like-node.yaml", "v0.18.2", {}, "node gpu-a1 is named like its top-level topology domain"),
     ],
 )  # fmt: skip

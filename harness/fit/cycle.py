@@ -106,6 +106,7 @@ class Model:
         self.snap = Snapshot(scenario)
         hashing = rules.gate(scenario, "SchedulingEquivalenceHashing")
         self.queues = Queues(scenario, hashing=hashing)
+        self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
         self.outcomes: dict[str, Outcome] = {}
@@ -241,6 +242,7 @@ class Model:
         self.tick += 1
         self.rules = upgraded_rules(self.scenario, self.rules, version)
         self.queues.restart(self.rules.gate(self.scenario, "SchedulingEquivalenceHashing"))
+        self.preserve_scan = self.rules.gate(self.scenario, "FlavorFungibilityPreserveScanProgress")
 
     def _tas_flavors_of(self, node: Node) -> list[Flavor]:
         """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
@@ -302,17 +304,30 @@ class Model:
         admitted: list[Holding] = []
         victims: list[tuple[Holding, Entry, str]] = []
         requeue: list[tuple[Entry, str]] = []
+        written: list[Pending] = []
         for entry in entries:
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason:
                 requeue.append((entry, reason))
             if reason and message is not None:
+                if self.outcomes.get(entry.name, NEVER_EVALUATED).message != message:
+                    written.append(entry.pending)
                 self._pending_outcome(entry.name, message)
             if self.note:
                 said = "admitted" if not reason else message or "admission not written"
                 self.note(entry.name, f"cycle {self.cycle}: {said}")
         for entry, reason in requeue:
             self.queues.requeue(entry.pending, reason)
+        if not self.preserve_scan:
+            # The status writes (requeueAndUpdate, after RequeueWorkload) reach the workload
+            # controller's Update handler, which rebuilds the queue's Info without the scan
+            # progress (manager.go AddOrUpdateWorkload: v0.18.2 :655, v0.17.1 :570; v0.19.2
+            # carries it over only with the gate, :726). A write happens only when the
+            # QuotaReserved condition changes (UnsetQuotaReservationWithCondition,
+            # workload.go:741): a new message. The requeue above already chose heap or
+            # inadmissible set with the progress.
+            for pending in written:
+                pending.scan = None
         self.snap.end_cycle()
         for held in admitted:
             self.snap.hold(held)
@@ -331,11 +346,14 @@ class Model:
         w = pending.workload
         cq = self.scenario.cluster_queue(w.queue)
         scan = pending.scan
-        # lastAssignmentOutdated: a scan older than the previous cycle restarts when the
-        # ClusterQueue's allocatable generation moved since.
+        # lastAssignmentOutdated: the scan restarts when the ClusterQueue's allocatable
+        # generation moved since it was made; with FlavorFungibilityPreserveScanProgress
+        # (v0.19.2 scheduler.go:824-839) not when it was made in the previous cycle. Without
+        # the gate (and before v0.19: flavorassigner.go:571-573 v0.18.2, :539-541 v0.17.1)
+        # any admission or eviction in the cohort since restarts it.
         if (
             scan is not None
-            and self.cycle - scan.cycle > 1
+            and (not self.preserve_scan or self.cycle - scan.cycle > 1)
             and self.generation[cq.name] > scan.generation
         ):
             scan = None
@@ -508,10 +526,14 @@ class Model:
             if cq.preemption.reclaim_within_cohort != "Any":
                 self.snap.add_usage(cq.name, self._to_reserve(entry), tas_usage)
             return NO_CANDIDATES, entry.message()
-        if any(t.holding.name in claimed for t in entry.targets):
-            return FAILED_AFTER_NOMINATION, OVERLAPPING
-        if check != "ok":
-            return FAILED_AFTER_NOMINATION, SKIPPED
+        overlapping = any(t.holding.name in claimed for t in entry.targets)
+        if overlapping or check != "ok":
+            # markSkipped: the scan progress is kept with FlavorFungibilityPreserveScanProgress
+            # (v0.19.2 scheduler.go:247-253); without it, and before v0.19 (v0.18.2
+            # scheduler.go:228-232, v0.17.1 setSkipped :212-220), the next cycle starts over.
+            if not self.preserve_scan:
+                entry.pending.scan = None
+            return FAILED_AFTER_NOMINATION, OVERLAPPING if overlapping else SKIPPED
         claimed.update({t.holding.name: t.holding for t in entry.targets})
         self.snap.add_usage(cq.name, a.usage, tas_usage)
         if mode == "Preempt":
@@ -662,8 +684,8 @@ MODELLED_EITHER_WAY = (
     "TASHandleOverlappingFlavors",
 )
 """Gates whose off value (an older version's default) is modelled: the driver reads the
-first two; the last two change nothing unless a resource group has several flavors or TAS
-flavors share a node, which harness/fit/versions.py refuses with them off."""
+first three; the last changes nothing unless TAS flavors share a node, which
+harness/fit/versions.py refuses with it off."""
 
 
 def fit_v2(

@@ -141,7 +141,9 @@ V0_19_2_GATES: Mapping[str, bool] = {
 TASBalancedPlacement (its algorithm changed, §2.3-2.4)."""
 
 _BEFORE_V0_19 = {
-    # Registered in v0.19.0 (L955): off before, the scan restarts more often.
+    # Registered in v0.19.0 (L955): off before, the scan restarts more often (fit/cycle.py
+    # Model.preserve_scan: skipped entries, any admission or eviction in the cohort, and
+    # every status write drop the scan progress).
     "FlavorFungibilityPreserveScanProgress": False,
     # Alpha, off, before v0.19 (0.17.1 L528, 0.18.2 L628).
     "TASMultiLayerTopology": False,
@@ -289,14 +291,6 @@ def _in_group(pod_set: PodSet) -> bool:
 
 def _unmodelled_v2(scenario: Scenario, rules: KueueRules) -> str | None:
     """Version-2 worlds: several flavors and ClusterQueues."""
-    if not rules.gate(scenario, "FlavorFungibilityPreserveScanProgress"):
-        for cq in scenario.cluster_queues:
-            if any(len(group.flavors) > 1 for group in cq.resource_groups):
-                return (
-                    f"ClusterQueue {cq.name} has several flavors in a resource group: the "
-                    "flavor scan without FlavorFungibilityPreserveScanProgress (before v0.19: "
-                    "reset by any Workload update) is not modelled"
-                )
     if not rules.gate(scenario, "TASHandleOverlappingFlavors"):
         tas = [f for f in scenario.resource_flavors if scenario.topology_of(f) is not None]
         for node in scenario.nodes:
