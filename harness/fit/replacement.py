@@ -72,7 +72,7 @@ def find_replacement(
         lowest = len(tree.topology.levels) - 1
         request = replace(request, slice_size=1, slice_level_index=lowest)
     try:
-        result = place(tree, request, flavor_tolerations, assumed, algo, False, within=within)
+        result = place(tree, request, flavor_tolerations, assumed, algo, None, within=within)
     except PlacementFailed as failed:
         raise ReplacementFailed(str(failed), search) from failed
     added = result.per_pod_set.get(pod_set.name, {})

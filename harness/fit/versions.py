@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.balanced import BalancedRules
 from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
 from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
@@ -84,6 +85,26 @@ class KueueRules:
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
 
+    balanced_falls_back: bool = True
+    """v0.18 (kueue#11136, tas_flavor_snapshot.go v0.18.2:943-947): when balanced placement
+    (TASBalancedPlacement) finds a threshold but cannot place at it, Kueue falls back to
+    BestFit. v0.17.1 returned the reason (tas_flavor_snapshot.go:880-883), so the pod set
+    fails with "TAS Balanced Placement: ..." where BestFit would have placed it."""
+    balanced_ties_by_level_values: bool = True
+    """v0.19 (kueue#12052, tas_balanced_placement.go v0.19.2:79-90, :214-230, :244-246): the
+    domain lists balanced placement walks are sorted, ties going to the lowest level values.
+    Before, they came in Go map order (`maps.Values(s.domainsPerLevel[...])`, v0.18.2:243-245,
+    v0.17.1:247-249; a domain's children are appended while ranging over the leaf map,
+    tas_flavor_snapshot.go initialize), the entropy sort returned 0 on a tie (v0.18.2:211-231)
+    and the dynamic programme kept the first set it met in input order (v0.18.2:81-146): with
+    tied candidates the placement is random (harness/fit/balanced.py tries two orders)."""
+    balanced_leader_threshold_by_workers: bool = True
+    """v0.18 (kueue#10948): a leader/worker group's balance threshold is capped by the last
+    worker domain's slices; domains too small to also host the leader keep their worker
+    capacity. v0.17.1 capped it by that domain's slices beside a leader and pruned every
+    domain below it (tas_balanced_placement.go:72-77, :319-333, issue 7494): refused with
+    grouped pod sets before v0.19.1 anyway (leader_aware_best_fit), so not modelled."""
+
     def pod_slots_held(self, covers_pods: bool) -> int:
         """Pod slots an admitted TAS pod holds on its node (tas_usage_from_pod_spec)."""
         return 2 if covers_pods and not self.tas_usage_from_pod_spec else 1
@@ -95,6 +116,12 @@ class KueueRules:
             missing_resource_first=not self.count_in_reads_missing_as_zero,
             unclamped=not self.count_clamped_at_zero,
         )
+
+    def balanced(self, scenario: Scenario) -> BalancedRules | None:
+        """How this version runs balanced placement, or None when TASBalancedPlacement is off."""
+        if not self.gate(scenario, "TASBalancedPlacement"):
+            return None
+        return BalancedRules(self.balanced_falls_back, self.balanced_ties_by_level_values)
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
@@ -142,6 +169,9 @@ RULES: dict[str, KueueRules] = {
         assumed_usage_counts_pods=False,
         tas_usage_from_pod_spec=False,
         preemption_request_without_pods=False,
+        balanced_falls_back=False,
+        balanced_ties_by_level_values=False,
+        balanced_leader_threshold_by_workers=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -152,6 +182,7 @@ RULES: dict[str, KueueRules] = {
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
+        balanced_ties_by_level_values=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }
@@ -198,11 +229,6 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
         return problem
     if rules.version == DEFAULT_KUEUE:
         return None
-    if rules.gate(scenario, "TASBalancedPlacement"):
-        return (
-            "balanced placement before v0.19 (it failed instead of falling back on v0.17, "
-            "broke ties in map order on v0.17/v0.18: §2.3-2.4) is not modelled"
-        )
     if faults := scenario.fault_features():
         return (
             f"faults before v0.19 ({'; '.join(faults)}) are not modelled: the node failure "
@@ -218,6 +244,13 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "order (kueue#14232)"
         )
     grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
+    balanced = rules.gate(scenario, "TASBalancedPlacement")
+    if grouped and balanced and not rules.balanced_leader_threshold_by_workers:
+        return (
+            f"workload {grouped[0]} groups pod sets (leader and workers) under "
+            "TASBalancedPlacement: the threshold capped by room beside a leader before v0.18 "
+            "(kueue#10948, §2.3) is not modelled"
+        )
     if grouped and not rules.leader_aware_best_fit:
         return (
             f"workload {grouped[0]} groups pod sets (leader and workers): their placement "
