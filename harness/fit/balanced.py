@@ -36,6 +36,8 @@ class BalancedRules:
     """v0.18+: a failed balanced placement falls back to BestFit (kueue#11136); v0.17 fails."""
     ties_by_level_values: bool = True
     """v0.19+: tied domains go by level values (kueue#12052); before, Go map order."""
+    checks_fit_after_pruning: bool = True
+    """v0.18+: a candidate that no longer fits once pruned is skipped; v0.17 kept it."""
 
 
 NO_OPTIMAL_SET = "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
@@ -46,12 +48,16 @@ v0.18.2 :152-181, v0.17.1 :157-186)."""
 
 
 def balanced_domains(
-    tree: Tree, request: PlacementRequest, algo: Algorithm, map_order: bool | None = None
+    tree: Tree,
+    request: PlacementRequest,
+    algo: Algorithm,
+    map_order: bool | None = None,
+    checks_fit: bool = True,
 ) -> tuple[list[Domain] | None, int, str]:
     """The domains at the fit level with their slices, the fit level, and "" ; or no domains,
     with the reason when a threshold was found but the placement failed ("" when balanced
     placement does not apply: no threshold above 0)."""
-    chosen, threshold = _best_candidate(tree, request, map_order)
+    chosen, threshold = _best_candidate(tree, request, map_order, checks_fit)
     if threshold <= 0 or chosen is None:
         return None, 0, ""
     needed = request.count // request.slice_size
@@ -77,7 +83,7 @@ def _walk(domains: list[Domain], map_order: bool | None) -> list[Domain]:
 
 
 def _best_candidate(
-    tree: Tree, request: PlacementRequest, map_order: bool | None
+    tree: Tree, request: PlacementRequest, map_order: bool | None, checks_fit: bool
 ) -> tuple[list[Domain] | None, int]:
     needed = request.count // request.slice_size
     leaders = request.leader_count
@@ -112,7 +118,7 @@ def _best_candidate(
             candidates = [_clone(d, None) for d in siblings]
             _prune(candidates, threshold, request)
             fits, count, _, _ = _greedy(candidates, needed, leaders)
-        if not fits:
+        if not fits and checks_fit:
             continue
         if threshold > best_threshold or (threshold == best_threshold and count < best_count):
             best_threshold, best_count, best = threshold, count, candidates

@@ -85,7 +85,9 @@ def _balanced(run: _Run, rules: BalancedRules) -> Assignment | None:
     orders: list[bool | None] = [None] if rules.ties_by_level_values else [False, True]
     answers: list[Assignment | str | None] = []
     for order in orders:
-        chosen, fit_level, reason = balanced_domains(run.tree, run.request, run.algo, order)
+        chosen, fit_level, reason = balanced_domains(
+            run.tree, run.request, run.algo, order, rules.checks_fit_after_pruning
+        )
         if chosen is not None:
             answers.append(_assignment(run, _descend(run, chosen, fit_level, True)))
         else:

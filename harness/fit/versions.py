@@ -98,6 +98,14 @@ class KueueRules:
     tas_flavor_snapshot.go initialize), the entropy sort returned 0 on a tie (v0.18.2:211-231)
     and the dynamic programme kept the first set it met in input order (v0.18.2:81-146): with
     tied candidates the placement is random (harness/fit/balanced.py tries two orders)."""
+    balanced_checks_fit_after_pruning: bool = True
+    """v0.18 (tas_balanced_placement.go v0.18.2:267-281, kueue#10948): a candidate group of
+    sibling domains that no longer holds the request once the domains below the threshold
+    are pruned is skipped. v0.17.1 ignored that check (:266-272: the greedy count, 0 when it
+    does not fit, still competes and wins on a higher threshold), so the placement then fails
+    with "Cannot find optimal domain set to fit the request". It happens where the pruned
+    domains' children sit below the slice level (their slice counts are 0), e.g. a preferred
+    level that is also the slice level."""
     balanced_leader_threshold_by_workers: bool = True
     """v0.18 (kueue#10948): a leader/worker group's balance threshold is capped by the last
     worker domain's slices; domains too small to also host the leader keep their worker
@@ -121,7 +129,11 @@ class KueueRules:
         """How this version runs balanced placement, or None when TASBalancedPlacement is off."""
         if not self.gate(scenario, "TASBalancedPlacement"):
             return None
-        return BalancedRules(self.balanced_falls_back, self.balanced_ties_by_level_values)
+        return BalancedRules(
+            self.balanced_falls_back,
+            self.balanced_ties_by_level_values,
+            self.balanced_checks_fit_after_pruning,
+        )
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
@@ -170,6 +182,7 @@ RULES: dict[str, KueueRules] = {
         tas_usage_from_pod_spec=False,
         preemption_request_without_pods=False,
         balanced_falls_back=False,
+        balanced_checks_fit_after_pruning=False,
         balanced_ties_by_level_values=False,
         balanced_leader_threshold_by_workers=False,
     ),
