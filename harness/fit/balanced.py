@@ -5,12 +5,18 @@ sibling domains at the preferred level, find the greedy-minimal number of domain
 down when slices sit lower), take the per-domain slice threshold that gives, prune domains
 below it, keep the group with the highest threshold (then the fewest domains), choose the
 exact domain set by dynamic programming and give each `threshold` slices plus extras.
-Returns no domains when it cannot apply, and the caller falls back to BestFit.
+Returns no domains when it cannot apply, with Kueue's reason when it found a threshold but
+could not place at it; the caller falls back to BestFit (or, on v0.17, fails).
+
+Before v0.19 (kueue#12052) the domain lists came in Go map order and only the greedy count
+sorted them (v0.18.2 :243-245, :211-231, :81-146): `map_order` stands for one such order,
+the domains by level values (False) or reversed (True); None is v0.19's sorted walk.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.fit.sorting import Algorithm
@@ -22,36 +28,74 @@ if TYPE_CHECKING:
 _BEST_FIT = Algorithm(best_fit=True)
 
 
+@dataclass(frozen=True)
+class BalancedRules:
+    """TASBalancedPlacement is on; how this Kueue version runs it (KueueRules.balanced)."""
+
+    falls_back: bool = True
+    """v0.18+: a failed balanced placement falls back to BestFit (kueue#11136); v0.17 fails."""
+    ties_by_level_values: bool = True
+    """v0.19+: tied domains go by level values (kueue#12052); before, Go map order."""
+    checks_fit_after_pruning: bool = True
+    """v0.18+: a candidate that no longer fits once pruned is skipped; v0.17 kept it."""
+
+
+NO_OPTIMAL_SET = "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
+BELOW_THRESHOLD = "TAS Balanced Placement: Not enough slices to meet the threshold"
+NOT_ALL_PLACED = "TAS Balanced Placement: Not all slices or leaders could be placed"
+"""applyBalancedPlacementAlgorithm's reasons (tas_balanced_placement.go v0.19.2 :154-184,
+v0.18.2 :152-181, v0.17.1 :157-186)."""
+
+
 def balanced_domains(
-    tree: Tree, request: PlacementRequest, algo: Algorithm
-) -> tuple[list[Domain] | None, int]:
-    chosen, threshold = _best_candidate(tree, request)
+    tree: Tree,
+    request: PlacementRequest,
+    algo: Algorithm,
+    map_order: bool | None = None,
+    checks_fit: bool = True,
+) -> tuple[list[Domain] | None, int, str]:
+    """The domains at the fit level with their slices, the fit level, and "" ; or no domains,
+    with the reason when a threshold was found but the placement failed ("" when balanced
+    placement does not apply: no threshold above 0)."""
+    chosen, threshold = _best_candidate(tree, request, map_order, checks_fit)
     if threshold <= 0 or chosen is None:
-        return None, 0
+        return None, 0, ""
     needed = request.count // request.slice_size
     level = request.level_index
     if request.level_index < request.slice_level_index:
-        picked = _optimal_set(chosen, needed, request.leader_count, request.slice_size, True)
+        picked = _optimal_set(
+            chosen, needed, request.leader_count, request.slice_size, True, map_order
+        )
         if picked is None:
-            return None, 0
-        chosen = [c for d in picked for c in d.children]
+            return None, 0, NO_OPTIMAL_SET
+        chosen = [c for d in picked for c in _walk(d.children, map_order)]
         level += 1
-    placed = _place_balanced(chosen, needed, request.leader_count, request.slice_size, threshold)
-    return (placed, level) if placed is not None else (None, 0)
+    placed, reason = _place_balanced(
+        chosen, needed, request.leader_count, request.slice_size, threshold, map_order
+    )
+    return (placed, level, "") if placed is not None else (None, 0, reason)
 
 
-def _best_candidate(tree: Tree, request: PlacementRequest) -> tuple[list[Domain] | None, int]:
+def _walk(domains: list[Domain], map_order: bool | None) -> list[Domain]:
+    """A list Kueue builds from a Go map (or a children slice appended in map order): by
+    level values, reversed for the other order; v0.19 (None) sorts where it matters."""
+    return sorted(domains, key=lambda d: d.values, reverse=bool(map_order))
+
+
+def _best_candidate(
+    tree: Tree, request: PlacementRequest, map_order: bool | None, checks_fit: bool
+) -> tuple[list[Domain] | None, int]:
     needed = request.count // request.slice_size
     leaders = request.leader_count
     if request.level_index == 0:
-        groups = [list(tree.per_level[0].values())]
+        groups = [_walk(list(tree.per_level[0].values()), map_order)]
     else:
-        parents = sorted(tree.per_level[request.level_index - 1].values(), key=lambda d: d.values)
-        groups = [p.children for p in parents]
+        parents = _walk(list(tree.per_level[request.level_index - 1].values()), map_order)
+        groups = [_walk(p.children, map_order) for p in parents]
     best_threshold, best_count, best = 0, 0, None
     for siblings in groups:
         candidates = [_clone(d, None) for d in siblings]
-        lower = _lower(candidates, request)
+        lower = _lower(candidates, request, map_order)
         fits, selected, last_with_leader, last = _greedy(lower, needed, leaders)
         if not fits:
             continue
@@ -74,16 +118,18 @@ def _best_candidate(tree: Tree, request: PlacementRequest) -> tuple[list[Domain]
             candidates = [_clone(d, None) for d in siblings]
             _prune(candidates, threshold, request)
             fits, count, _, _ = _greedy(candidates, needed, leaders)
-        if not fits:
+        if not fits and checks_fit:
             continue
         if threshold > best_threshold or (threshold == best_threshold and count < best_count):
             best_threshold, best_count, best = threshold, count, candidates
     return best, best_threshold
 
 
-def _lower(domains: list[Domain], request: PlacementRequest) -> list[Domain]:
+def _lower(
+    domains: list[Domain], request: PlacementRequest, map_order: bool | None
+) -> list[Domain]:
     if request.level_index < request.slice_level_index:
-        return [c for d in domains for c in d.children]
+        return [c for d in domains for c in _walk(d.children, map_order)]
     return domains
 
 
@@ -169,16 +215,30 @@ def _entropy(domain: Domain) -> float:
 
 
 def _optimal_set(
-    domains: list[Domain], needed: int, leaders: int, size: int, by_entropy: bool
+    domains: list[Domain],
+    needed: int,
+    leaders: int,
+    size: int,
+    by_entropy: bool,
+    map_order: bool | None,
 ) -> list[Domain] | None:
-    """Fewest domains that fit, then the least spare pod capacity (selectOptimalDomainSetToFit)."""
+    """Fewest domains that fit, then the least spare pod capacity (selectOptimalDomainSetToFit).
+    Equal sets: the first met in the walk, which v0.19 sorts (ties by level values) and v0.17
+    and v0.18 take as given, the entropy sort leaving ties in place (v0.18.2 :211-231; Go's
+    pdqsort is an insertion sort, stable, up to 12 elements)."""
     fits, optimal, _, _ = _greedy(domains, needed, leaders)
     if not fits:
         return None
-    if by_entropy:
-        ordered = sorted(domains, key=lambda d: (-d.leaders, -d.slices_wl, -_entropy(d), d.values))
+    if map_order is None:
+        if by_entropy:
+            key = lambda d: (-d.leaders, -d.slices_wl, -_entropy(d), d.values)  # noqa: E731
+            ordered = sorted(domains, key=key)
+        else:
+            ordered = sorted(domains, key=lambda d: d.values)
+    elif by_entropy:
+        ordered = sorted(domains, key=lambda d: (-d.leaders, -d.slices_wl, -_entropy(d)))
     else:
-        ordered = sorted(domains, key=lambda d: d.values)
+        ordered = list(domains)
     table: list[dict[int, dict[int, list[Domain]]]] = [{} for _ in range(optimal + 1)]
     table[0][leaders] = {needed * size: []}
     for domain in ordered:
@@ -200,11 +260,19 @@ def _optimal_set(
 
 
 def _place_balanced(
-    domains: list[Domain], needed: int, leaders: int, size: int, threshold: int
-) -> list[Domain] | None:
-    picked = _optimal_set(domains, needed, leaders, size, False)
-    if picked is None or needed < len(picked) * threshold:
-        return None
+    domains: list[Domain],
+    needed: int,
+    leaders: int,
+    size: int,
+    threshold: int,
+    map_order: bool | None,
+) -> tuple[list[Domain] | None, str]:
+    """placeSlicesOnDomainsBalanced: the domains with their slices, or Kueue's reason."""
+    picked = _optimal_set(domains, needed, leaders, size, False, map_order)
+    if picked is None:
+        return None, NO_OPTIMAL_SET
+    if needed < len(picked) * threshold:
+        return None, BELOW_THRESHOLD
     picked = _BEST_FIT.sorted_with_leader(picked)
     extra, leaders_left = needed - len(picked) * threshold, leaders
     for domain in picked:
@@ -222,5 +290,5 @@ def _place_balanced(
         domain.pods_wl = domain.pods - domain.leaders
         extra -= take
     if extra > 0 or leaders_left > 0:
-        return None
-    return picked
+        return None, NOT_ALL_PLACED
+    return picked, ""

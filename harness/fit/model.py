@@ -223,7 +223,7 @@ def _schedule(
         return Outcome(admitted=False, message=message), None
     tree = _snapshot(state)
     mixed = scenario.feature_gates.get("TASProfileMixed", True)
-    balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
+    balanced = state.rules.balanced(scenario)
     assumed: dict[LeafKey, ResourceVector] = {}  # what later pod sets see taken
     held: dict[LeafKey, ResourceVector] = {}  # what the admitted workload holds
     placement: dict[str, dict[str, int]] = {}

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from harness.errors import UnsupportedVersionError
-from harness.fit.balanced import balanced_domains
+from harness.errors import Nondeterministic, UnsupportedVersionError
+from harness.fit.balanced import BalancedRules, balanced_domains
 from harness.fit.request import PlacementRequest
 from harness.fit.resources import MAX_INT32, ResourceVector, count_in, sub_into
 from harness.fit.sorting import Algorithm
@@ -60,7 +60,7 @@ def place(
     flavor_tolerations: tuple[Toleration, ...],
     assumed: Mapping[LeafKey, ResourceVector],
     algo: Algorithm,
-    balanced_gate: bool,
+    balanced: BalancedRules | None,
     observe: Callable[[Tree], None] | None = None,
     simulate_empty: bool = False,
     within: tuple[str, ...] | None = None,
@@ -70,7 +70,8 @@ def place(
     as if no TAS workload held any capacity (Kueue's WithSimulateEmpty). `within`: the level
     values of the one domain a node replacement may use (requiredReplacementDomain); leaves
     outside it hold no pods (fillLeafCounts, TopologyDomainID.BelongsTo; `within_by_prefix`:
-    by string prefix, before v0.19.2)."""
+    by string prefix, before v0.19.2). `balanced`: how TASBalancedPlacement runs
+    (KueueRules.balanced), None when it is off."""
     run = _Run(tree, request, algo, ExclusionStats(), within, within_by_prefix)
     if request.level_index > request.slice_level_index:
         levels = tree.topology.levels
@@ -81,16 +82,54 @@ def place(
     _fill_counts(run, flavor_tolerations, assumed, simulate_empty)
     if observe is not None:
         observe(tree)
-    chosen: list[Domain] | None = None
-    use_balanced = False
-    if balanced_gate and not request.required and not request.unconstrained:
-        chosen, fit_level = balanced_domains(tree, request, algo)
-        use_balanced = chosen is not None
-    if not use_balanced:
-        fit_level, chosen = _find_level(run, request.level_index)
-    assert chosen is not None
-    leaves = _descend(run, chosen, fit_level, use_balanced)
+    if balanced is not None and not request.required and not request.unconstrained:
+        placed = _balanced(run, balanced)
+        if placed is not None:
+            return placed
+    fit_level, chosen = _find_level(run, request.level_index)
+    leaves = _descend(run, chosen, fit_level, False)
     return _assignment(run, leaves)
+
+
+def _balanced(run: _Run, rules: BalancedRules) -> Assignment | None:
+    """The balanced placement (phase 2a and 2b), or None to place by BestFit. v0.17 fails
+    where v0.18+ falls back (tas_flavor_snapshot.go v0.17.1:880-883 vs v0.18.2:943-947).
+    Before v0.19 the domains are walked in Go map order: it is run in two orders (by level
+    values and reversed) and when the answers differ Kueue's is random: Nondeterministic."""
+    orders: list[bool | None] = [None] if rules.ties_by_level_values else [False, True]
+    answers: list[Assignment | str | None] = []
+    for order in orders:
+        chosen, fit_level, reason = balanced_domains(
+            run.tree, run.request, run.algo, order, rules.checks_fit_after_pruning
+        )
+        if chosen is not None:
+            answers.append(_assignment(run, _descend(run, chosen, fit_level, True)))
+        else:
+            answers.append(reason if reason and not rules.falls_back else None)
+    if any(answer != answers[0] for answer in answers[1:]):
+        described = " or ".join(_describe(answer) for answer in answers)
+        raise Nondeterministic(
+            f"balanced placement of pod set {run.request.workers.name} depends on the Go map "
+            f"order Kueue walks tied domains in before v0.19 (kueue#12052): {described}"
+        )
+    if isinstance(answers[0], str):
+        raise PlacementFailed(answers[0])
+    return answers[0]
+
+
+def _describe(answer: Assignment | str | None) -> str:
+    if answer is None:
+        return "BestFit"
+    if isinstance(answer, str):
+        return repr(answer)
+    return "; ".join(
+        f"{name} on "
+        + ", ".join(
+            f"{key if isinstance(key, str) else '/'.join(key)}={count}"
+            for key, count in per_leaf.items()
+        )
+        for name, per_leaf in answer.per_pod_set.items()
+    )
 
 
 # ---- phase 1 ---------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def find_replacement(
             flavor_tolerations,
             assumed,
             algo,
-            False,
+            None,
             within=within,
             within_by_prefix=by_prefix,
         )

@@ -220,7 +220,7 @@ def place_workload(
         for members in groups.values():
             request = placement_request(tree.topology, members)
             mixed = scenario.feature_gates.get("TASProfileMixed", True)
-            balanced = scenario.feature_gates.get("TASBalancedPlacement", False)
+            balanced = rules.balanced(scenario)
             algo = rules.counting(best_fit=not (request.unconstrained and mixed))
             try:
                 result = place(

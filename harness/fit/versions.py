@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.balanced import BalancedRules
 from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
 from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
@@ -109,6 +110,34 @@ class KueueRules:
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
 
+    balanced_falls_back: bool = True
+    """v0.18 (kueue#11136, tas_flavor_snapshot.go v0.18.2:943-947): when balanced placement
+    (TASBalancedPlacement) finds a threshold but cannot place at it, Kueue falls back to
+    BestFit. v0.17.1 returned the reason (tas_flavor_snapshot.go:880-883), so the pod set
+    fails with "TAS Balanced Placement: ..." where BestFit would have placed it."""
+    balanced_ties_by_level_values: bool = True
+    """v0.19 (kueue#12052, tas_balanced_placement.go v0.19.2:79-90, :214-230, :244-246): the
+    domain lists balanced placement walks are sorted, ties going to the lowest level values.
+    Before, they came in Go map order (`maps.Values(s.domainsPerLevel[...])`, v0.18.2:243-245,
+    v0.17.1:247-249; a domain's children are appended while ranging over the leaf map,
+    tas_flavor_snapshot.go initialize), the entropy sort returned 0 on a tie (v0.18.2:211-231)
+    and the dynamic programme kept the first set it met in input order (v0.18.2:81-146): with
+    tied candidates the placement is random (harness/fit/balanced.py tries two orders)."""
+    balanced_checks_fit_after_pruning: bool = True
+    """v0.18 (tas_balanced_placement.go v0.18.2:267-281, kueue#10948): a candidate group of
+    sibling domains that no longer holds the request once the domains below the threshold
+    are pruned is skipped. v0.17.1 ignored that check (:266-272: the greedy count, 0 when it
+    does not fit, still competes and wins on a higher threshold), so the placement then fails
+    with "Cannot find optimal domain set to fit the request". It happens where the pruned
+    domains' children sit below the slice level (their slice counts are 0), e.g. a preferred
+    level that is also the slice level."""
+    balanced_leader_threshold_by_workers: bool = True
+    """v0.18 (kueue#10948): a leader/worker group's balance threshold is capped by the last
+    worker domain's slices; domains too small to also host the leader keep their worker
+    capacity. v0.17.1 capped it by that domain's slices beside a leader and pruned every
+    domain below it (tas_balanced_placement.go:72-77, :319-333, issue 7494): refused with
+    grouped pod sets before v0.19.1 anyway (leader_aware_best_fit), so not modelled."""
+
     def pod_slots_held(self, covers_pods: bool) -> int:
         """Pod slots an admitted TAS pod holds on its node (tas_usage_from_pod_spec)."""
         return 2 if covers_pods and not self.tas_usage_from_pod_spec else 1
@@ -119,6 +148,16 @@ class KueueRules:
             best_fit,
             missing_resource_first=not self.count_in_reads_missing_as_zero,
             unclamped=not self.count_clamped_at_zero,
+        )
+
+    def balanced(self, scenario: Scenario) -> BalancedRules | None:
+        """How this version runs balanced placement, or None when TASBalancedPlacement is off."""
+        if not self.gate(scenario, "TASBalancedPlacement"):
+            return None
+        return BalancedRules(
+            self.balanced_falls_back,
+            self.balanced_ties_by_level_values,
+            self.balanced_checks_fit_after_pruning,
         )
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
@@ -173,6 +212,10 @@ RULES: dict[str, KueueRules] = {
         replacement_domain_by_id=False,
         taints_judged_with_flavor_tolerations=False,
         unhealthy_only_from_assignment=False,
+        balanced_falls_back=False,
+        balanced_checks_fit_after_pruning=False,
+        balanced_ties_by_level_values=False,
+        balanced_leader_threshold_by_workers=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -185,6 +228,7 @@ RULES: dict[str, KueueRules] = {
         count_in_reads_missing_as_zero=False,
         not_ready_timer_gated=False,
         replacement_domain_by_id=False,
+        balanced_ties_by_level_values=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }
@@ -231,11 +275,6 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
         return problem
     if rules.version == DEFAULT_KUEUE:
         return None
-    if rules.gate(scenario, "TASBalancedPlacement"):
-        return (
-            "balanced placement before v0.19 (it failed instead of falling back on v0.17, "
-            "broke ties in map order on v0.17/v0.18: §2.3-2.4) is not modelled"
-        )
     gate = "TASReplaceNodeDueToNotReadyOverFixedTime"
     if not rules.not_ready_timer_gated and gate in scenario.feature_gates:
         return (
@@ -251,6 +290,13 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "order (kueue#14232)"
         )
     grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
+    balanced = rules.gate(scenario, "TASBalancedPlacement")
+    if grouped and balanced and not rules.balanced_leader_threshold_by_workers:
+        return (
+            f"workload {grouped[0]} groups pod sets (leader and workers) under "
+            "TASBalancedPlacement: the threshold capped by room beside a leader before v0.18 "
+            "(kueue#10948, §2.3) is not modelled"
+        )
     if grouped and not rules.leader_aware_best_fit:
         return (
             f"workload {grouped[0]} groups pod sets (leader and workers): their placement "
