@@ -102,7 +102,6 @@ def test_a_same_cycle_tas_conflict_is_skipped_on_v0_17_1() -> None:
     [
         (FREED, "v0.16.0", {}, "kueue: the fit model models Kueue v0.17.1, v0.18.2, v0.19.2, not v0.16.0"),
         (FREED, "v0.18.2", {"TASBalancedPlacement": True}, "kueue: v0.18.2: balanced placement before v0.19"),
-        (SUITES / "multi-podset" / "multi-podset-group-after-single.yaml", "v0.18.2", {}, "kueue: v0.18.2: workload "),
         (SUITES / "faults" / "faults-hotswap-delete-node-replaced-in-block.yaml", "v0.17.1", {}, "kueue: v0.17.1: faults before v0.19"),
         (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.18.2", {}, "has several flavors in a resource group"),
         (SUITES / "v2" / "fungibility" / "v2-fungibility-lend-try-next-flavor.yaml", "v0.19.2", {"FlavorFungibilityPreserveScanProgress": False}, "has several flavors in a resource group"),

@@ -348,6 +348,7 @@ class Model:
             oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
+            grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from harness.errors import UnsupportedVersionError
 from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
-from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
+from harness.scenario import HOSTNAME, Scenario
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,12 @@ class KueueRules:
     updated (non_tas_usage_controller.go Reconcile), and they waited for another event."""
     leader_aware_best_fit: bool = True
     """v0.19.1 (kueue#13766): BestFit skips domains without room for a group's leader and
-    moves the leader where the workers still fit. Before, leader capacity was ignored."""
+    moves the leader where the workers still fit. Before, leader capacity was ignored
+    (sorting.Algorithm.leader_aware)."""
+    leader_penalty_from_leader_domains: bool = True
+    """v0.18 (kueue#10948): a parent's worker count with the leader takes the penalty of the
+    children that can hold the leader only (sorting.Algorithm.leader_penalty_from_leader_
+    domains); v0.17.1 takes the smallest penalty of all children."""
     grouped_pod_set_borrows_flavor: bool = True
     """v0.19.1 (kueue#13859): a grouped pod set requesting nothing takes its group's flavor.
     Before, it failed with "no TAS flavor assigned"."""
@@ -94,6 +99,8 @@ class KueueRules:
             best_fit,
             missing_resource_first=not self.count_in_reads_missing_as_zero,
             unclamped=not self.count_clamped_at_zero,
+            leader_aware=self.leader_aware_best_fit,
+            leader_penalty_from_leader_domains=self.leader_penalty_from_leader_domains,
         )
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
@@ -134,6 +141,7 @@ RULES: dict[str, KueueRules] = {
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
+        leader_penalty_from_leader_domains=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
@@ -217,13 +225,6 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "two share a domain ID and which domains Kueue places on depends on Go map "
             "order (kueue#14232)"
         )
-    grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
-    if grouped and not rules.leader_aware_best_fit:
-        return (
-            f"workload {grouped[0]} groups pod sets (leader and workers): their placement "
-            "before v0.19.1 (leader capacity ignored, kueue#13766; a member requesting "
-            "nothing without a flavor, kueue#13859) is not modelled"
-        )
     return None
 
 
@@ -240,20 +241,6 @@ def _named_like_root(scenario: Scenario) -> str | None:
             if node.labels.get(topology.levels[0]) == node.name:
                 return node.name
     return None
-
-
-def _pod_sets(scenario: Scenario) -> list[tuple[str, PodSet]]:
-    """Every pod set with its workload's name: submitted, admitted and submitted by steps."""
-    out = [(w.name, p) for w in scenario.workloads for p in w.pod_sets]
-    out += [(a.name, p.pod_set) for a in scenario.admitted for p in a.pod_sets]
-    for step in scenario.steps:
-        if isinstance(step.target, Workload):
-            out += [(step.target.name, p) for p in step.target.pod_sets]
-    return out
-
-
-def _in_group(pod_set: PodSet) -> bool:
-    return pod_set.topology is not None and pod_set.topology.group is not None
 
 
 def _unmodelled_v2(scenario: Scenario, rules: KueueRules) -> str | None:
