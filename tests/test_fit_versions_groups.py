@@ -103,3 +103,19 @@ def test_before_v0_19_1_a_member_requesting_nothing_has_no_flavor_in_the_v2_worl
     assert "no TAS flavor assigned" not in (
         fit(on(path, "v0.19.2")).outcomes["group"].message or ""
     )
+
+
+PREEMPTION = Path(__file__).resolve().parent / "data" / "v2-group-preemption-before-v0191.yaml"
+
+
+def test_the_preemption_check_places_the_group_with_the_versions_rules() -> None:
+    """`harness fuzz --world v2 --seed 3` case 1547, shrunk: wl-2's group fits only if the
+    leader's host is h100-n3. With old-0 removed, v0.18.2's best fit picks h100-n0 (fewer
+    workers, no leader room) and the required host level fails, so the preemption search
+    (workloadFits -> FindTopologyAssignmentsForWorkload) finds no candidates and nothing is
+    preempted; v0.19.2 skips h100-n0 (kueue#13766), preempts old-0 and admits wl-2."""
+    older = fit(on(PREEMPTION, "v0.18.2")).outcomes
+    assert older["old-0"].admitted and not older["wl-2"].admitted
+    assert "insufficient unused quota" in (older["wl-2"].message or "")
+    newer = fit(on(PREEMPTION, "v0.19.2")).outcomes
+    assert newer["old-0"].preempted and newer["wl-2"].admitted

@@ -361,6 +361,7 @@ class Model:
                 total_requests(w, a, with_pods=not self.rules.preemption_request_without_pods),
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
+                self.rules,
             )
             entry.targets = find_targets(self.snap, pre, self.ties)
             self._tas_for_preemption(entry)
