@@ -366,6 +366,7 @@ class Model:
             oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
+            grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)
@@ -378,6 +379,7 @@ class Model:
                 total_requests(w, a, with_pods=not self.rules.preemption_request_without_pods),
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
+                self.rules,
             )
             entry.targets = find_targets(self.snap, pre, self.ties)
             self._tas_for_preemption(entry)

@@ -300,9 +300,13 @@ def assign_flavors(
     oracle: Oracle | None = None,
     pinned: Mapping[str, Mapping[str, str]] | None = None,
     past_no_fit: bool = True,
+    grouped_borrows: bool = True,
 ) -> Assignment:
     """Kueue's `assignFlavors` up to (not including) the TAS step. `pinned` is the
-    nomination mapping of a same-cycle recompute (rules §3.4 step 1)."""
+    nomination mapping of a same-cycle recompute (rules §3.4 step 1). `grouped_borrows`
+    False (before v0.19.1, kueue#13859; KueueRules.grouped_pod_set_borrows_flavor): a group
+    member requesting nothing keeps no flavor (v0.18.2 flavorassigner.go:714, v0.17.1 :673
+    filter the group's flavors by its own requests)."""
     cq = scenario.cluster_queue(workload.queue)
     search = _Search(scenario, book, cq, oracle, pinned, past_no_fit)
     out = Assignment()
@@ -343,7 +347,12 @@ def assign_flavors(
             mine = {r: chosen[r] for r in own[ps.name] if r in chosen}
             if failed is not None:
                 mine = {}
-            elif not own[ps.name] and ps.topology is not None and ps.topology.group:
+            elif (
+                not own[ps.name]
+                and ps.topology is not None
+                and ps.topology.group
+                and grouped_borrows
+            ):
                 mine = _tas_only(scenario, chosen)
             out.flavors[ps.name] = {r: f for r, (f, _) in mine.items()}
             out.resource_modes[ps.name] = {r: m for r, (_, m) in mine.items()}

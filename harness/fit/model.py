@@ -205,14 +205,21 @@ def _schedule(
     for entry in state.admitted.values():
         add_into(used, entry.quota)
     reasons, stopped = quota_reasons(scenario, groups, used, state.rules.quota_reasons_past_no_fit)
-    unassigned = _without_flavor(scenario, groups)
+    borrows = state.rules.grouped_pod_set_borrows_flavor
+    unassigned = _without_flavor(scenario, groups, borrows)
     error = None  # Assignment.Message returns a pod set's error before any other reason
     if unassigned is not None and not stopped:
         error = f"failed to assign flavors to pod set {unassigned}: {_no_tas_request(scenario)}"
         if state.rules.tas_request_error_blocks or reasons:
             return Outcome(admitted=False, message=error), None
-        # v0.17.1: those pod sets get no TAS request and the rest is placed as it is.
-        groups = [g for g in groups if any(requests_something(scenario, p) for p in g)]
+        # v0.17.1: those pod sets get no TAS request and the rest is placed as it is (a
+        # group's members requesting nothing too: v0.17.1 has no kueue#13859).
+        groups = [
+            kept
+            for g in groups
+            if (kept := [p for p in g if requests_something(scenario, p)] if not borrows else g)
+            and any(requests_something(scenario, p) for p in kept)
+        ]
     if reasons:
         message = "; ".join(
             f"couldn't assign flavors to pod set {name}: {', '.join(r)}"
@@ -285,14 +292,21 @@ def _snapshot(state: _State) -> Tree:
     )
 
 
-def _without_flavor(scenario: Scenario, groups: list[list[PodSet]]) -> str | None:
+def _without_flavor(scenario: Scenario, groups: list[list[PodSet]], borrows: bool) -> str | None:
     """The first pod set that requests nothing and so gets no flavor, hence no TAS request.
 
-    A group member without requests borrows its group's flavor (resolvePodSetFlavors).
+    From v0.19.1 (kueue#13859, `borrows`) a group member without requests borrows its
+    group's TAS flavor (flavorassigner.go:928-938 resolvePodSetFlavors). Before, it keeps
+    only the flavors of the resources it requests (v0.18.2 flavorassigner.go:714, v0.17.1
+    :673 `FilterKeys`): none, so it fails like a pod set alone.
     """
     for members in groups:
         if not any(requests_something(scenario, p) for p in members):
             return members[0].name
+        if not borrows:
+            for pod_set in members:
+                if not requests_something(scenario, pod_set):
+                    return pod_set.name
     return None
 
 

@@ -276,7 +276,7 @@ def _fill_counts(
             domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
     for level in range(lowest - 1, -1, -1):
         for domain in tree.per_level[level].values():
-            _aggregate(domain, request)
+            _aggregate(domain, request, run.algo.leader_penalty_from_leader_domains)
 
 
 def roll_up_from(domain: Domain, request: PlacementRequest) -> None:
@@ -291,8 +291,9 @@ def roll_up_from(domain: Domain, request: PlacementRequest) -> None:
     _aggregate(domain, request)
 
 
-def _aggregate(domain: Domain, request: PlacementRequest) -> None:
-    """One inner domain's counts from its children's."""
+def _aggregate(domain: Domain, request: PlacementRequest, only_leader_domains: bool = True) -> None:
+    """One inner domain's counts from its children's. `only_leader_domains` False (v0.17.1,
+    Algorithm.leader_penalty_from_leader_domains): every child's leader penalty counts."""
     size, at_slice_level = request.slice_size, domain.level == request.slice_level_index
     pods = slices = leaders = 0
     min_pod_penalty = min_slice_penalty = MAX_INT32
@@ -300,7 +301,7 @@ def _aggregate(domain: Domain, request: PlacementRequest) -> None:
     for child in domain.children:
         pods += child.pods
         slices += child.slices
-        if request.leader is None or child.leaders > 0:
+        if request.leader is None or child.leaders > 0 or not only_leader_domains:
             contributor = True
             min_pod_penalty = min(min_pod_penalty, child.pods - child.pods_wl)
             min_slice_penalty = min(min_slice_penalty, child.slices - child.slices_wl)
@@ -338,7 +339,7 @@ def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
     if not algo.best_fit:
         for candidate in ordered:
             capacity = candidate.slices
-            if leaders > 0:
+            if leaders > 0 and algo.leader_aware:  # v0.18.2 :1291-1295 reads sliceState only
                 if candidate.leaders < leaders:
                     continue
                 capacity = candidate.slices_wl

@@ -24,6 +24,21 @@ class Algorithm:
     unclamped: bool = False
     """v0.17.1 (KueueRules.count_clamped_at_zero False): a negative free capacity gives a
     negative count."""
+    leader_aware: bool = True
+    """v0.19.1 (kueue#13766, KueueRules.leader_aware_best_fit): the best-fit pick skips
+    domains without room for the leader (tas_flavor_snapshot.go:1314), the leader's domain
+    is moved first where its penalty still leaves room for the workers
+    (`prioritizeLeaderDomain`, :1533, called at :1401 and :1576), and a domain the leader
+    and some workers take keeps that many workers as its count (:1523). Before (v0.18.2
+    findBestFitDomainBy :1248-1263, consumeWithLeadersGeneric :1410-1465; v0.17.1 :1188,
+    :1323, the same code), the pick ignores the leader, the order is the sort's, and that
+    domain's count stays as it was."""
+    leader_penalty_from_leader_domains: bool = True
+    """v0.18 (kueue#10948, fillInCountsHelper `leaderRequired`, v0.18.2
+    tas_flavor_snapshot.go:1774-1778): a parent's count with the leader subtracts the
+    smallest leader penalty among the children that can hold the leader, and is 0 when none
+    can. v0.17.1 (:1680-1681) takes the smallest penalty over all children, 0 wherever a
+    child cannot hold the leader (its count with the leader is its count)."""
 
     # ---- orderings ----------------------------------------------------------------------
     def sorted_with_leader(self, domains: list[Domain]) -> list[Domain]:
@@ -36,21 +51,24 @@ class Algorithm:
 
     # ---- best-fit picks -----------------------------------------------------------------
     def best_fit_slices(self, domains: list[Domain], needed: int, leaders: int) -> Domain:
+        skip = leaders if self.leader_aware else 0
         if leaders > 0:
-            return _best_fit(domains, needed, leaders, lambda d: d.slices_wl)
-        return _best_fit(domains, needed, leaders, lambda d: d.slices)
+            return _best_fit(domains, needed, skip, lambda d: d.slices_wl)
+        return _best_fit(domains, needed, skip, lambda d: d.slices)
 
     def best_fit_pods(self, domains: list[Domain], needed: int, leaders: int) -> Domain:
+        skip = leaders if self.leader_aware else 0
         if leaders > 0:
-            return _best_fit(domains, needed, leaders, lambda d: d.pods_wl)
-        return _best_fit(domains, needed, leaders, lambda d: d.pods)
+            return _best_fit(domains, needed, skip, lambda d: d.pods_wl)
+        return _best_fit(domains, needed, skip, lambda d: d.pods)
 
     # ---- leader priority ------------------------------------------------------------------
     def prioritize_leader(
         self, domains: list[Domain], count: int, leaders: int, size: int, slices: bool
     ) -> list[Domain]:
-        """Move to the front the first leader-capable domain whose leader penalty fits the slack."""
-        if leaders == 0 or len(domains) < 2:
+        """Move to the front the first leader-capable domain whose leader penalty fits the slack
+        (v0.19.1 on; before, the order is left as it is: `leader_aware`)."""
+        if leaders == 0 or len(domains) < 2 or not self.leader_aware:
             return domains
         required = count // size if slices else count
         available = sum(d.slices if slices else d.pods for d in domains)
@@ -124,6 +142,8 @@ class Algorithm:
             domain.leaders = leaders
             domain.pods = remaining * (size if slices else 1)
             return domain, True
+        if not self.leader_aware:
+            return self._consume_before_v0_19_1(domain, state, size, slices), False
         capacity = min(with_leader(domain), remaining)
         if slices:
             domain.slices_wl = capacity
@@ -135,6 +155,28 @@ class Algorithm:
         state[1] -= domain.leaders
         state[0] -= capacity
         return domain, False
+
+    @staticmethod
+    def _consume_before_v0_19_1(
+        domain: Domain, state: list[int], size: int, slices: bool
+    ) -> Domain:
+        """v0.18.2 consumeWithLeadersGeneric when the domain does not complete the request
+        (tas_flavor_snapshot.go:1441-1464, v0.17.1 :1354-1377): slices are clamped and then
+        subtracted, and the slice count itself is left; pods are subtracted first and then
+        clamped to what is left (so the leader count clamps to 0 once the last leader is
+        counted), and the domain's pod count is left as it was."""
+        if slices:
+            domain.slices_wl = min(domain.slices_wl, state[0])
+            domain.leaders = min(domain.leaders, state[1])
+            domain.pods = domain.slices_wl * size
+            state[1] -= domain.leaders
+            state[0] -= domain.slices_wl
+            return domain
+        state[0] -= domain.pods_wl
+        state[1] -= domain.leaders
+        domain.pods_wl = min(domain.pods_wl, state[0])
+        domain.leaders = min(domain.leaders, state[1])
+        return domain
 
 
 def _set_primary(domain: Domain, slices: bool, value: int) -> None:

@@ -34,7 +34,12 @@ class KueueRules:
     updated (non_tas_usage_controller.go Reconcile), and they waited for another event."""
     leader_aware_best_fit: bool = True
     """v0.19.1 (kueue#13766): BestFit skips domains without room for a group's leader and
-    moves the leader where the workers still fit. Before, leader capacity was ignored."""
+    moves the leader where the workers still fit. Before, leader capacity was ignored
+    (sorting.Algorithm.leader_aware)."""
+    leader_penalty_from_leader_domains: bool = True
+    """v0.18 (kueue#10948): a parent's worker count with the leader takes the penalty of the
+    children that can hold the leader only (sorting.Algorithm.leader_penalty_from_leader_
+    domains); v0.17.1 takes the smallest penalty of all children."""
     grouped_pod_set_borrows_flavor: bool = True
     """v0.19.1 (kueue#13859): a grouped pod set requesting nothing takes its group's flavor.
     Before, it failed with "no TAS flavor assigned"."""
@@ -148,6 +153,8 @@ class KueueRules:
             best_fit,
             missing_resource_first=not self.count_in_reads_missing_as_zero,
             unclamped=not self.count_clamped_at_zero,
+            leader_aware=self.leader_aware_best_fit,
+            leader_penalty_from_leader_domains=self.leader_penalty_from_leader_domains,
         )
 
     def balanced(self, scenario: Scenario) -> BalancedRules | None:
@@ -200,6 +207,7 @@ RULES: dict[str, KueueRules] = {
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
+        leader_penalty_from_leader_domains=False,
         grouped_pod_set_borrows_flavor=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
@@ -296,12 +304,6 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             f"workload {grouped[0]} groups pod sets (leader and workers) under "
             "TASBalancedPlacement: the threshold capped by room beside a leader before v0.18 "
             "(kueue#10948, §2.3) is not modelled"
-        )
-    if grouped and not rules.leader_aware_best_fit:
-        return (
-            f"workload {grouped[0]} groups pod sets (leader and workers): their placement "
-            "before v0.19.1 (leader capacity ignored, kueue#13766; a member requesting "
-            "nothing without a flavor, kueue#13859) is not modelled"
         )
     return None
 

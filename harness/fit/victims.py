@@ -17,6 +17,8 @@ from harness.fit.flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Mode
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import PodCounter, TasRequest, place_workload
 from harness.fit.ties import TieBreak
+from harness.fit.versions import RULES, KueueRules
+from harness.kueue_versions import DEFAULT_KUEUE
 from harness.scenario import ClusterQueue
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -51,6 +53,9 @@ class Preemptor:
     requests: dict[FlavorResource, int]
     need: frozenset[FlavorResource]
     tas: tuple[TasRequest, ...] = ()
+    rules: KueueRules = RULES[DEFAULT_KUEUE]
+    """The version's rules the TAS check of each candidate set places with (workloadFits ->
+    FindTopologyAssignmentsForWorkload runs that version's placement)."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,7 @@ class Search:
             return self.counter.fits()
         if self.snap.tas.surely_short(pre.tas):
             return False
-        return not place_workload(self.snap.tas, list(pre.tas)).failures
+        return not place_workload(self.snap.tas, list(pre.tas), rules=pre.rules).failures
 
     def _fill_back(self, targets: list[_Candidate], allow_borrowing: bool) -> list[_Candidate]:
         """`fillBackWorkloads`: from the second-to-last down, add back what is not needed
