@@ -9,9 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,10 +73,46 @@ func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 // to Kueue's controllers as an update event.
 type statusWrite struct{ old, new *kueue.Workload }
 
-// statusWrites records every Workload status write in order.
+// statusWrites records every Workload status write in order, and the Workloads whose
+// admission it refused.
 type statusWrites struct {
-	mu     sync.Mutex
-	stored []statusWrite
+	mu      sync.Mutex
+	stored  []statusWrite
+	refused sets.Set[string]
+}
+
+// wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).
+func (w *statusWrites) wasRefused(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refused.Has(name)
+}
+
+// refuseEmptyTopology answers as the API server does to a status whose admission holds a
+// topologyAssignment without slices: Kueue's CRD requires them (Kueue before v0.19.1 writes
+// such an assignment for a group whose walk down comes up short, kueue#13766, and for
+// balanced placement's inner-level recount). Kueue then forgets the assumed workload and
+// requeues it at once (scheduler.go admit, requeueAndUpdate): its status keeps what the
+// last pending cycle wrote.
+func (w *statusWrites) refuseEmptyTopology(wl *kueue.Workload) error {
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	for i, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment != nil && len(psa.TopologyAssignment.Slices) == 0 {
+			w.mu.Lock()
+			if w.refused == nil {
+				w.refused = sets.New[string]()
+			}
+			w.refused.Insert(wl.Name)
+			w.mu.Unlock()
+			path := field.NewPath("status", "admission", "podSetAssignments").Index(i).
+				Child("topologyAssignment", "slices")
+			return apierrors.NewInvalid(schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "Workload"}, wl.Name,
+				field.ErrorList{field.Required(path, "")})
+		}
+	}
+	return nil
 }
 
 // take returns the writes recorded since the last call.
@@ -90,6 +129,9 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	wl, ok := obj.(*kueue.Workload)
 	if !ok || sub != "status" {
 		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	}
+	if err := w.refuseEmptyTopology(wl); err != nil {
+		return err
 	}
 	old := &kueue.Workload{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {

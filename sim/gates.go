@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
-	"k8s.io/component-base/featuregate"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 // gateSetter applies a scenario's feature gates to Kueue's process-wide gate and puts

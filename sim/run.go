@@ -64,9 +64,6 @@ type cluster struct {
 	// those whose note says Kueue never settles on it.
 	notes    map[string]string
 	unstable sets.Set[string]
-	// stuck names a workload whose admission a real API server would refuse (see read);
-	// Kueue retries it at the head of the queue every cycle, so nothing behind it is popped.
-	stuck string
 	// faults: Nodes and Pods for Kueue's node failure controller, and what Kueue repaired
 	// during the current step (faults.go).
 	faults faultState
@@ -317,11 +314,6 @@ func (c *cluster) addAdmitted(ctx context.Context, spec *AdmittedSpec) error {
 // submit creates the workload and runs the scheduler until Kueue has done all it will
 // with it and with whatever it set off (preemptions, requeued victims).
 func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error) {
-	if c.stuck != "" {
-		empty := ""
-		return Result{Message: &empty, note: "not evaluated: queued behind " + c.stuck +
-			", which Kueue retries forever"}, nil
-	}
 	stored, err := c.create(ctx, wl, c.clock.Now())
 	if err != nil {
 		return Result{}, err
@@ -525,15 +517,6 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	res := Result{Preempted: wasPreempted(wl), note: c.notes[name], unstable: c.unstable.Has(name),
 		Evicted: c.faults.evicted[name]}
 	if wl.Status.Admission != nil {
-		if emptyTopologyAssignment(wl.Status.Admission) {
-			// The fake client stores what a real API server refuses: a topologyAssignment
-			// without slices (CRD validation: "slices: Required value"). On a cluster the
-			// write fails, no status is stored and Kueue retries the workload every cycle.
-			c.stuck = name
-			empty := ""
-			return Result{Message: &empty, note: "admission with an empty topology assignment: " +
-				"a real API server refuses it, so the workload never gets a status"}, nil
-		}
 		res.Admitted = true
 		res.Replaced = c.replacedOf(wl)
 		res.Placement = placement(wl.Status.Admission)
@@ -542,7 +525,13 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	}
 	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	msg := ""
+	if c.writes.wasRefused(name) && res.note == "" {
+		res.note = "Kueue admits it with an empty topology assignment, which the API server " +
+			"refuses (slices: Required value), and retries it every scheduling cycle"
+	}
 	switch {
+	case c.writes.wasRefused(name) && cond == nil:
+		// Never written while pending: no message (a real cluster shows no status).
 	case cond != nil:
 		msg = cond.Message
 		if msg == "" {
@@ -629,16 +618,6 @@ func (c *cluster) flavorsOf(adm *kueue.Admission) *orderedMap[string] {
 		out.set(string(psa.Name), strings.Join(names, ","))
 	}
 	return out
-}
-
-// emptyTopologyAssignment reports a TAS pod set assignment that holds no domain at all.
-func emptyTopologyAssignment(adm *kueue.Admission) bool {
-	for _, psa := range adm.PodSetAssignments {
-		if psa.TopologyAssignment != nil && len(psa.TopologyAssignment.Slices) == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // placement decodes each TAS pod set's topology assignment (v1beta2's compressed form)

@@ -148,6 +148,28 @@ def test_before_v0_19_a_no_fit_resource_beside_another_short_one_is_map_order() 
     }
 
 
+LEADER_WITHOUT_GPU = (
+    SUITES / "kueue-findings" / "v2-group-leader-without-gpu-loses-flavor-scan.yaml"
+)
+
+
+@pytest.mark.parametrize("version", ["v0.17.1", "v0.18.2"])
+def test_before_v0_19_a_groups_scan_starts_at_its_furthest_record(version: str) -> None:
+    """The leader records only cpu; v0.19.2 looks the group up for nvidia.com/gpu first
+    (SliceRequests order) and retries l4 for ever. Before v0.19 the requests map is walked in
+    Go map order, so a cycle soon starts from the leader's cpu record: a100, as real Kueue
+    v0.18.2 does. With the v0.19 rule on the older version the group stays on l4."""
+    older = on(LEADER_WITHOUT_GPU, version)
+    outcome = fit(older).outcomes["group"]
+    assert outcome.admitted and outcome.flavors == {"leader": "a100", "workers": "a100"}
+    assert fit(older).outcomes["later"].admitted
+    as_v0_19 = dataclasses.replace(RULES[version], scan_start_in_request_order=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(RULES, version, as_v0_19)
+        assert not fit(older).outcomes["group"].admitted
+    assert not fit(on(LEADER_WITHOUT_GPU, "v0.19.2")).outcomes["group"].admitted
+
+
 NO_PODS_ENTRY = SUITES / "capacity" / "capacity-node-without-pods-allocatable.yaml"
 
 

@@ -367,6 +367,7 @@ class Model:
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
             grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
+            start_in_order=self.rules.scan_start_in_request_order,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)

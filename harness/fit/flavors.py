@@ -301,12 +301,15 @@ def assign_flavors(
     pinned: Mapping[str, Mapping[str, str]] | None = None,
     past_no_fit: bool = True,
     grouped_borrows: bool = True,
+    start_in_order: bool = True,
 ) -> Assignment:
     """Kueue's `assignFlavors` up to (not including) the TAS step. `pinned` is the
     nomination mapping of a same-cycle recompute (rules §3.4 step 1). `grouped_borrows`
     False (before v0.19.1, kueue#13859; KueueRules.grouped_pod_set_borrows_flavor): a group
     member requesting nothing keeps no flavor (v0.18.2 flavorassigner.go:714, v0.17.1 :673
-    filter the group's flavors by its own requests)."""
+    filter the group's flavors by its own requests). `start_in_order` False (before v0.19;
+    KueueRules.scan_start_in_request_order): a resource group's scan starts at the furthest
+    record of the resources it covers."""
     cq = scenario.cluster_queue(workload.queue)
     search = _Search(scenario, book, cq, oracle, pinned, past_no_fit)
     out = Assignment()
@@ -333,6 +336,10 @@ def assign_flavors(
                 continue
             index = cq.resource_groups.index(group)
             first = (start or {}).get((indices[0], resource), 0)
+            if not start_in_order:
+                first = max(
+                    (start or {}).get((indices[0], r), 0) for r in requests if r in group.covered
+                )
             found = _choose(search, group, members, requests, out.usage, first, out.attempts)
             flavor, modes, group_reasons, looked = found
             if flavor is None:

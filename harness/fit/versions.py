@@ -108,6 +108,16 @@ class KueueRules:
     "late" pods there (released onto it, never bound, then the assignment moved:
     node_controller.go getWorkloadsOnNode): the model does not keep such pods, so a
     replacement that leaves one is refused."""
+    scan_start_in_request_order: bool = True
+    """v0.19 (flavorassigner.go `requests.Iter()`, SliceRequests order): a group's resources
+    are assigned in a fixed order, so a resource group's scan starts where the record of its
+    first requested resource says. Before, the loop ranged over the requests map (v0.18.2
+    flavorassigner.go:679, v0.17.1 :645) in Go map order: each cycle starts from the record of
+    a random resource, and while a record is pending the workload is retried at once
+    (cluster_queue.go requeueIfNotPresent, PendingFlavors), so the furthest record is soon
+    the one that counts; nearer ones only repeat an attempt that failed. The model starts at
+    the furthest record (kueue-findings/v2-group-leader-without-gpu-loses-flavor-scan: real
+    Kueue v0.18.2 moves the group on to a100)."""
     quota_reasons_past_no_fit: bool = True
     """v0.19 (flavorassigner.go `requests.ForEach`, whose `return` only skips a resource):
     the quota message names every resource short in the flavor. Before, the loop over the
@@ -209,6 +219,7 @@ RULES: dict[str, KueueRules] = {
         leader_aware_best_fit=False,
         leader_penalty_from_leader_domains=False,
         grouped_pod_set_borrows_flavor=False,
+        scan_start_in_request_order=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
         count_clamped_at_zero=False,
@@ -232,6 +243,7 @@ RULES: dict[str, KueueRules] = {
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
         grouped_pod_set_borrows_flavor=False,
+        scan_start_in_request_order=False,
         quota_reasons_past_no_fit=False,
         count_in_reads_missing_as_zero=False,
         not_ready_timer_gated=False,
