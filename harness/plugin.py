@@ -35,6 +35,7 @@ from harness.html.pytest_report import DEFAULT_PATH as DEFAULT_REPORT
 from harness.html.pytest_report import HtmlReport
 from harness.kueue_gates import GateError, parse_gates
 from harness.loader import load_scenario
+from harness.providers.local.lifecycle import sigterm_interrupts
 from harness.scenario import Scenario
 from harness.toolchain import KueueVersionError, selected_pins
 
@@ -79,6 +80,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    sigterm_interrupts()
     try:
         parse_gates(config.getoption("feature_gates"))
     except GateError as err:

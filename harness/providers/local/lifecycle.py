@@ -21,6 +21,19 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def sigterm_interrupts() -> None:
+    """Under pytest, SIGTERM (a CI job cancelled) must end the session as Ctrl-C does: a
+    SystemExit inside a test only fails that test, and the next one starts a cluster again.
+    Installed from the main thread, where no one else handles SIGTERM."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+
+
 def _stop_all() -> None:
     for stop in list(_live.values())[::-1]:
         stop()
