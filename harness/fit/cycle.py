@@ -30,6 +30,7 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
+from harness.fit.shared_nodes import NodeBinder
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -103,7 +104,7 @@ class Model:
     ) -> None:
         self.scenario = scenario
         self.rules = rules
-        self.snap = Snapshot(scenario)
+        self.snap = Snapshot(scenario, rules.shares_usage(scenario))
         hashing = rules.gate(scenario, "SchedulingEquivalenceHashing")
         self.queues = Queues(scenario, hashing=hashing)
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
@@ -121,6 +122,7 @@ class Model:
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
+        self.binder = NodeBinder(scenario)
 
     # -- the world outside the scheduler ------------------------------------------------------
 
@@ -150,7 +152,15 @@ class Model:
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count
-        self.snap.hold(
+        self.workloads[a.name] = Workload(
+            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
+        )
+        self.outcomes[a.name] = Outcome(
+            admitted=True,
+            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+        )
+        self._hold(
             Holding(
                 name=a.name,
                 cq=a.queue,
@@ -163,14 +173,6 @@ class Model:
                 flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
                 placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
             )
-        )
-        self.workloads[a.name] = Workload(
-            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
-        )
-        self.outcomes[a.name] = Outcome(
-            admitted=True,
-            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
-            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
         )
 
     def submit(self, w: Workload) -> None:
@@ -189,7 +191,7 @@ class Model:
         self.tick += 1
         self.outcomes.pop(name, None)
         self.queues.delete(name)
-        held = self.snap.release(name)
+        held = self._release(name)
         if held is not None:
             self.generation[held.cq] += 1
             self.queues.flush(self._cohort_of(held.cq))
@@ -219,6 +221,7 @@ class Model:
             assert isinstance(target, Node)
             self.nodes[target.name] = touched = target
         self.snap.rebuild_tas(self.nodes.values(), self.usage)
+        self._rebind()
         flavors = [f for f in self._tas_flavors_of(touched)] if touched else []
         if not flavors:
             return
@@ -243,6 +246,48 @@ class Model:
         self.rules = upgraded_rules(self.scenario, self.rules, version)
         self.queues.restart(self.rules.gate(self.scenario, "SchedulingEquivalenceHashing"))
         self.preserve_scan = self.rules.gate(self.scenario, "FlavorFungibilityPreserveScanProgress")
+        self._rebuild_if_sharing_changed()
+
+    def _rebuild_if_sharing_changed(self) -> None:
+        """The new Kueue builds its TAS cache afresh: from v0.18 hostname-level flavors count
+        each other's usage on a shared node (KueueRules.overlapping_flavors_share_usage)."""
+        share = self.rules.shares_usage(self.scenario)
+        if share != self.snap.share:
+            self.snap.share = share
+            self.snap.rebuild_tas(self.nodes.values(), self.usage)
+
+    # -- the cache and kube-scheduler -----------------------------------------------------------
+
+    def _hold(self, held: Holding) -> None:
+        """The workload holds quota and TAS capacity; its pods on nodes are released and
+        bound (shared_nodes: a node Kueue over-commits leaves some waiting)."""
+        self.snap.hold(held)
+        shapes = {
+            ps.name: (ps, held.flavors[ps.name])
+            for ps in self.workloads[held.name].pod_sets
+            if held.flavors.get(ps.name)
+        }
+        self.binder.admit(held.name, shapes, held.placement, self.nodes, self.usage)
+        self._note_unschedulable(held.name)
+
+    def _release(self, name: str) -> Holding | None:
+        """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
+        held = self.snap.release(name)
+        self.binder.forget(name)
+        self._rebind()
+        return held
+
+    def _rebind(self) -> None:
+        for name in self.binder.retry(self.nodes, self.usage):
+            self._note_unschedulable(name)
+
+    def _note_unschedulable(self, name: str) -> None:
+        outcome = self.outcomes.get(name)
+        if outcome is not None and outcome.admitted:
+            counts, reasons = self.binder.unschedulable(name)
+            self.outcomes[name] = replace(
+                outcome, unschedulable=counts, unschedulable_reasons=reasons
+            )
 
     def _tas_flavors_of(self, node: Node) -> list[Flavor]:
         """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
@@ -330,7 +375,7 @@ class Model:
                 pending.scan = None
         self.snap.end_cycle()
         for held in admitted:
-            self.snap.hold(held)
+            self._hold(held)
             self.generation[held.cq] += 1
         for victim, entry, why in victims:
             self._evict(victim, entry, why)
@@ -607,7 +652,7 @@ class Model:
             entry.name, reason, entry.cq, self.scenario.cluster_queue(victim.cq)
         )
         self._pending_outcome(victim.name, message)
-        self.snap.release(victim.name)
+        self._release(victim.name)
         self.generation[victim.cq] += 1
         self.queues.push(self._pending(self.workloads[victim.name]))
         self.queues.flush(self._cohort_of(victim.cq))
@@ -686,9 +731,8 @@ MODELLED_EITHER_WAY = (
     "FlavorFungibilityPreserveScanProgress",
     "TASHandleOverlappingFlavors",
 )
-"""Gates whose off value (an older version's default) is modelled: the driver reads the
-first three; the last changes nothing unless TAS flavors share a node, which
-harness/fit/versions.py refuses with it off."""
+"""Gates whose off value (an older version's default) is modelled: the driver reads them
+(the last through KueueRules.shares_usage)."""
 
 
 def fit_v2(

@@ -39,10 +39,11 @@ class Holding:
 class Snapshot:
     """Quota and TAS usage of the cache, and this cycle's changes on top of them."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, share: bool = True) -> None:
         self.scenario = scenario
+        self.share = share
         self.book = QuotaBook.of(scenario.cluster_queues)
-        self.tas = TasTrees(scenario, scenario.nodes, scenario.usage)
+        self.tas = TasTrees(scenario, scenario.nodes, scenario.usage, share)
         self.holding: dict[str, Holding] = {}
         self.workloads: dict[str, dict[str, Holding]] = {}
         self._quota_journal: list[tuple[str, dict[FlavorResource, int], int]] | None = None
@@ -64,7 +65,7 @@ class Snapshot:
     def rebuild_tas(self, nodes: Iterable[Node], usage: Iterable[Usage]) -> None:
         """Nodes or their non-TAS pods changed: new trees with the cache's usage (usage on a
         node that is no longer a leaf is not counted, as Kueue's snapshot skips it)."""
-        self.tas = TasTrees(self.scenario, nodes, usage)
+        self.tas = TasTrees(self.scenario, nodes, usage, self.share)
         for held in self.holding.values():
             self.tas.add_cache(held.tas, 1)
 

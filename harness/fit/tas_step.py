@@ -6,7 +6,8 @@ FindTopologyAssignmentsForFlavor and Fits).
 The trees are built once and then changed by deltas: usage added or removed on a leaf. Kueue
 builds a hostname-level flavor's snapshot from the TAS usage of every flavor on that node
 (TASHandleOverlappingFlavors), but a change made during a cycle reaches only the flavor it
-was made on; `add_cache` is the first kind (between cycles), `add` the second.
+was made on; `add_cache` is the first kind (between cycles), `add` the second. Before v0.18
+(`share` off) each flavor counts only its own usage (KueueRules.overlapping_flavors_share_usage).
 """
 
 from __future__ import annotations
@@ -46,8 +47,11 @@ class TasResult:
 class TasTrees:
     """The trees of every TAS flavor, their usage, and a journal of this cycle's changes."""
 
-    def __init__(self, scenario: Scenario, nodes: Iterable[Node], usage: Iterable[Usage]) -> None:
+    def __init__(
+        self, scenario: Scenario, nodes: Iterable[Node], usage: Iterable[Usage], share: bool = True
+    ) -> None:
         self.scenario = scenario
+        self.share = share
         self.trees: dict[str, Tree] = {}
         nodes, usage = list(nodes), list(usage)
         for flavor in scenario.resource_flavors:
@@ -56,7 +60,7 @@ class TasTrees:
                 self.trees[flavor.name] = build_tree(topology, flavor, nodes, usage, {})
         self.sharing: dict[LeafKey, list[str]] = {}
         for name, tree in self.trees.items():
-            if tree.hostname_lowest:
+            if tree.hostname_lowest and share:
                 for key in tree.leaves:
                     self.sharing.setdefault(key, []).append(name)
         self.free: dict[str, ResourceVector] = {}
@@ -97,12 +101,12 @@ class TasTrees:
 
     def add_cache(self, usage: Mapping[str, Mapping[LeafKey, ResourceVector]], sign: int) -> None:
         """A workload starts or stops holding TAS capacity in Kueue's cache: the next
-        snapshot of its flavor, and of every hostname-level flavor on those nodes, sees it."""
+        snapshot of its flavor, and of every hostname-level flavor on those nodes when they
+        share usage, sees it."""
         saved, self.journal = self.journal, None
         for flavor, per_leaf in usage.items():
             for key, vector in per_leaf.items():
-                # Only hostname-level leaves are keyed by a node name (a str).
-                for other in self.sharing.get(key, []) if isinstance(key, str) else [flavor]:
+                for other in self.sharing.get(key, [flavor]):
                     self.add(other, key, vector, sign)
         self.journal = saved
 
@@ -206,13 +210,13 @@ def place_workload(
 ) -> TasResult:
     """`FindTopologyAssignmentsForWorkload`: flavors in name order; on each, pod set groups
     in order, each placed with the earlier ones' usage assumed (shared across hostname-level
-    flavors); a flavor stops at its first failing group."""
+    flavors when they share usage); a flavor stops at its first failing group."""
     scenario, out = trees.scenario, TasResult()
     shared: dict[LeafKey, ResourceVector] = {}
     for flavor_name in sorted({tr.flavor for tr in requests}):
         tree = trees.trees[flavor_name]
         flavor = scenario.resource_flavor(flavor_name)
-        assumed = shared if tree.hostname_lowest else {}
+        assumed = shared if tree.hostname_lowest and trees.share else {}
         groups: dict[str, list[PodSet]] = {}
         for index, tr in enumerate(r for r in requests if r.flavor == flavor_name):
             tp = tr.pod_set.topology

@@ -125,6 +125,18 @@ class KueueRules:
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
 
+    overlapping_flavors_share_usage: bool = True
+    """v0.18 (kueue#11210, gate TASHandleOverlappingFlavors): a hostname-level TAS flavor's
+    snapshot counts the TAS usage of every flavor on its nodes (v0.18.2 snapshot.go:200-218,
+    tas_flavor.go:142-148), and a workload's pod sets placed on one such flavor are assumed
+    on the next (clusterqueue_snapshot.go:217-231, tas_flavor_snapshot.go:542-544). v0.17.1
+    has no such gate: a flavor's snapshot holds only its own workloads' usage
+    (tas_flavor.go:129-131) plus non-TAS pods, which exclude every TAS pod whatever its flavor
+    (non_tas_usage_controller.go:87 `utiltas.IsTAS`), and each flavor starts with no assumed
+    usage (clusterqueue_snapshot.go:201-206, tas_flavor_snapshot.go:492). So a node shared by
+    two flavors is over-committed in Kueue's view, and kube-scheduler leaves the pod that
+    does not fit Pending. With the gate off, v0.18+ does the same."""
+
     balanced_falls_back: bool = True
     """v0.18 (kueue#11136, tas_flavor_snapshot.go v0.18.2:943-947): when balanced placement
     (TASBalancedPlacement) finds a threshold but cannot place at it, Kueue falls back to
@@ -177,6 +189,13 @@ class KueueRules:
             self.balanced_checks_fit_after_pruning,
         )
 
+    def shares_usage(self, scenario: Scenario) -> bool:
+        """Whether hostname-level TAS flavors count each other's usage on a shared node
+        (overlapping_flavors_share_usage)."""
+        return self.overlapping_flavors_share_usage and self.gate(
+            scenario, "TASHandleOverlappingFlavors"
+        )
+
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
         (`default`: v0.19.2's, for a gate whose default is the same in every version)."""
@@ -211,9 +230,9 @@ RULES: dict[str, KueueRules] = {
         gates={
             **_BEFORE_V0_19,
             "SchedulingEquivalenceHashing": False,  # Beta but off (L531)
-            "TASHandleOverlappingFlavors": False,  # not registered before v0.18
             "TASRecomputeAssignmentWithinSchedulingCycle": False,  # not registered before v0.18
         },
+        overlapping_flavors_share_usage=False,  # TASHandleOverlappingFlavors: not registered
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
@@ -291,8 +310,6 @@ def _modelled(scenario: Scenario, version: str, key: str) -> KueueRules:
 
 def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
     """Why the model cannot answer for this version, or None."""
-    if scenario.shorthand is None and (problem := _unmodelled_v2(scenario, rules)):
-        return problem
     if rules.version == DEFAULT_KUEUE:
         return None
     gate = "TASReplaceNodeDueToNotReadyOverFixedTime"
@@ -347,18 +364,3 @@ def _pod_sets(scenario: Scenario) -> list[tuple[str, PodSet]]:
 
 def _in_group(pod_set: PodSet) -> bool:
     return pod_set.topology is not None and pod_set.topology.group is not None
-
-
-def _unmodelled_v2(scenario: Scenario, rules: KueueRules) -> str | None:
-    """Version-2 worlds: several flavors and ClusterQueues."""
-    if not rules.gate(scenario, "TASHandleOverlappingFlavors"):
-        tas = [f for f in scenario.resource_flavors if scenario.topology_of(f) is not None]
-        for node in scenario.nodes:
-            sharing = [f.name for f in scenario.flavors_of(node) if f in tas]
-            if len(sharing) > 1:
-                return (
-                    f"TAS flavors {sharing[0]} and {sharing[1]} share node {node.name}: each "
-                    "flavor counting only its own usage (before v0.18, kueue#11210) is not "
-                    "modelled"
-                )
-    return None
