@@ -191,10 +191,10 @@ class KueueRules:
 
     def shares_usage(self, scenario: Scenario) -> bool:
         """Whether hostname-level TAS flavors count each other's usage on a shared node
-        (overlapping_flavors_share_usage)."""
-        return self.overlapping_flavors_share_usage and self.gate(
-            scenario, "TASHandleOverlappingFlavors"
-        )
+        (overlapping_flavors_share_usage: the gate is on by default wherever it exists, so
+        only the scenario's featureGates can turn it off)."""
+        gate = scenario.feature_gates.get("TASHandleOverlappingFlavors", True)
+        return self.overlapping_flavors_share_usage and gate
 
     def gate(self, scenario: Scenario, name: str, default: bool = False) -> bool:
         """The gate's value in this scenario: its featureGates, else this version's default
@@ -230,9 +230,10 @@ RULES: dict[str, KueueRules] = {
         gates={
             **_BEFORE_V0_19,
             "SchedulingEquivalenceHashing": False,  # Beta but off (L531)
+            "TASHandleOverlappingFlavors": False,  # not registered before v0.18
             "TASRecomputeAssignmentWithinSchedulingCycle": False,  # not registered before v0.18
         },
-        overlapping_flavors_share_usage=False,  # TASHandleOverlappingFlavors: not registered
+        overlapping_flavors_share_usage=False,
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
