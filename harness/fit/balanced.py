@@ -6,7 +6,9 @@ down when slices sit lower), take the per-domain slice threshold that gives, pru
 below it, keep the group with the highest threshold (then the fewest domains), choose the
 exact domain set by dynamic programming and give each `threshold` slices plus extras.
 Returns no domains when it cannot apply, with Kueue's reason when it found a threshold but
-could not place at it; the caller falls back to BestFit (or, on v0.17, fails).
+could not place at it; the caller falls back to BestFit (or, on v0.17, fails). With a
+leader/worker group v0.17 caps the threshold by room beside a leader and prunes by it
+(BalancedRules.leader_threshold_by_workers, issue 7494, changed by kueue#10948).
 
 Before v0.19 (kueue#12052) the domain lists came in Go map order and only the greedy count
 sorted them (v0.18.2 :243-245, :211-231, :81-146): `map_order` stands for one such order,
@@ -118,8 +120,8 @@ def _best_candidate(
             threshold = min(threshold, last_with_leader.slices_wl)
         if last is not None:
             threshold = min(threshold, last.slices if by_workers else last.slices_wl)
-        reserved = threshold
-        if by_workers and leaders > 0 and last is not None:
+        reserved = threshold  # v0.17's threshold has it already: no retry
+        if leaders > 0 and last is not None:
             reserved = min(threshold, last.slices_wl)
         if threshold < best_threshold:
             continue

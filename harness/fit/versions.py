@@ -147,7 +147,7 @@ class KueueRules:
     domains' children sit below the slice level (their slice counts are 0), e.g. a preferred
     level that is also the slice level."""
     balanced_leader_threshold_by_workers: bool = True
-    """v0.18 (kueue#10948, CHANGELOG-0.18.md:197): with a leader/worker group, balanced
+    """v0.18 (kueue#10948, v0.19.2's CHANGELOG-0.18.md:197): with a leader/worker group, balanced
     placement caps the threshold by the last worker domain's slices (tas_balanced_placement.go
     v0.18.2:72), retries with a threshold reserving room for the leader when the pruned
     candidate no longer fits (:262-281), and pruning keeps the worker capacity of a domain
