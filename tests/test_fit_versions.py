@@ -101,7 +101,6 @@ def test_a_same_cycle_tas_conflict_is_skipped_on_v0_17_1() -> None:
     ("path", "version", "gates", "problem"),
     [
         (FREED, "v0.16.0", {}, "kueue: the fit model models Kueue v0.17.1, v0.18.2, v0.19.2, not v0.16.0"),
-        (SUITES / "kueue-cases" / "balanced-group-leader-space-once.yaml", "v0.17.1", {}, "kueue: v0.17.1: workload wl groups pod sets (leader and workers) under TASBalancedPlacement"),
         (SUITES / "faults" / "faults-hotswap-delete-node-replaced-in-block.yaml", "v0.17.1", {"TASReplaceNodeDueToNotReadyOverFixedTime": True}, "kueue: v0.17.1: featureGates.TASReplaceNodeDueToNotReadyOverFixedTime: Kueue v0.17.1 does not register the gate"),
         (SUITES / "node-state" / "node-state-rack-named-like-node.yaml", "v0.18.2", {}, "node gpu-a1 is named like its top-level topology domain"),
     ],

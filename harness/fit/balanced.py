@@ -6,7 +6,9 @@ down when slices sit lower), take the per-domain slice threshold that gives, pru
 below it, keep the group with the highest threshold (then the fewest domains), choose the
 exact domain set by dynamic programming and give each `threshold` slices plus extras.
 Returns no domains when it cannot apply, with Kueue's reason when it found a threshold but
-could not place at it; the caller falls back to BestFit (or, on v0.17, fails).
+could not place at it; the caller falls back to BestFit (or, on v0.17, fails). With a
+leader/worker group v0.17 caps the threshold by room beside a leader and prunes by it
+(BalancedRules.leader_threshold_by_workers, issue 7494, changed by kueue#10948).
 
 Before v0.19 (kueue#12052) the domain lists came in Go map order and only the greedy count
 sorted them (v0.18.2 :243-245, :211-231, :81-146): `map_order` stands for one such order,
@@ -38,6 +40,10 @@ class BalancedRules:
     """v0.19+: tied domains go by level values (kueue#12052); before, Go map order."""
     checks_fit_after_pruning: bool = True
     """v0.18+: a candidate that no longer fits once pruned is skipped; v0.17 kept it."""
+    leader_threshold_by_workers: bool = True
+    """v0.18+ (kueue#10948): a group's threshold is capped by the last worker domain's slices,
+    retried with room beside a leader, and pruning keeps a domain's worker capacity; v0.17
+    caps it by the room beside a leader and prunes every domain below that (issue 7494)."""
 
 
 NO_OPTIMAL_SET = "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
@@ -52,12 +58,12 @@ def balanced_domains(
     request: PlacementRequest,
     algo: Algorithm,
     map_order: bool | None = None,
-    checks_fit: bool = True,
+    rules: BalancedRules = BalancedRules(),
 ) -> tuple[list[Domain] | None, int, str]:
     """The domains at the fit level with their slices, the fit level, and "" ; or no domains,
     with the reason when a threshold was found but the placement failed ("" when balanced
     placement does not apply: no threshold above 0)."""
-    chosen, threshold = _best_candidate(tree, request, map_order, checks_fit)
+    chosen, threshold = _best_candidate(tree, request, algo, map_order, rules)
     if threshold <= 0 or chosen is None:
         return None, 0, ""
     needed = request.count // request.slice_size
@@ -83,10 +89,20 @@ def _walk(domains: list[Domain], map_order: bool | None) -> list[Domain]:
 
 
 def _best_candidate(
-    tree: Tree, request: PlacementRequest, map_order: bool | None, checks_fit: bool
+    tree: Tree,
+    request: PlacementRequest,
+    algo: Algorithm,
+    map_order: bool | None,
+    rules: BalancedRules,
 ) -> tuple[list[Domain] | None, int]:
+    """findBestDomainsForBalancedPlacement: the pruned candidate group and its threshold.
+    v0.17 (`rules.leader_threshold_by_workers` False) caps the threshold by the last worker
+    domain's slices beside a leader and does not retry (tas_balanced_placement.go
+    v0.17.1:66-80, :264-273); its pruning works on the snapshot itself, which is the same here:
+    sibling groups share no domain, and a v0.17 failure does not fall back to BestFit."""
     needed = request.count // request.slice_size
     leaders = request.leader_count
+    by_workers = rules.leader_threshold_by_workers
     if request.level_index == 0:
         groups = [_walk(list(tree.per_level[0].values()), map_order)]
     else:
@@ -103,22 +119,22 @@ def _best_candidate(
         if last_with_leader is not None:
             threshold = min(threshold, last_with_leader.slices_wl)
         if last is not None:
-            threshold = min(threshold, last.slices)
-        reserved = threshold
+            threshold = min(threshold, last.slices if by_workers else last.slices_wl)
+        reserved = threshold  # v0.17's threshold has it already: no retry
         if leaders > 0 and last is not None:
             reserved = min(threshold, last.slices_wl)
         if threshold < best_threshold:
             continue
-        _prune(candidates, threshold, request)
+        _prune(candidates, threshold, request, algo, by_workers)
         fits, count, _, _ = _greedy(candidates, needed, leaders)
         if not fits and reserved < threshold:
             if reserved <= 0 or reserved < best_threshold:
                 continue
             threshold = reserved
             candidates = [_clone(d, None) for d in siblings]
-            _prune(candidates, threshold, request)
+            _prune(candidates, threshold, request, algo, by_workers)
             fits, count, _, _ = _greedy(candidates, needed, leaders)
-        if not fits and checks_fit:
+        if not fits and rules.checks_fit_after_pruning:
             continue
         if threshold > best_threshold or (threshold == best_threshold and count < best_count):
             best_threshold, best_count, best = threshold, count, candidates
@@ -183,23 +199,39 @@ def _clear_leader(domain: Domain) -> None:
         _clear_leader(child)
 
 
-def _prune_one(domain: Domain, threshold: int, leader: bool) -> None:
-    if domain.slices < threshold:
+def _prune_one(domain: Domain, threshold: int, leader: bool, by_workers: bool) -> None:
+    """pruneDomainNodeBelowThreshold (v0.18.2 :361-370): below the threshold in worker slices
+    the domain is cleared; one that only cannot host the leader at it loses its leader
+    capacity. v0.17 (`by_workers` False, v0.17.1 :319-333) clears every domain whose slices
+    beside a leader are below the threshold."""
+    if not by_workers:
+        if domain.slices_wl < threshold:
+            _clear(domain)
+    elif domain.slices < threshold:
         _clear(domain)
     elif leader and domain.leaders > 0 and domain.slices_wl < threshold:
         _clear_leader(domain)
 
 
-def _prune(domains: list[Domain], threshold: int, request: PlacementRequest) -> None:
+def _prune(
+    domains: list[Domain],
+    threshold: int,
+    request: PlacementRequest,
+    algo: Algorithm,
+    by_workers: bool,
+) -> None:
+    """pruneDomainsBelowThreshold: the children, then each domain after rolling its counts
+    up again (fillInCountsHelper: v0.17.1 takes every child's leader penalty,
+    Algorithm.leader_penalty_from_leader_domains)."""
     from harness.fit.placement import roll_up_from
 
     leader = request.leader is not None
     for domain in domains:
         for child in domain.children:
-            _prune_one(child, threshold, leader)
+            _prune_one(child, threshold, leader, by_workers)
     for domain in domains:
-        roll_up_from(domain, request)
-        _prune_one(domain, threshold, leader)
+        roll_up_from(domain, request, algo.leader_penalty_from_leader_domains)
+        _prune_one(domain, threshold, leader, by_workers)
 
 
 def _entropy(domain: Domain) -> float:

@@ -99,9 +99,7 @@ def _balanced(run: _Run, rules: BalancedRules) -> Assignment | None:
     orders: list[bool | None] = [None] if rules.ties_by_level_values else [False, True]
     answers: list[Assignment | str | None] = []
     for order in orders:
-        chosen, fit_level, reason = balanced_domains(
-            run.tree, run.request, run.algo, order, rules.checks_fit_after_pruning
-        )
+        chosen, fit_level, reason = balanced_domains(run.tree, run.request, run.algo, order, rules)
         if chosen is not None:
             answers.append(_assignment(run, _descend(run, chosen, fit_level, True)))
         else:
@@ -279,16 +277,19 @@ def _fill_counts(
             _aggregate(domain, request, run.algo.leader_penalty_from_leader_domains)
 
 
-def roll_up_from(domain: Domain, request: PlacementRequest) -> None:
-    """Recompute a subtree's counts from its leaves (Kueue's fillInCountsHelper)."""
+def roll_up_from(
+    domain: Domain, request: PlacementRequest, only_leader_domains: bool = True
+) -> None:
+    """Recompute a subtree's counts from its leaves (Kueue's fillInCountsHelper;
+    `only_leader_domains` as in `_aggregate`)."""
     if not domain.children:
         if domain.level == request.slice_level_index:
             size = request.slice_size
             domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
         return
     for child in domain.children:
-        roll_up_from(child, request)
-    _aggregate(domain, request)
+        roll_up_from(child, request, only_leader_domains)
+    _aggregate(domain, request, only_leader_domains)
 
 
 def _aggregate(domain: Domain, request: PlacementRequest, only_leader_domains: bool = True) -> None:

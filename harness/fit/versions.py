@@ -17,7 +17,7 @@ from harness.errors import UnsupportedVersionError
 from harness.fit.balanced import BalancedRules
 from harness.fit.sorting import Algorithm
 from harness.kueue_versions import DEFAULT_KUEUE, version_key
-from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
+from harness.scenario import HOSTNAME, Scenario
 
 
 @dataclass(frozen=True)
@@ -159,11 +159,18 @@ class KueueRules:
     domains' children sit below the slice level (their slice counts are 0), e.g. a preferred
     level that is also the slice level."""
     balanced_leader_threshold_by_workers: bool = True
-    """v0.18 (kueue#10948): a leader/worker group's balance threshold is capped by the last
-    worker domain's slices; domains too small to also host the leader keep their worker
-    capacity. v0.17.1 capped it by that domain's slices beside a leader and pruned every
-    domain below it (tas_balanced_placement.go:72-77, :319-333, issue 7494): refused with
-    grouped pod sets before v0.19.1 anyway (leader_aware_best_fit), so not modelled."""
+    """v0.18 (kueue#10948, v0.19.2's CHANGELOG-0.18.md:197): with a leader/worker group, balanced
+    placement caps the threshold by the last worker domain's slices (tas_balanced_placement.go
+    v0.18.2:72), retries with a threshold reserving room for the leader when the pruned
+    candidate no longer fits (:262-281), and pruning keeps the worker capacity of a domain
+    too small to host the leader at the threshold (`pruneDomainNodeBelowThreshold`
+    :361-370, `clearLeaderCapacity`). v0.17.1 capped the threshold by that domain's slices
+    beside a leader (tas_balanced_placement.go v0.17.1:71-78, issue 7494: "while pruning we
+    don't know which node will host the leader"), pruned in place with no retry (:264-273)
+    and cleared every domain whose slices beside a leader fall below the threshold (:319-333;
+    its roll-up, `fillInCountsHelper`, takes every child's leader penalty,
+    leader_penalty_from_leader_domains). Without a group the two read the same (a domain's
+    slices beside no leader are its slices). fit/balanced.py `_best_candidate`, `_prune`."""
 
     def pod_slots_held(self, covers_pods: bool) -> int:
         """Pod slots an admitted TAS pod holds on its node (tas_usage_from_pod_spec)."""
@@ -187,6 +194,7 @@ class KueueRules:
             self.balanced_falls_back,
             self.balanced_ties_by_level_values,
             self.balanced_checks_fit_after_pruning,
+            self.balanced_leader_threshold_by_workers,
         )
 
     def shares_usage(self, scenario: Scenario) -> bool:
@@ -327,14 +335,6 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
             "two share a domain ID and which domains Kueue places on depends on Go map "
             "order (kueue#14232)"
         )
-    grouped = [name for name, pod_set in _pod_sets(scenario) if _in_group(pod_set)]
-    balanced = rules.gate(scenario, "TASBalancedPlacement")
-    if grouped and balanced and not rules.balanced_leader_threshold_by_workers:
-        return (
-            f"workload {grouped[0]} groups pod sets (leader and workers) under "
-            "TASBalancedPlacement: the threshold capped by room beside a leader before v0.18 "
-            "(kueue#10948, §2.3) is not modelled"
-        )
     return None
 
 
@@ -351,17 +351,3 @@ def _named_like_root(scenario: Scenario) -> str | None:
             if node.labels.get(topology.levels[0]) == node.name:
                 return node.name
     return None
-
-
-def _pod_sets(scenario: Scenario) -> list[tuple[str, PodSet]]:
-    """Every pod set with its workload's name: submitted, admitted and submitted by steps."""
-    out = [(w.name, p) for w in scenario.workloads for p in w.pod_sets]
-    out += [(a.name, p.pod_set) for a in scenario.admitted for p in a.pod_sets]
-    for step in scenario.steps:
-        if isinstance(step.target, Workload):
-            out += [(step.target.name, p) for p in step.target.pod_sets]
-    return out
-
-
-def _in_group(pod_set: PodSet) -> bool:
-    return pod_set.topology is not None and pod_set.topology.group is not None
