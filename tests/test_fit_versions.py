@@ -169,6 +169,20 @@ def test_before_v0_19_a_groups_scan_starts_at_its_furthest_record(version: str) 
     assert not fit(on(LEADER_WITHOUT_GPU, "v0.19.2")).outcomes["group"].admitted
 
 
+REFUSED = SUITES / "v2" / "fuzz-regressions" / "v2-fuzz-refused-admission-restarts-scan.yaml"
+
+
+@pytest.mark.parametrize("version", ["v0.17.1", "v0.18.2"])
+def test_a_refused_admission_restarts_the_flavor_scan(version: str) -> None:
+    """The API server refuses the empty topology assignment; dropping the assumed workload
+    moves the ClusterQueue's generation, so the next scan starts at a100 again: the same
+    refusal every cycle and no status. Keeping the scan would reach l4 and write its
+    "does not contain the requested level" message (fuzz v2 seed 7 case 1707)."""
+    outcome = fit(on(REFUSED, version)).outcomes["wl-2"]
+    assert not outcome.admitted
+    assert outcome.message == ""
+
+
 NO_PODS_ENTRY = SUITES / "capacity" / "capacity-node-without-pods-allocatable.yaml"
 
 

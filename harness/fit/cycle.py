@@ -594,7 +594,10 @@ class Model:
         if any(not entry.per_leaf.get(tr.pod_set.name) for tr in entry.tas):
             # Kueue admits with a topology assignment holding no domain; the API server
             # refuses that write (topologyAssignment.slices: Required value), the cache drops
-            # the workload and it is requeued at once, its status unwritten.
+            # the workload and it is requeued at once, its status unwritten. Dropping it
+            # moves the ClusterQueue's allocatable generation (cache deleteWorkload: v0.18.2
+            # clusterqueue.go:509), so a scan that restarts on that restarts here.
+            self.generation[cq.name] += 1
             return FAILED_AFTER_NOMINATION, None
         admitted.append(self._admit(entry, tas_usage))
         return "", ""
