@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit.balanced import BalancedRules, balanced_domains
 from harness.fit.request import PlacementRequest
-from harness.fit.resources import MAX_INT32, ResourceVector, count_in, sub_into
+from harness.fit.resources import MAX_INT32, ResourceVector, count_in, go_div, sub_into
 from harness.fit.sorting import Algorithm
 from harness.fit.stats import ExclusionStats, not_fit_message
 from harness.fit.tree import Domain, Leaf, LeafKey, Tree
@@ -190,20 +190,6 @@ def _before_v0_19(
     return pods, limiting
 
 
-def _no_negative_free(run: _Run, leaf: Leaf, remaining: Mapping[str, int]) -> None:
-    """v0.17.1 does not clamp a count to 0 (v0.18 added it): a node whose free capacity went
-    below zero counts a negative number of pods, which the model does not follow."""
-    if not run.algo.unclamped:
-        return
-    for r, v in run.request.worker_requests.items():
-        if v and remaining.get(r, 0) <= -v:
-            raise UnsupportedVersionError(
-                f"kueue: v0.17.1: node(s) {leaf.key} have {remaining[r]} {r} free: v0.17.1 "
-                "counts a negative number of pods there (no clamp to 0 before v0.18), which "
-                "the fit model does not model"
-            )
-
-
 def _fill_counts(
     run: _Run,
     flavor_tolerations: tuple[Toleration, ...],
@@ -236,14 +222,16 @@ def _fill_counts(
                     free -= leaf.tas.get(r, 0)
                 if extra is not None:
                     free -= extra.get(r, 0)
-                count = min(max(0, free // v), MAX_INT32)
+                if free >= 0:
+                    count = min(free // v, MAX_INT32)
+                else:  # v0.17.1 (`unclamped`): Go's division, truncated toward zero
+                    count = -(-free // v) if run.algo.unclamped else 0
                 if count < pods or (count == pods and (not limiting or r < limiting)):
                     pods, limiting = count, r
-            if run.algo.missing_resource_first or run.algo.unclamped:
+            if run.algo.missing_resource_first:
                 left = leaf.free(simulate_empty)
                 sub_into(left, extra or {})
                 pods, limiting = _before_v0_19(run, leaf, set(left), pods, limiting)
-                _no_negative_free(run, leaf, left)
             domain.pods = domain.pods_wl = pods
             if pods == 0 and limiting:
                 run.stats.exclude_resource(limiting)
@@ -252,26 +240,33 @@ def _fill_counts(
         remaining = leaf.free(simulate_empty)
         if leaf.key in assumed:
             sub_into(remaining, assumed[leaf.key])
-        domain.pods, limiting = count_in(request.worker_requests, remaining)
-        if run.algo.missing_resource_first or run.algo.unclamped:
+        clamped = not run.algo.unclamped
+        domain.pods, limiting = count_in(request.worker_requests, remaining, clamped)
+        if run.algo.missing_resource_first:
             domain.pods, limiting = _before_v0_19(run, leaf, set(remaining), domain.pods, limiting)
-            _no_negative_free(run, leaf, remaining)
         if domain.pods == 0 and limiting:
             run.stats.exclude_resource(limiting)
             run.tree.excluded[leaf.key] = f"no room for one pod: {limiting}"
         if request.leader_requests is None:
             domain.pods_wl = domain.pods  # nothing taken for a leader: the same count
             continue
-        if count_in(request.leader_requests, remaining)[0]:
+        if count_in(request.leader_requests, remaining)[0] > 0:
             domain.leaders = 1
             sub_into(remaining, request.leader_requests)
-        domain.pods_wl = count_in(request.worker_requests, remaining)[0]
+        domain.pods_wl = count_in(request.worker_requests, remaining, clamped)[0]
+        if run.algo.unclamped and any(
+            v and r not in remaining for r, v in request.worker_requests.items()
+        ):
+            domain.pods_wl = 0  # CountIn returns 0 at a missing resource (missing_resource_first)
     # roll_up_from every root, level by level from the bottom (leaves have no children).
     lowest = len(tree.per_level) - 1
     if request.slice_level_index == lowest:
         size = request.slice_size
         for domain in tree.per_level[lowest].values():
-            domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
+            domain.slices, domain.slices_wl = (
+                go_div(domain.pods, size),
+                go_div(domain.pods_wl, size),
+            )
     for level in range(lowest - 1, -1, -1):
         for domain in tree.per_level[level].values():
             _aggregate(domain, request, run.algo.leader_penalty_from_leader_domains)
@@ -285,7 +280,10 @@ def roll_up_from(
     if not domain.children:
         if domain.level == request.slice_level_index:
             size = request.slice_size
-            domain.slices, domain.slices_wl = domain.pods // size, domain.pods_wl // size
+            domain.slices, domain.slices_wl = (
+                go_div(domain.pods, size),
+                go_div(domain.pods_wl, size),
+            )
         return
     for child in domain.children:
         roll_up_from(child, request, only_leader_domains)
@@ -315,7 +313,7 @@ def _aggregate(domain: Domain, request: PlacementRequest, only_leader_domains: b
     else:
         domain.pods_wl = 0
     if at_slice_level:
-        slices, slices_wl = domain.pods // size, domain.pods_wl // size
+        slices, slices_wl = go_div(domain.pods, size), go_div(domain.pods_wl, size)
     domain.slices, domain.slices_wl = slices, slices_wl
 
 
@@ -415,7 +413,8 @@ def _descend(run: _Run, chosen: list[Domain], fit_level: int, balanced: bool) ->
                 # Kueue recounts slices of the (already sorted) children with this size,
                 # code meant for inner slice layers that also runs under balanced placement.
                 for child in children:
-                    child.slices, child.slices_wl = child.pods // size, child.pods_wl // size
+                    child.slices = go_div(child.pods, size)
+                    child.slices_wl = go_div(child.pods_wl, size)
             nxt += algo.take_minimum(children, parent.pods, parent.leaders, size, slices=size > 1)
         current = nxt
         level += 1
@@ -434,6 +433,14 @@ def _assignment(run: _Run, leaves: list[Domain]) -> Assignment:
                 leader_domains.append(clone)
         result.per_pod_set[request.leader.name] = _per_leaf(leader_domains)
         leaves = [d for d in leaves if d.pods > 0]
+    for domain in leaves:
+        if domain.pods < 0:  # only v0.17.1 (Algorithm.unclamped) counts below 0
+            raise UnsupportedVersionError(
+                f"kueue: v0.17.1: pod set {request.workers.name} gets {domain.pods} pods on "
+                f"{domain.key}: Kueue writes every nonzero count into the topology assignment "
+                "(buildTopologyAssignmentForLevels, tas_flavor_snapshot.go:1453), which a real "
+                "API server rejects (podCounts minimum 1) and kueue-sim's fake client does not"
+            )
     result.per_pod_set[request.workers.name] = _per_leaf(leaves)
     return result
 

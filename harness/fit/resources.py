@@ -29,11 +29,15 @@ def scaled(vector: Mapping[str, int], factor: int) -> ResourceVector:
     return {name: value * factor for name, value in vector.items()}
 
 
-def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
+def count_in(
+    requests: Mapping[str, int], capacity: Mapping[str, int], clamped: bool = True
+) -> tuple[int, str]:
     """How many times `requests` fits into `capacity`, and the resource that limits it.
 
     As Kueue's CountInWithLimitingResource: a zero request never limits, a missing capacity
     counts as 0, negative remainders clamp to 0, ties go to the smallest resource name.
+    `clamped` False (v0.17.1, KueueRules.count_clamped_at_zero): a negative remainder gives
+    a negative count, divided as Go does (truncated toward zero: -1/2 is 0, -3/2 is -1).
     """
     best: int | None = None
     limiting = ""
@@ -41,13 +45,15 @@ def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[
         if request == 0:
             count = MAX_INT32
         else:
-            count = max(0, min(_go_div(capacity.get(name, 0), request), MAX_INT32))
+            count = min(go_div(capacity.get(name, 0), request), MAX_INT32)
+            if clamped:
+                count = max(0, count)
         if best is None or count < best or (count == best and name < limiting):
             best, limiting = count, name
     return (best or 0), limiting
 
 
-def _go_div(a: int, b: int) -> int:
+def go_div(a: int, b: int) -> int:
     """Integer division truncating toward zero, as Go's `/` on int64."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q

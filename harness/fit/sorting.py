@@ -23,7 +23,7 @@ class Algorithm:
     at the first requested resource its capacity map has no entry for, in Go map order."""
     unclamped: bool = False
     """v0.17.1 (KueueRules.count_clamped_at_zero False): a negative free capacity gives a
-    negative count."""
+    negative count (Go's division, truncated toward zero), summed into the parents."""
     leader_aware: bool = True
     """v0.19.1 (kueue#13766, KueueRules.leader_aware_best_fit): the best-fit pick skips
     domains without room for the leader (tas_flavor_snapshot.go:1314), the leader's domain

@@ -49,8 +49,13 @@ class KueueRules:
     Before, the loop over the requests map returned at the first such resource (v0.18.2
     :198-201, v0.17.1 :186-189), so it is the limiting one; with several, a random one."""
     count_clamped_at_zero: bool = True
-    """v0.18 (pkg/resources/requests.go, "Clamp to 0"): a negative free capacity counts 0
-    pods. v0.17.1 divides it as it is (:196), a negative count the model refuses."""
+    """v0.18 (v0.18.2 pkg/resources/requests.go:208-218, "Clamp to 0"): a negative free
+    capacity counts 0 pods. v0.17.1 divides it as it is (requests.go:196 `int32(cap /
+    rValue)`, truncated toward zero): the node counts negative pods, is no resource exclusion
+    (tas_flavor_snapshot.go:1617 `state == 0`), and lowers its parents' sums (:1684) and the
+    fit count of the pending message (sorting.Algorithm.unclamped). Kueue then writes a
+    negative count it takes into the topology assignment (:1453), which the API server
+    rejects: the model refuses that case."""
     tas_request_error_blocks: bool = True
     """v0.18 (flavorassigner.go `psError`, which clears the cached representative mode): a
     pod set whose TAS request cannot be built (it requests nothing, so no TAS flavor is

@@ -202,7 +202,8 @@ class Search:
                 return False
         if not pre.tas:
             return True
-        if PodCounter.exact_for(self.snap.tas, pre.tas):
+        # PodCounter sums clamped counts: not exact where v0.17.1 counts negative pods.
+        if pre.rules.count_clamped_at_zero and PodCounter.exact_for(self.snap.tas, pre.tas):
             if self.counter is None:
                 self.counter = PodCounter(self.snap.tas, pre.tas[0])
             return self.counter.fits()
