@@ -33,7 +33,8 @@ from harness.toolchain import cache, recipes
 
 HAVE_GO = shutil.which("go") is not None
 needs_go = pytest.mark.skipif(not HAVE_GO, reason="reads Kueue's Go modules: needs Go on PATH")
-GUIDE = Path(__file__).resolve().parents[1] / "suites" / "guide"
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+GUIDE = SUITES / "guide"
 
 
 def test_each_version_has_its_jobset_and_the_default_stays_v0_19_2() -> None:
@@ -263,6 +264,31 @@ def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPa
     assert observed.kueue == "v0.18.2"  # what `harness run` and the HTML report show
     assert expectation_lines(scenario, observed.outcomes, observed.steps) == []
     assert observed.outcomes["train"].admitted
+
+
+@pytest.mark.cluster
+def test_v0_18_2_counts_a_workload_admitted_before_the_scenario(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A version-2 file's `admitted:` on real Kueue v0.18.2: its ClusterQueue's status must
+    count the workload the harness admitted under a held LocalQueue before the scenario
+    goes on. v0.18.2 refreshes that status only when told about the ClusterQueue
+    (harness/runner/preadmit.py _nudge); without it the setup times out."""
+    if not _built("v0.18.2"):
+        pytest.skip(
+            "Kueue v0.18.2 is not built (~9 min on 2 cores): run "
+            "`python -m harness.toolchain build --kueue-version v0.18.2` first"
+        )
+    monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # restored after the test
+    path = SUITES / "v2" / "fuzz-regressions" / "v2-fuzz-refused-admission-restarts-scan.yaml"
+    scenario = dataclasses.replace(load_scenario(path), kueue="v0.18.2")
+    backend = create_backend("local", kueue_version="v0.18.2")
+    try:
+        observed = backend.run(scenario)
+    finally:
+        backend.close()
+    assert expectation_lines(scenario, observed.outcomes, observed.steps) == []
+    assert observed.outcomes["old-2"].admitted and not observed.outcomes["wl-2"].admitted
 
 
 def test_the_html_report_names_the_versions_that_ran(tmp_path: Path) -> None:

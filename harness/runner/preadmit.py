@@ -20,6 +20,7 @@ its pods to the assignment.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
@@ -141,6 +142,12 @@ def reservation_totals(patches: Iterable[Obj]) -> dict[str, dict[tuple[str, str]
     return out
 
 
+NUDGE_ANNOTATION = "kueue-tas-harness/status-nudge"
+"""Changed on a ClusterQueue to make Kueue reconcile its status (see _nudge)."""
+NUDGE_EVERY = 0.5
+"""Seconds between two nudges of one ClusterQueue while its status lags."""
+
+
 def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
     """Until each ClusterQueue's status counts the pre-admitted workloads (reserving and
     admitted) and reserves their quota per flavor and resource."""
@@ -148,6 +155,7 @@ def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
     for patch in patches:
         cq = patch["status"]["admission"]["clusterQueue"]
         count[cq] = count.get(cq, 0) + 1
+    nudged: dict[str, float] = {}
     for cq, book in reservation_totals(patches).items():
 
         def check(obj: Obj | None, cq: str = cq, book: Mapping[Any, Fraction] = book) -> Any:
@@ -161,6 +169,9 @@ def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
             done = counts == (count[cq], count[cq]) and all(
                 got.get(k, Fraction(0)) == v for k, v in book.items()
             )
+            if not done and time.monotonic() - nudged.get(cq, 0.0) >= NUDGE_EVERY:
+                _nudge(kube, cq)
+                nudged[cq] = time.monotonic()
             return done, f"reserving/admitted {counts}, reserved {got}"
 
         wait_for(
@@ -173,6 +184,20 @@ def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
             timeout=t.settle,
             interval=t.interval,
         )
+
+
+def _nudge(kube: Kube, cq: str) -> None:
+    """Make Kueue reconcile the ClusterQueue's status from its cache. Kueue before v0.19
+    refreshes it on a workload update only for the ClusterQueue the old object names
+    (clusterqueue_controller.go v0.18.2 NotifyWorkloadUpdate, requestCQForWL): a pending
+    workload of a held LocalQueue names none, so the admission never reaches it. An update of
+    the ClusterQueue itself does (the annotation changes each time, so each is an update)."""
+    kube.patch(
+        KUEUE_API,
+        "ClusterQueue",
+        cq,
+        {"metadata": {"annotations": {NUDGE_ANNOTATION: str(time.monotonic_ns())}}},
+    )
 
 
 def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
