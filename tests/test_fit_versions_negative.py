@@ -16,9 +16,10 @@ import pytest
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
-from harness.fit.versions import RULES
 from harness.loader import load_scenario
 from harness.outcome import Outcome
+from tests import rule_flags
+from tests.rule_flags import AS_IT_IS, AS_V0_19_2
 
 HEAD = """\
 name: negative-free-pods
@@ -56,16 +57,9 @@ workloads:
 """
 
 
-@pytest.fixture(params=["v0.17.1 as it is", "flag set as v0.19.2's"])
+@pytest.fixture(params=[AS_IT_IS, AS_V0_19_2])
 def clamped(request: pytest.FixtureRequest) -> Iterator[bool]:
-    """Each rule test runs twice: with v0.17.1's rule, and with the flag set as v0.19.2's,
-    where it must see the opposite (so it would fail if the rule were gone)."""
-    removed = request.param != "v0.17.1 as it is"
-    with pytest.MonkeyPatch.context() as patch:
-        if removed:
-            rules = dataclasses.replace(RULES["v0.17.1"], count_clamped_at_zero=True)
-            patch.setitem(RULES, "v0.17.1", rules)
-        yield removed
+    yield from rule_flags.rule_removed(request, "v0.17.1", count_clamped_at_zero=True)
 
 
 def predict(tmp_path: Path, pod_sets: str, n1_pods: int = 2, version: str = "v0.17.1") -> Outcome:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from harness.fit import fit
-from harness.fit.versions import RULES
 from harness.loader import load_scenario
 from harness.outcome import Outcome
 from harness.scenario import Scenario, Step
+from tests import rule_flags
+from tests.rule_flags import AS_IT_IS, AS_V0_19_2
 
 OVERLAP = Path(__file__).resolve().parents[1] / "suites" / "v2" / "overlapping-flavors"
 KEEPS_OUT = OVERLAP / "v2-overlap-sibling-usage-keeps-workload-out.yaml"
@@ -24,16 +25,9 @@ PREEMPTION = OVERLAP / "v2-overlap-sibling-usage-forces-preemption.yaml"
 MULTI_POD_SET = OVERLAP / "v2-overlap-multi-podset-no-self-overlap.yaml"
 
 
-@pytest.fixture(params=["v0.17.1 as it is", "flag set as v0.19.2's"])
+@pytest.fixture(params=[AS_IT_IS, AS_V0_19_2])
 def rule_removed(request: pytest.FixtureRequest) -> Iterator[bool]:
-    """Each test runs twice: with v0.17.1's rule, and with the flag set as v0.19.2's, where
-    it must see the opposite (so it would fail if the rule were gone)."""
-    removed = request.param != "v0.17.1 as it is"
-    with pytest.MonkeyPatch.context() as patch:
-        if removed:
-            shared = dataclasses.replace(RULES["v0.17.1"], overlapping_flavors_share_usage=True)
-            patch.setitem(RULES, "v0.17.1", shared)
-        yield removed
+    yield from rule_flags.rule_removed(request, "v0.17.1", overlapping_flavors_share_usage=True)
 
 
 def on(path: Path, version: str = "v0.17.1", **gates: bool) -> Scenario:
