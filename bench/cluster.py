@@ -7,6 +7,10 @@ Prints numbers; asserts nothing. `python bench/cluster.py [--sample N] [--all] [
 `python bench/cluster.py --workers 0,2,3 [--paths suites/guide ...]` instead runs
   `pytest PATHS --cluster=local -n N` once per N (0: serial) and prints each run's wall time
   (cluster starts included) and the per-scenario median/p90 from the runner's timings.jsonl.
+`python bench/cluster.py --full-runs 5 [--big-first] [--workers 2]` runs the whole suite that
+  many times in a row, as `make e2e` does (the flake check of issue 17); with --big-first the
+  first run starts with the 1,000- and 2,048-node scenarios of bench/big.py, written as
+  suite files without `expect`, so the fit model's answer is what Kueue must do.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from big import big_scenario  # noqa: E402  (bench/ is on sys.path)
+import yaml  # noqa: E402
+from big import big_document, big_scenario  # noqa: E402  (bench/ is on sys.path)
 
 from harness import progress  # noqa: E402
 from harness.loader import load_scenario  # noqa: E402
@@ -80,7 +85,7 @@ def report(label: str, times: list[float]) -> None:
 XDIST_PATHS = [f"suites/{name}" for name in ("guide", "required", "preferred", "unconstrained")]
 
 
-def xdist_run(paths: list[str], workers: int, artifacts: Path) -> None:
+def xdist_run(paths: list[str], workers: int, artifacts: Path, label: str = "") -> bool:
     """One `pytest PATHS --cluster=local -n WORKERS` (no report files), timed from the outside;
     per-scenario seconds from every worker's timings.jsonl (one run-<id> dir per backend)
     and the count of cluster starts."""
@@ -97,10 +102,34 @@ def xdist_run(paths: list[str], workers: int, artifacts: Path) -> None:
     last = (done.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
     runs = sorted(artifacts.glob("run-*/timings.jsonl"))
     times = [json.loads(line)["total"] for run in runs for line in run.read_text().splitlines()]
-    label = "serial" if workers == 0 else f"-n {workers}"
+    label = label or ("serial" if workers == 0 else f"-n {workers}")
     starts = len(list(clusters.glob("kth-local-*")))
-    print(f"{label}: wall {wall:.1f} s, {starts} cluster start(s); pytest: {last}")
+    print(f"{label}: wall {wall:.1f} s, {starts} cluster start(s); pytest: {last}", flush=True)
     report(f"  {label} per scenario", times)
+    if done.returncode != 0:
+        failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        print("\n".join(f"  {line}" for line in failed[:20]), flush=True)
+    return done.returncode == 0
+
+
+def full_runs(runs: int, workers: int, big_first: bool) -> None:
+    """The whole suite `runs` times in a row on fresh clusters; the first run, with
+    `big_first`, starts with the 1,000-node (idle) and 2,048-node (half busy) scenarios."""
+    green = 0
+    with tempfile.TemporaryDirectory(prefix="kth-bench-big-") as big_dir:
+        big_files = []
+        if big_first:
+            for nodes, busy in ((1000, False), (2048, True)):
+                path = Path(big_dir) / f"bench-{nodes}-nodes.yaml"
+                path.write_text(yaml.safe_dump(big_document(nodes, busy=busy), sort_keys=False))
+                big_files.append(str(path))
+        for run in range(1, runs + 1):
+            paths = [*(big_files if run == 1 else []), "suites"]
+            first = ", big scenarios first" if len(paths) > 1 else ""
+            label = f"full run {run}/{runs} (-n {workers}{first})"
+            with tempfile.TemporaryDirectory(prefix="kth-bench-") as artifacts:
+                green += xdist_run(paths, workers, Path(artifacts), label)
+    print(f"full runs with zero failures: {green} of {runs}")
 
 
 def main() -> None:
@@ -116,7 +145,19 @@ def main() -> None:
         "instead of the measurements above",
     )
     parser.add_argument("--paths", nargs="+", default=XDIST_PATHS, help="what --workers runs")
+    parser.add_argument(
+        "--full-runs", type=int, default=0, help="run every suite this many times in a row"
+    )
+    parser.add_argument(
+        "--big-first",
+        action="store_true",
+        help="with --full-runs: the first run starts with the 1,000- and 2,048-node scenarios",
+    )
     args = parser.parse_args()
+    if args.full_runs:
+        workers = int(args.workers.split(",")[0]) if args.workers is not None else 2
+        full_runs(args.full_runs, workers, args.big_first)
+        return
     if args.workers is not None:
         for count in [int(n) for n in args.workers.split(",")]:
             with tempfile.TemporaryDirectory(prefix="kth-bench-") as artifacts:

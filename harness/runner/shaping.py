@@ -56,20 +56,21 @@ def check_not_ready(kube: Kube, name: str) -> None:
 
 
 def create_usage(
-    kube: Kube, usage: Usage, index: int, names: Names, ready: set[str], t: Timeouts
+    kube: Kube, usage: Iterable[tuple[int, Usage]], names: Names, ready: set[str], t: Timeouts
 ) -> None:
-    """Create a usage entry's pods and wait until KWOK reports them Running (on ready nodes)."""
-    pods = objects.usage_pods(usage, index, names)
+    """Create the pods of every (index, usage entry) at once and wait, with one list per
+    round, until KWOK reports those on ready nodes Running: entry by entry, a 2,048-node
+    scenario with 1,024 entries spent 78 s here."""
+    entries = list(usage)
+    pods = [pod for index, u in entries for pod in objects.usage_pods(u, index, names)]
     kube.create_all(pods)
-    if usage.node not in ready:
-        return
     wait_for_all(
         kube,
         "v1",
         "Pod",
-        [pod["metadata"]["name"] for pod in pods],
+        [p["metadata"]["name"] for p in pods if p["spec"]["nodeName"] in ready],
         _running,
-        labels=f"{objects.USAGE_LABEL}={objects.usage_key(usage, index)}",
+        labels=f"{names.run_selector},{objects.USAGE_LABEL}",
         namespace=names.namespace,
         what="Running",
         timeout=t.pods,
@@ -99,8 +100,7 @@ def shape(
     kube.create(objects.namespace(names))
     create_nodes(kube, scenario.nodes, names, t)
     ready = {n.name for n in scenario.nodes if n.ready}
-    for index, usage in enumerate(scenario.usage):
-        create_usage(kube, usage, index, names, ready, t)
+    create_usage(kube, enumerate(scenario.usage), names, ready, t)
     if scenario.shorthand is None:
         shape_world(kube, scenario, names, t)
         return

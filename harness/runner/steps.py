@@ -178,7 +178,7 @@ def _act(s: Session, step: Step) -> list[str]:
     elif action == "add-usage":
         assert isinstance(target, Usage)
         ready = {n.name for n in s.nodes.values() if n.ready}
-        shaping.create_usage(s.kube, target, s.usage_count, s.names, ready, s.t)
+        shaping.create_usage(s.kube, [(s.usage_count, target)], s.names, ready, s.t)
         s.usage_count += 1
     elif action == "upgrade-kueue":
         if s.upgrade_kueue is None:
