@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.backends import Unsupported
-from harness.kube import RUN_LABEL, Kube, absent, kubeconfig, poll_until
+from harness.kube import KUEUE_API, RUN_LABEL, Kube, absent, kubeconfig, poll_until
 from harness.loader import load_scenario
 from harness.providers.base import ClusterError
 from harness.providers.existing.cluster import ExistingCluster, KueueMissing, pinned_kubeconfig
@@ -346,6 +346,37 @@ def test_runner_refuses_a_scenario_that_foreign_nodes_would_join(embedded: Local
         assert kube.list("v1", "Namespace", labels={RUN_LABEL: backend.run_id}) == []
     finally:
         kube.delete("v1", "Node", "kth-foreign-2")
+        backend.close()
+        kube.close()
+
+
+@pytest.mark.cluster
+def test_runner_never_uses_an_object_of_the_same_name_it_did_not_make(
+    embedded: LocalCluster,
+) -> None:
+    """A Topology of the cluster's own, named and shaped exactly as the scenario's, is neither
+    used nor changed nor deleted: the scenario fails in one line naming it."""
+    assert embedded.handle is not None
+    guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
+    theirs = {
+        "apiVersion": KUEUE_API,
+        "kind": "Topology",
+        "metadata": {"name": guide.topology.name, "labels": {"team": "platform"}},
+        "spec": {"levels": [{"nodeLabel": level} for level in guide.topology.levels]},
+    }
+    kube = Kube(embedded.handle.kubeconfig)
+    backend = ClusterBackend(name="existing", kubeconfig=embedded.handle.kubeconfig)
+    try:
+        kube.create(theirs)
+        with pytest.raises(Exception, match=rf"Topology {guide.topology.name} exists and was "
+                           r"not made by this run"):  # fmt: skip
+            backend.run(guide)
+        backend.close()
+        after = kube.get(KUEUE_API, "Topology", guide.topology.name)
+        assert after["metadata"]["labels"] == {"team": "platform"}
+        assert after["spec"] == theirs["spec"] and not after["metadata"].get("deletionTimestamp")
+    finally:
+        kube.delete(KUEUE_API, "Topology", guide.topology.name)
         backend.close()
         kube.close()
 

@@ -6,7 +6,6 @@ Clearing away what the run created before is harness.providers.cleanup.clear_run
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 
 from harness.kube import (
@@ -105,8 +104,7 @@ def shape(
         shape_world(kube, scenario, names, t)
         return
     for kept in reusable(scenario, names):  # left in place by clear() when identical
-        with contextlib.suppress(Conflict):
-            kube.create(kept)
+        create_or_keep(kube, kept, names)
     kube.create(objects.cluster_queue(scenario, names, cover))
     kube.create(objects.local_queue(names))
     active = has_condition("Active")
@@ -131,18 +129,26 @@ def shape(
     )
 
 
-def create_or_keep(kube: Kube, obj: Obj) -> None:
-    """Create a cluster-scoped object; one of that name may stay only if identical (the
-    previous scenario's, kept by clear_run), anything else there is an error."""
+def create_or_keep(kube: Kube, obj: Obj, names: Names) -> None:
+    """Create a cluster-scoped object; one of that name may stay only if this run made it
+    (the previous scenario's, kept by clear_run) and it is identical. Anything else there
+    is an error: on a cluster someone else runs, their object of the same name is never
+    used nor changed."""
     try:
         kube.create(obj)
     except Conflict:
         meta = obj["metadata"]
         there = kube.get(obj["apiVersion"], obj["kind"], meta["name"])
+        labels = there["metadata"].get("labels") or {}
+        if labels.get(RUN_LABEL) != names.run_id:
+            raise KubeError(
+                f"{obj['kind']} {meta['name']} exists and was not made by this run (no label "
+                f"{names.run_selector}); the harness leaves it alone: rename the scenario's"
+            ) from None
         if content(there) != content(obj) or there["metadata"].get("deletionTimestamp"):
             raise KubeError(
                 f"{obj['kind']} {meta['name']} exists and differs from the scenario's "
-                f"(not made by this run, or being deleted): {content(there)}"
+                f"(being deleted, or changed since): {content(there)}"
             ) from None
 
 
@@ -151,7 +157,7 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
     identical), then one LocalQueue per ClusterQueue, held when it has `admitted` entries
     (harness.runner.preadmit); returns once Kueue shows them all ready and empty."""
     for obj in world.cluster_objects(scenario, names):
-        create_or_keep(kube, obj)
+        create_or_keep(kube, obj, names)
     held = world.held_queues(scenario)
     for cq in scenario.cluster_queues:
         kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
