@@ -85,7 +85,9 @@ def report(label: str, times: list[float]) -> None:
 XDIST_PATHS = [f"suites/{name}" for name in ("guide", "required", "preferred", "unconstrained")]
 
 
-def xdist_run(paths: list[str], workers: int, artifacts: Path, label: str = "") -> bool:
+def xdist_run(
+    paths: list[str], workers: int, artifacts: Path, label: str = "", in_order: bool = False
+) -> bool:
     """One `pytest PATHS --cluster=local -n WORKERS` (no report files), timed from the outside;
     per-scenario seconds from every worker's timings.jsonl (one run-<id> dir per backend)
     and the count of cluster starts."""
@@ -96,6 +98,8 @@ def xdist_run(paths: list[str], workers: int, artifacts: Path, label: str = "") 
     env["KTH_KEEP_RUN"] = "1"
     command = [sys.executable, "-m", "pytest", *paths, "--cluster=local", f"-n{workers}"]
     command += ["-q", "-p", "no:cacheprovider", "--kth-report="]
+    if in_order and workers:  # units of work in collection order, not largest group first
+        command.append("--no-loadscope-reorder")
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -114,7 +118,9 @@ def xdist_run(paths: list[str], workers: int, artifacts: Path, label: str = "") 
 
 def full_runs(runs: int, workers: int, big_first: bool) -> None:
     """The whole suite `runs` times in a row on fresh clusters; the first run, with
-    `big_first`, starts with the 1,000-node (idle) and 2,048-node (half busy) scenarios."""
+    `big_first`, starts with the 1,000-node (idle) and 2,048-node (half busy) scenarios:
+    xdist then hands out units of work in collection order (the default group, where these
+    two are collected first, before the feature-gate groups) instead of largest first."""
     green = 0
     with tempfile.TemporaryDirectory(prefix="kth-bench-big-") as big_dir:
         big_files = []
@@ -128,7 +134,7 @@ def full_runs(runs: int, workers: int, big_first: bool) -> None:
             first = ", big scenarios first" if len(paths) > 1 else ""
             label = f"full run {run}/{runs} (-n {workers}{first})"
             with tempfile.TemporaryDirectory(prefix="kth-bench-") as artifacts:
-                green += xdist_run(paths, workers, Path(artifacts), label)
+                green += xdist_run(paths, workers, Path(artifacts), label, in_order=run == 1)
     print(f"full runs with zero failures: {green} of {runs}")
 
 
