@@ -403,6 +403,44 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
     assert set(peak) == set(pids) and all(v > 0 for v in peak.values())
 
 
+_START_THEN_WAIT = """
+import sys, time
+from harness.providers.local.cluster import LocalCluster
+cluster = LocalCluster()
+handle = cluster.start()
+assert cluster.layout is not None
+print(handle.run_dir, cluster.layout.etcd_data, flush=True)
+time.sleep(600)
+"""
+
+
+def test_killed_starter_leaves_no_process_or_files() -> None:
+    """SIGKILL gives the harness no chance to stop its cluster (pytest-xdist kills a worker
+    10 s after Ctrl-C reached the controller): the components die with it, and the janitor
+    removes the etcd data (on /dev/shm: memory) and the run dir."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", _START_THEN_WAIT],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    with starter:
+        try:
+            assert starter.stdout is not None
+            run_dir, etcd_data = starter.stdout.readline().split()
+            assert Path(run_dir).is_dir() and Path(etcd_data).is_dir()
+            assert _processes_mentioning(run_dir)
+        finally:
+            starter.kill()
+
+    def all_gone() -> tuple[bool, str]:
+        left = [p for p in (run_dir, etcd_data) if Path(p).exists()]
+        pids = _processes_mentioning(run_dir)
+        return not left and not pids, f"paths {left}, processes {pids}"
+
+    poll_until(all_gone, what="the killed starter's cluster to be gone", timeout=30)
+
+
 @pytest.mark.parametrize("keep_run_dir", [False, True])
 def test_component_crash_at_start_is_reported_and_everything_stops(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, keep_run_dir: bool

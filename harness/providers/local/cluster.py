@@ -42,6 +42,7 @@ from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed
 from harness.providers.kwok import stages_yaml
 from harness.providers.local import detached, lifecycle
 from harness.providers.local import spec as localspec
+from harness.providers.local.janitor import Janitor
 from harness.providers.process import Process
 from harness.toolchain import cache
 
@@ -131,6 +132,7 @@ class LocalCluster(ProviderBase):
         self._kube: Kube | None = None
         self._stopped = False
         self._jobset_dir: Path | None = None
+        self._janitor: Janitor | None = None
         self._t0 = 0.0
 
     # -- public --------------------------------------------------------------------------
@@ -249,6 +251,9 @@ class LocalCluster(ProviderBase):
             shutil.rmtree(self.layout.etcd_data, ignore_errors=True)
             if not self.keep_run_dir:
                 shutil.rmtree(self.layout.run_dir, ignore_errors=True)
+        if self._janitor is not None:
+            self._janitor.release()
+            self._janitor = None
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -312,6 +317,9 @@ class LocalCluster(ProviderBase):
         root.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
         layout = self.layout = localspec.Layout(run_dir, _shm_dir(run_dir.name))
+        if not self.keep:  # a kept cluster outlives this process on purpose
+            kept = () if self.keep_run_dir else (run_dir,)
+            self._janitor = Janitor((layout.etcd_data, *kept))
         logger.info(f"run dir {run_dir}")
         ports = self.ports = localspec.Ports.allocate()
         ca = self._write_pki(layout)
