@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from big import big_document, big_scenario  # noqa: E402  (bench/ is on sys.path)
 
-from harness import progress  # noqa: E402
+from harness import leftovers, progress  # noqa: E402
 from harness.loader import load_scenario  # noqa: E402
 from harness.providers.local.cluster import LocalCluster  # noqa: E402
 from harness.runner.backend import ClusterBackend  # noqa: E402
@@ -108,7 +108,11 @@ def xdist_run(
     times = [json.loads(line)["total"] for run in runs for line in run.read_text().splitlines()]
     label = label or ("serial" if workers == 0 else f"-n {workers}")
     starts = len(list(clusters.glob("kth-local-*")))
+    # Run dirs stay on purpose here (KTH_KEEP_RUN); processes and etcd data must not.
+    left = leftovers.find(run_root=clusters)
+    etcd = [p for p in left.paths if "kth-etcd-" in p]
     print(f"{label}: wall {wall:.1f} s, {starts} cluster start(s); pytest: {last}", flush=True)
+    print(f"  left behind: {len(left.processes)} process(es), {len(etcd)} etcd data dir(s)")
     report(f"  {label} per scenario", times)
     if done.returncode != 0:
         failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
