@@ -143,7 +143,7 @@ def create_or_keep(kube: Kube, obj: Obj, names: Names) -> None:
         if labels.get(RUN_LABEL) != names.run_id:
             raise KubeError(
                 f"{obj['kind']} {meta['name']} exists and was not made by this run (no label "
-                f"{names.run_selector}); the harness leaves it alone: rename the scenario's"
+                f"{names.run_selector}); the harness leaves it alone: rename it in the scenario"
             ) from None
         if content(there) != content(obj) or there["metadata"].get("deletionTimestamp"):
             raise KubeError(
