@@ -26,8 +26,7 @@ venv: $(VENV)/.installed
 
 ## binaries: build (or reuse) the pinned upstream binaries and the in-process Kueue, with progress
 binaries: venv
-	$(PY) -m harness.toolchain build
-	$(PY) -m harness.sim.build
+	$(PY) -m harness build binaries sim
 
 ## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
 ## and the real-cluster tests (embedded cluster: guide and version-2 scenarios, lifecycle,
@@ -54,7 +53,7 @@ E2E_WORKERS ?= $(if $(filter local,$(CLUSTER)),2,0)
 ## E2E_WORKERS=N runs N pytest-xdist workers, each with its own embedded cluster, 0 serial)
 e2e: binaries
 	mkdir -p $(RUN_DIR)
-	$(if $(KUEUE_VERSION),$(PY) -m harness.toolchain build --kueue-version $(KUEUE_VERSION))
+	$(if $(KUEUE_VERSION),$(PY) -m harness build binaries --kueue-version $(KUEUE_VERSION))
 	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) -n $(E2E_WORKERS) \
 		--junitxml=$(RUN_DIR)/junit-e2e.xml \
 		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
@@ -90,7 +89,7 @@ lint: venv
 ## tools: build (or reuse) kind, helm, kubectl and actionlint from their Go modules into
 ## ~/.cache/kueue-tas-harness, with progress; TOOLS="helm kind" builds only those
 tools: venv
-	$(PY) -m harness.toolchain.tools build $(TOOLS)
+	$(PY) -m harness build $(or $(TOOLS),tools)
 
 fmt: venv
 	$(VENV)/bin/ruff format harness tests bench

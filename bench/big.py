@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.loader import scenario_from_data
-from harness.scenario import Scenario
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 
 LEVELS = ("bench.io/zone", "bench.io/block", "bench.io/rack", "kubernetes.io/hostname")
 

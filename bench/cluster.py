@@ -31,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from big import big_document, big_scenario  # noqa: E402  (bench/ is on sys.path)
 
-from harness import leftovers, progress  # noqa: E402
-from harness.loader import load_scenario  # noqa: E402
+from harness import progress  # noqa: E402
+from harness.cli import leftovers  # noqa: E402
 from harness.providers.local.cluster import LocalCluster  # noqa: E402
 from harness.runner.backend import ClusterBackend  # noqa: E402
+from harness.scenario.loader import load_scenario  # noqa: E402
 from harness.toolchain import cache  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from harness import progress
 from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
 from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from big import LEVELS, big_scenario
 from world_v2 import preemption_world
 
+from harness.backends.sim import SimBackend
 from harness.errors import HarnessError
 from harness.fit import fit
-from harness.loader import load_scenario, scenario_from_data
-from harness.sim_backend import SimBackend
+from harness.scenario.loader import load_scenario, scenario_from_data
 
 
 def timed(func, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]

@@ -33,10 +33,10 @@ from harness.live import manifests, simulate  # noqa: E402
 from harness.live.cluster_read import ClusterState, read_cluster  # noqa: E402
 from harness.live.snapshot import render, render_json, snapshot  # noqa: E402
 from harness.live.submissions import Cluster, submissions  # noqa: E402
-from harness.loader import scenario_from_data  # noqa: E402
 from harness.providers.kwok import fake_node  # noqa: E402
 from harness.providers.local.cluster import LocalCluster  # noqa: E402
-from harness.strict_yaml import parse_yaml  # noqa: E402
+from harness.scenario.loader import scenario_from_data  # noqa: E402
+from harness.scenario.strict_yaml import parse_yaml  # noqa: E402
 
 PODS_PER_NODE = 4
 OWNERS = 50

@@ -5,9 +5,9 @@ Public surface: load a scenario, predict it with the fit model, compare outcomes
 
 from harness.errors import HarnessError, ScenarioError, UnsupportedVersionError
 from harness.fit import FitResult, fit
-from harness.loader import load_scenario
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 __all__ = [
     "FitResult",

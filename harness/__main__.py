@@ -1,9 +1,5 @@
-"""Entry point for `python -m harness`."""
+"""Entry point for `python -m harness` (the `kth` console script is the same)."""
 
-import sys
+from harness.cli.main import entry
 
-from harness import progress
-from harness.cli import main
-
-progress.show_on_stderr()  # builds, cluster starts and scenarios report as they go
-sys.exit(main())
+entry()

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import pki, toolchain
-from harness.collect import BACKEND_KEY
+from harness import toolchain
+from harness.k8s import pki
+from harness.plugin.collect import BACKEND_KEY
 from harness.providers import health
 from harness.providers.local import spec as localspec
 from harness.providers.process import Process

@@ -1,4 +1,4 @@
-"""The shared admission builder (harness/admission.py): what the sim and the runner write for
+"""The shared admission builder (harness/kueue/admission_status.py): what the sim and the runner write for
 an `admitted` entry must decode back to the entry's flavor and placement, in the shape Kueue
 itself writes (hostname-only levels when hostname is the lowest level; `pods` only when the
 ClusterQueue covers it)."""
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from harness.admission import admission_conditions, admission_status, reservation_times
-from harness.loader import scenario_from_data
+from harness.kueue.admission_status import admission_conditions, admission_status, reservation_times
 from harness.runner.decode import domains, lowest_level_pods
-from harness.scenario import Scenario
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
+from harness.scenario.strict_yaml import parse_yaml
 
 WORLD = """
 name: admitted-shapes

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.expectwrite import expectation_data
+from harness.cli.expect_writer import expectation_data
 from harness.fit import fit
-from harness.loader import load_scenario
+from harness.scenario.loader import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "suites" / "guide"

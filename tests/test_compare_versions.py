@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.compare import changes
-from harness.outcome import Outcome
+from harness.cli.compare_versions import changes
+from harness.cli.main import main
+from harness.results.outcome import Outcome
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 FREED = SUITES / "guide" / "guide-required-host-waits-for-freed-node.yaml"

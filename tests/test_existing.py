@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.backends import Unsupported
+from harness.backends.base import Unsupported
 from harness.kube import KUEUE_API, RUN_LABEL, Kube, absent, kubeconfig, poll_until
-from harness.loader import load_scenario
 from harness.providers.base import ClusterError
 from harness.providers.existing.cluster import ExistingCluster, KueueMissing, pinned_kubeconfig
 from harness.providers.kind import prereqs
@@ -27,6 +26,7 @@ from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.kwokrun import free_port
 from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
+from harness.scenario.loader import load_scenario
 from harness.toolchain import tools
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,12 +11,12 @@ import pytest
 
 from harness.fit import fit
 from harness.kube import RUN_LABEL, Kube, NotFound
-from harness.loader import load_scenario
 from harness.providers.cleanup import CLUSTER_SCOPED, NAMESPACED
 from harness.providers.existing.cluster import ExistingCluster
 from harness.providers.local.cluster import LocalCluster
+from harness.results.comparison import against_expectations, against_prediction
 from harness.runner.backend import ClusterBackend
-from harness.verdict import against_expectations, against_prediction
+from harness.scenario.loader import load_scenario
 
 GUIDE = sorted((Path(__file__).resolve().parents[1] / "suites" / "guide").glob("*.yaml"))
 

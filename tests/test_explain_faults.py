@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "suites" / "faults"

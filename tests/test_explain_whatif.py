@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from harness.fit import fit
-from harness.loader import load_scenario, scenario_from_data
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.whatif import Explanation, Whys, explain, workloads
 from harness.whatif.workloads import RUNS_PENDING
 
@@ -261,7 +261,7 @@ def test_the_runs_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_kueues_own_scheduler_admits_each_option_of_the_rack_example() -> None:
     """The options are the fit model's; Kueue v0.19.2's scheduler in process (the sim) must
     admit the job in each changed scenario too, and keep it pending in the real one."""
-    from harness.sim_backend import SimBackend
+    from harness.backends.sim import SimBackend
 
     e = explained("rack-short.yaml", "train")
     assert [o.kind for o in e.options] == ["free", "relax", "count"]

@@ -16,10 +16,10 @@ import yaml
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import check_supported
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Eviction, Expectation, PodFault, Scenario, Taint, TaintChange
-from harness.verdict import against_expectations, against_prediction
+from harness.results.comparison import against_expectations, against_prediction
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Eviction, Expectation, PodFault, Scenario, Taint, TaintChange
 
 MALFORMED = Path(__file__).parent / "data" / "malformed"
 FAULT_CORPUS = sorted(MALFORMED.glob("fault-*.yaml"))

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.loader import load_scenario
-from harness.report import expectation_lines
+from harness.results.report import expectation_lines
 from harness.runner.backend import ClusterBackend
-from harness.scenario import Expectation
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Expectation
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]

@@ -12,10 +12,10 @@ import pytest
 from harness.errors import HarnessError
 from harness.fit import fit
 from harness.fit.kubescheduler import NodeLoad, Pod, best_node, filter_reasons
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Node, Taint, Toleration
-from harness.verdict import against_expectations, against_prediction
+from harness.results.comparison import against_expectations, against_prediction
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Node, Taint, Toleration
 
 GPU = "nvidia.com/gpu"
 BLOCK, RACK, HOST = "example.com/block", "example.com/rack", "kubernetes.io/hostname"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from harness.fit.cohort import QuotaBook
-from harness.scenario import ClusterQueue, FlavorQuotas, ResourceGroup, ResourceQuota
+from harness.scenario.model import ClusterQueue, FlavorQuotas, ResourceGroup, ResourceQuota
 
 GPU = ("h100", "nvidia.com/gpu")
 

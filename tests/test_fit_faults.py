@@ -9,10 +9,10 @@ from harness.fit.replacement import ReplacementFailed, find_replacement
 from harness.fit.request import placement_request
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import build_tree
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Eviction, Scenario
-from harness.strict_yaml import parse_yaml
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Eviction, Scenario
+from harness.scenario.strict_yaml import parse_yaml
 
 NODES = """
 topology: {name: t, levels: [example.com/block, example.com/rack, kubernetes.io/hostname]}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from harness.fit.cohort import QuotaBook
 from harness.fit.flavors import FIT, NO_CANDIDATES, assign_flavors, fnv1a64
-from harness.loader import scenario_from_data
-from harness.scenario import Scenario
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
+from harness.scenario.strict_yaml import parse_yaml
 
 
 def world(fungibility: str = "", a_gpus: int = 4, count: int = 6) -> Scenario:

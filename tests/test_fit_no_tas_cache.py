@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.fit import fit
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
 
 
 def world(*requests: dict[str, Any]) -> dict[str, Any]:

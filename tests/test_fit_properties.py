@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness import shorthand
 from harness.fit import fit
-from harness.quantity import kueue_units
-from harness.scenario import (
+from harness.k8s.quantity import kueue_units
+from harness.scenario import shorthand
+from harness.scenario.model import (
     HOSTNAME,
     Flavor,
     Node,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.fit import fit
-from harness.loader import scenario_from_data
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 
 WORLD = """
 name: w

@@ -11,10 +11,10 @@ from harness.errors import Nondeterministic
 from harness.fit import fit
 from harness.fit.cycle import Model
 from harness.fit.ties import TieBreak
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Scenario
-from harness.strict_yaml import parse_yaml
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
+from harness.scenario.strict_yaml import parse_yaml
 
 HEAD = """
 name: w

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.fit.tas_step import PodCounter, TasRequest, TasTrees, place_workload
-from harness.scenario import (
+from harness.scenario.model import (
     HOSTNAME,
     ClusterQueue,
     Flavor,

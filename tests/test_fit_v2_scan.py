@@ -7,8 +7,8 @@ against Kueue's scheduler (seed 11, case 384)."""
 from __future__ import annotations
 
 from harness.fit import fit
-from harness.loader import scenario_from_data
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 
 WORLD = """
 name: w

@@ -13,10 +13,10 @@ import pytest
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import rules_for
-from harness.loader import load_scenario, scenario_from_data
-from harness.outcome import Outcome
-from harness.strict_yaml import parse_yaml
-from harness.verdict import against_prediction
+from harness.results.comparison import against_prediction
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 fit_v2 = importlib.import_module("harness.fit.cycle").fit_v2

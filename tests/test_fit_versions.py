@@ -16,8 +16,8 @@ from harness import toolchain
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import RULES, V0_19_2_GATES
-from harness.loader import load_scenario
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 FREED = SUITES / "guide" / "guide-required-host-waits-for-freed-node.yaml"

@@ -12,8 +12,8 @@ import pytest
 from harness.errors import Nondeterministic
 from harness.fit import fit
 from harness.fit.versions import RULES
-from harness.loader import load_scenario
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 LEADER_SPACE_ONCE = SUITES / "kueue-cases" / "balanced-group-leader-space-once.yaml"

@@ -11,10 +11,10 @@ import pytest
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import RULES
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Scenario
-from harness.strict_yaml import parse_yaml
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
+from harness.scenario.strict_yaml import parse_yaml
 
 OLD = ["v0.17.1", "v0.18.2"]
 

@@ -9,8 +9,8 @@ import dataclasses
 from pathlib import Path
 
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 KEEPS_CAPACITY = SUITES / "kueue-cases" / "group-leader-keeps-worker-capacity.yaml"

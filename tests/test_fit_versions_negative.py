@@ -16,8 +16,8 @@ import pytest
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario
 from tests import rule_flags
 from tests.rule_flags import AS_IT_IS, AS_V0_19_2
 

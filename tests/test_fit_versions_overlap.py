@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.outcome import Outcome
-from harness.scenario import Scenario, Step
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario, Step
 from tests import rule_flags
 from tests.rule_flags import AS_IT_IS, AS_V0_19_2
 

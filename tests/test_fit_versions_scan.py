@@ -15,8 +15,8 @@ import pytest
 
 from harness.errors import Nondeterministic
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 THREE_FLAVORS = """\
 name: scan-three-flavors

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.discover import why_not_a_scenario
+from harness.scenario.discover import why_not_a_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"

@@ -15,11 +15,11 @@ import yaml
 from harness.errors import HarnessError
 from harness.fixtures.manifests import MAIN, UserManifestError, read, tagged, workload_data
 from harness.fixtures.model import FitModel
-from harness.loader import load_scenario
-from harness.quantity import parse_quantity
+from harness.k8s.quantity import parse_quantity
 from harness.runner import objects
 from harness.runner.objects import Names
-from harness.scenario import Workload
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"

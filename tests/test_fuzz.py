@@ -16,7 +16,7 @@ import yaml
 from harness.fuzz.campaign import dump_scenario, run_campaign
 from harness.fuzz.generator import generate
 from harness.fuzz.shrink import shrink
-from harness.loader import load_scenario, scenario_from_data
+from harness.scenario.loader import load_scenario, scenario_from_data
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -224,7 +224,7 @@ def test_campaign_finds_shrinks_and_writes_a_planted_model_bug(
     pending) must be caught against real Kueue, shrunk to one workload, and written."""
     import harness.fuzz.runner as runner
     from harness.fit import FitResult, fit
-    from harness.outcome import Outcome
+    from harness.results.outcome import Outcome
 
     def wrong_fit_double(scenario: Any) -> FitResult:
         result = fit(scenario)

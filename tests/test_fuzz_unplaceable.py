@@ -4,8 +4,8 @@ apart from disagreements between the fit model and Kueue."""
 from __future__ import annotations
 
 from harness.fuzz.runner import Verdict
-from harness.outcome import Outcome
-from harness.verdict import against_prediction
+from harness.results.comparison import against_prediction
+from harness.results.outcome import Outcome
 
 
 def verdict(predicted: dict[str, Outcome], observed: dict[str, Outcome]) -> Verdict:

@@ -9,9 +9,9 @@ from collections import Counter
 
 from harness.fuzz.runner import Checker
 from harness.fuzz.world_v2 import generate_v2
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 
 CASES = 400
 

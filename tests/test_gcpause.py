@@ -10,8 +10,8 @@ import pytest
 
 from harness.fit import fit
 from harness.gcpause import without_gc_pauses
-from harness.loader import scenario_from_data
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 
 LEVELS = ("example.com/block", "example.com/rack", "kubernetes.io/hostname")
 

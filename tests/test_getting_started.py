@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.fit import fit
-from harness.loader import load_scenario
+from harness.scenario.loader import load_scenario
 
 PAGE = (Path(__file__).resolve().parents[1] / "docs" / "getting-started.md").read_text()
 BLOCKS = [textwrap.dedent(text) for text in re.findall(r"```\w*\n(.*?)```", PAGE, re.DOTALL)]

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harness.cli import build_parser
+from harness.cli.main import build_parser
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -22,25 +22,44 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def _problems(parser: argparse.ArgumentParser) -> list[str]:
+    """Options without help, and options whose value when not given is None (the formatter
+    would only append "(default: none)") whose own help does not say what happens then."""
     problems = []
-    formatter = parser._get_formatter()
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue
         name = "/".join(action.option_strings) or action.dest
         if not action.help or action.help == argparse.SUPPRESS:
             problems.append(f"{name}: no help")
-        elif action.option_strings and "(default" not in formatter._get_help_string(action):
-            problems.append(f"{name}: the help does not state the default")
+        elif (
+            action.option_strings
+            and action.default is None
+            and not action.required
+            and action.nargs != 0
+            and "default" not in action.help
+        ):
+            problems.append(f"{name}: the help does not say what happens when it is not given")
     return problems
 
 
-def test_every_subcommand_option_has_help_and_a_default() -> None:
+def test_every_subcommand_option_has_help_and_says_what_unset_means() -> None:
     parsers = _subparsers(build_parser())
     assert {"python -m harness oracle", "python -m harness check", "python -m harness run",
-            "python -m harness fuzz", "python -m harness leftovers"} <= set(parsers)  # fmt: skip
+            "python -m harness fuzz", "python -m harness leftovers", "python -m harness build",
+            "python -m harness up", "python -m harness down"} <= set(parsers)  # fmt: skip
     problems = [f"{prog}: {p}" for prog, sub in parsers.items() for p in _problems(sub)]
     assert problems == []
+
+
+def test_the_check_finds_an_option_that_leaves_unset_unexplained() -> None:
+    """Negative control: the check above can fail."""
+    parser = argparse.ArgumentParser(prog="planted")
+    parser.add_argument("--where", help="a folder")
+    parser.add_argument("--quiet", action="store_true")
+    assert _problems(parser) == [
+        "--where: the help does not say what happens when it is not given",
+        "--quiet: no help",
+    ]
 
 
 def test_the_defaults_show_in_the_rendered_help() -> None:

@@ -21,8 +21,8 @@ from harness.html import RunInfo, report_page
 from harness.html.palette import Palette
 from harness.html.results import scenario_result
 from harness.html.world import pod_sets
-from harness.loader import load_scenario
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

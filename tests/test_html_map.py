@@ -9,7 +9,6 @@ from fractions import Fraction
 
 import yaml
 
-from harness.backends import Observation
 from harness.fit import fit
 from harness.html import outcomes_page
 from harness.html.fragmentation import largest_free
@@ -19,9 +18,10 @@ from harness.html.section import scenario_section
 from harness.html.sources import disagreement, expected_source, fit_source
 from harness.html.svgmap import COLLAPSE_AT, render_map
 from harness.html.world import MapView, cell_resource, map_views, occupancy, worlds
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.observation import Observation
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 
 RACKS = """
 name: two-racks

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends import Observation
 from harness.kube import KUEUE_API, Kube, pause, poll_until, watchdog
-from harness.loader import load_scenario, scenario_from_data
-from harness.report import Comparison, expectation_lines
+from harness.results.observation import Observation
+from harness.results.report import Comparison, expectation_lines
 from harness.runner.backend import ClusterBackend, namespace_for
 from harness.runner.incidents import Incident, not_ready_by_themselves
-from harness.scenario import Expectation
+from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.model import Expectation
 
 REPO = Path(__file__).resolve().parents[1]
 WAITS_FOR_FREED_NODE = REPO / "suites" / "guide" / "guide-required-host-waits-for-freed-node.yaml"

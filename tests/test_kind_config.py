@@ -129,7 +129,7 @@ def test_fake_gpu_operator_values_match_the_pools(path: Path) -> None:
          "workers[0]", "unknown key 'cpus'"),
         ({"name": "y", "pools": {"p": {"gpus": 1}}, "workers": [{"pool": "p"}]},
          "name", "must equal the file name"),
-        # As the scenario loader (harness/k8s_rules.py): YAML's words, Kubernetes' limits.
+        # As the scenario loader (harness/k8s/rules.py): YAML's words, Kubernetes' limits.
         ({"name": "x", "pools": {"p": {"gpus": 1}},
           "workers": [{"pool": "p", "labels": {"example.com/rack": True}}]},
          "workers[0].labels.example.com/rack", "must be strings (quote it), got true"),
@@ -207,7 +207,7 @@ def _helm_template(
 ) -> list[dict[str, Any]]:
     helm = tool_path("helm")
     if helm is None:
-        pytest.skip("helm is not built: run `make tools` (or python -m harness.toolchain.tools)")
+        pytest.skip("helm is not built: run `make tools` (or python -m harness build tools)")
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(values))
     out = subprocess.run(

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.backends.sim import SimBackend
+from harness.cli.main import main as harness_main
 from harness.errors import HarnessError
-from harness.kueue_gates import GateError, closest, merged, parse_gates
+from harness.kueue.gates import GateError, closest, merged, parse_gates
 from harness.providers.kind.cluster import KindCluster
-from harness.providers.local import cli as local_cli
 from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
-from harness.sim_backend import SimBackend
 
 BAD = ["TASBalancedPlacement=yes", "NoSuchGate=true", "TASBalancedPlacement", "=true"]
 
@@ -81,9 +81,9 @@ def test_local_cluster_command_refuses_bad_gates_before_starting(
     # Were the gates accepted, the start would fail on the empty cache without Go instead.
     monkeypatch.setenv("KTH_CACHE", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert local_cli.main(["up", "--feature-gates", bad]) == 2
+    assert harness_main(["up", "--bare", "--feature-gates", bad]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: --feature-gates: ") and "\n" not in err
+    assert err.startswith("--feature-gates: ") and "\n" not in err
 
 
 @pytest.mark.parametrize("bad", ["TASBalancedPlacement=yes", "NoSuchGate=true"])

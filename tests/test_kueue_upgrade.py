@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from harness import toolchain
-from harness.backends import create_backend
-from harness.cli import main
+from harness.backends.base import create_backend
+from harness.cli.main import main
 from harness.errors import HarnessError
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.report import expectation_lines
+from harness.results.report import expectation_lines
 from harness.runner.backend import ClusterBackend
+from harness.scenario.loader import load_scenario
 from harness.toolchain import cache, recipes
 
 UPGRADE = (
@@ -98,7 +98,7 @@ def test_kueue_v0_18_2_replaced_by_v0_19_2_under_the_scenarios_workloads(
     if not _built("v0.18.2"):
         pytest.skip(
             "Kueue v0.18.2 is not built (~9 min on 2 cores): run "
-            "`python -m harness.toolchain build --kueue-version v0.18.2` first"
+            "`python -m harness build binaries --kueue-version v0.18.2` first"
         )
     monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")
     monkeypatch.setenv("KTH_KEEP_RUN", "1")  # the run dir outlives the stop: read Kueue's log

@@ -17,18 +17,18 @@ import pytest
 import yaml
 
 from harness import toolchain
-from harness.backends import (
+from harness.backends.base import (
     BackendError,
     create_backend,
     kueue_version_for,
     select_kueue_version,
 )
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
-from harness.kueue_gates import KUEUE_V0_19_GATES
-from harness.loader import load_scenario
+from harness.kueue.gates import KUEUE_V0_19_GATES
 from harness.providers.local.cluster import LocalCluster
-from harness.report import expectation_lines
+from harness.results.report import expectation_lines
 from harness.runner.backend import ClusterBackend
+from harness.scenario.loader import load_scenario
 from harness.toolchain import cache, recipes
 
 HAVE_GO = shutil.which("go") is not None
@@ -249,7 +249,7 @@ def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPa
     if not _built("v0.18.2"):
         pytest.skip(
             "Kueue v0.18.2 is not built (~9 min on 2 cores): run "
-            "`python -m harness.toolchain build --kueue-version v0.18.2` first"
+            "`python -m harness build binaries --kueue-version v0.18.2` first"
         )
     monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # restored after the test
     scenario = load_scenario(GUIDE / "guide-required-host.yaml")
@@ -277,7 +277,7 @@ def test_v0_18_2_counts_a_workload_admitted_before_the_scenario(
     if not _built("v0.18.2"):
         pytest.skip(
             "Kueue v0.18.2 is not built (~9 min on 2 cores): run "
-            "`python -m harness.toolchain build --kueue-version v0.18.2` first"
+            "`python -m harness build binaries --kueue-version v0.18.2` first"
         )
     monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")  # restored after the test
     path = SUITES / "v2" / "fuzz-regressions" / "v2-fuzz-refused-admission-restarts-scan.yaml"
@@ -295,7 +295,7 @@ def test_the_html_report_names_the_versions_that_ran(tmp_path: Path) -> None:
     """The header says which Kueue produced the observations, not the pinned default: a
     session that ran two versions names both, an existing cluster's is said to be unknown."""
     from harness.html import ScenarioResult
-    from harness.html.pytest_report import HtmlReport, Row
+    from harness.plugin.html_report import HtmlReport, Row
 
     report = HtmlReport(tmp_path / "r.html", "local")
     versions = ["v0.18.2", "v0.17.1", "v0.18.2"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import leftovers
+from harness.cli import leftovers
 
 
 def test_finds_a_process_from_the_cache_and_cluster_dirs(

@@ -18,10 +18,10 @@ import yaml
 from harness.fit import fit
 from harness.live.cluster_read import read_cluster
 from harness.live.snapshot import snapshot
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
 from harness.runner.backend import ClusterBackend
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]

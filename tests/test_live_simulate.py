@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.backends import Unsupported
+from harness.backends.base import Unsupported
 from harness.live import manifests, simulate
 from harness.live.manifests import UserManifestError
 from harness.live.submissions import Cluster, submissions

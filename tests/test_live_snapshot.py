@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import json_items
 from harness.errors import InputError
 from harness.fit import fit
 from harness.live.cluster_read import ClusterState
 from harness.live.snapshot import read_file, render, render_json, snapshot
-from harness.loader import scenario_from_data
+from harness.scenario import json_items
+from harness.scenario.loader import scenario_from_data
 
 API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -313,7 +313,7 @@ def test_a_json_snapshot_reads_back_and_refuses_a_key_given_twice(tmp_path: Path
 def test_a_large_snapshot_file_reads_its_long_lists_as_json(tmp_path: Path) -> None:
     """What keeps a 5,000-node snapshot's parse at 0.2 s instead of 20 s: render() writes
     nodes, usage and admitted one JSON line each, in a form the strict YAML reader hands to
-    `json` (harness/json_items.py). A change to that form would pass every other test."""
+    `json` (harness/scenario/json_items.py). A change to that form would pass every other test."""
     big = state()
     big.nodes += [node(f"x{i}", f"r{i // 8}") for i in range(100)]
     big.pods += [pod(f"p{i}", f"x{i}", {GPU: "1"}, owner=("DaemonSet", "d")) for i in range(100)]

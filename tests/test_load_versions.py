@@ -15,8 +15,8 @@ import yaml
 
 from harness import toolchain
 from harness.errors import ScenarioError
-from harness.kueue_versions import DEFAULT_KUEUE, KUEUE_VERSIONS, before, parse_versions
-from harness.loader import load_scenario, scenario_from_data
+from harness.kueue.versions import DEFAULT_KUEUE, KUEUE_VERSIONS, before, parse_versions
+from harness.scenario.loader import load_scenario, scenario_from_data
 
 ROOT = Path(__file__).resolve().parents[1]
 FREED = ROOT / "suites" / "guide" / "guide-required-host-waits-for-freed-node.yaml"

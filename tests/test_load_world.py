@@ -9,9 +9,9 @@ from fractions import Fraction
 import pytest
 
 from harness.errors import HarnessError
-from harness.loader import scenario_from_data
-from harness.scenario import FlavorFungibility, Preemption
-from harness.strict_yaml import parse_yaml
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import FlavorFungibility, Preemption
+from harness.scenario.strict_yaml import parse_yaml
 
 V2 = """
 name: two-teams

@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.fit import check_supported
-from harness.loader import load_scenario
+from harness.scenario.loader import load_scenario
 
 CORPUS = sorted((Path(__file__).parent / "data" / "malformed").glob("*.yaml"))
 

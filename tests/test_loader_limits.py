@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from harness.errors import ScenarioError
-from harness.keypath import yaml_text
-from harness.loader import load_scenario, scenario_from_data
+from harness.scenario.keypath import yaml_text
+from harness.scenario.loader import load_scenario, scenario_from_data
 
 MALFORMED = Path(__file__).parent / "data" / "malformed"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness.errors import ScenarioError
-from harness.loader import load_scenario
+from harness.scenario.loader import load_scenario
 from harness.sim.contract import scenario_to_dict
 
 SUITE = Path(__file__).parents[1] / "suites" / "templates" / "templates-rack-groups.yaml"

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import pki, toolchain
+from harness import toolchain
 from harness.install import jobset, manifests
+from harness.k8s import pki
 from harness.providers import kwok
 from harness.providers.base import ClusterError
 from harness.providers.local import cluster as local_cluster

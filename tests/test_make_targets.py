@@ -25,7 +25,7 @@ def _dry_run(target: str) -> list[str]:
 
 def test_make_test_builds_the_tools_before_pytest() -> None:
     lines = _dry_run("test")
-    build = next(i for i, line in enumerate(lines) if "-m harness.toolchain.tools build" in line)
+    build = next(i for i, line in enumerate(lines) if "-m harness build tools" in line)
     pytest_run = next(i for i, line in enumerate(lines) if "-m pytest" in line)
     assert build < pytest_run
-    assert lines[build].split("build", 1)[1].split() == []  # no TOOLS given: every tool
+    assert lines[build].split("build", 1)[1].split() == ["tools"]  # no TOOLS given: every tool

@@ -12,7 +12,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from harness import pki
+from harness.k8s import pki
 
 
 def _cert(pair: pki.KeyPair) -> x509.Certificate:

@@ -19,9 +19,9 @@ REAL_HOME = os.environ.get("HOME", str(Path.home()))
 GUIDE = Path(__file__).resolve().parents[1] / "suites" / "guide"
 WRONG_ORACLE_CONFTEST = '''
 """Make the fit model wrong on purpose for one scenario (the plugin must then fail it)."""
-import harness.report as report
+import harness.results.report as report
 from harness.fit import FitResult
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
 
 _real = report.fit
 

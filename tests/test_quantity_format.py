@@ -1,4 +1,4 @@
-"""One quantity formatter (harness.quantity.format_quantity): exact, and read back unchanged.
+"""One quantity formatter (harness.k8s.quantity.format_quantity): exact, and read back unchanged.
 
 The runner (Kubernetes objects) and the sim (kueue-sim's contract) once had a formatter each
 and wrote 3/10**6 differently ("3000n" and "3u"); both now write what parse_quantity reads back.
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.loader import scenario_from_data
-from harness.quantity import QuantityError, format_quantity, parse_quantity
+from harness.k8s.quantity import QuantityError, format_quantity, parse_quantity
 from harness.runner import objects
+from harness.scenario.loader import scenario_from_data
 from harness.sim.contract import scenario_to_dict
 
 NANO = Fraction(1, 10**9)

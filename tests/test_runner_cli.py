@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from harness import runcli
-from harness.backends import BackendError, Observation
-from harness.cli import main
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.backends.base import BackendError
+from harness.cli import run as runcli
+from harness.cli.main import main
+from harness.results.observation import Observation
+from harness.results.outcome import Outcome
+from harness.scenario.model import Scenario
 
 GUIDE = Path(__file__).resolve().parents[1] / "suites" / "guide"
 

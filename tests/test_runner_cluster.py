@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from harness.fit import fit
-from harness.loader import load_scenario, scenario_from_data
+from harness.results.comparison import against_expectations, against_prediction
 from harness.runner.backend import ClusterBackend
-from harness.scenario import Scenario
-from harness.verdict import against_expectations, against_prediction
+from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.model import Scenario
 from tests.ctrl_c import restore_ctrl_c
 
 pytestmark = pytest.mark.cluster

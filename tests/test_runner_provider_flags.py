@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends import BackendError, Unsupported
-from harness.loader import load_scenario
+from harness.backends.base import BackendError, Unsupported
 from harness.providers import base
 from harness.providers.base import ClusterHandle, ProviderBase
 from harness.providers.existing.cluster import ExistingCluster
 from harness.providers.kind.cluster import KindCluster
 from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
+from harness.scenario.loader import load_scenario
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 GUIDE = SUITES / "guide"

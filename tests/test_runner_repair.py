@@ -10,7 +10,7 @@ from typing import Any
 from harness.runner import faults, repair
 from harness.runner.kueuelog import KueueLog
 from harness.runner.objects import JOB_INDEX_LABEL
-from harness.scenario import Eviction, Taint
+from harness.scenario.model import Eviction, Taint
 
 
 def test_replaced_maps_each_lost_node_to_the_nodes_that_gained() -> None:

@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.kueue_keys import TAS_POD_ANNOTATIONS
+from harness.kueue.keys import TAS_POD_ANNOTATIONS
 from harness.runner.kueuelog import KueueLog
 from harness.runner.requeue import (
     NON_TAS_DRAIN_INTERVAL,

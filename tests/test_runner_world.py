@@ -4,16 +4,20 @@ apply that pre-admits a workload."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from harness import kueue_keys
-from harness.admission import ADMISSION_FIELD_MANAGER
-from harness.loader import scenario_from_data
+import pytest
+
+from harness import toolchain
+from harness.kueue import keys as kueue_keys
+from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER
 from harness.runner import objects, preadmit, world
 from harness.runner.objects import Names
-from harness.scenario import Scenario
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 
 NAMES = Names(run_id="r1", namespace="kth-1-demo", own_queues=True)
 HOST = "kubernetes.io/hostname"
@@ -295,7 +299,6 @@ def test_pre_admission_patch_uses_the_shared_admission_and_a_jobs_pod_set_name()
     reserved = {c["type"]: c for c in patch["status"]["conditions"]}
     assert reserved["QuotaReserved"]["status"] == reserved["Admitted"]["status"] == "True"
     assert reserved["QuotaReserved"]["lastTransitionTime"] == "2026-01-02T03:04:05Z"
-    assert ADMISSION_FIELD_MANAGER == "kueue-admission"  # Kueue's own: its eviction clears it
     totals = preadmit.reservation_totals([patch])
     assert totals == {
         "team-a": {("h100", "nvidia.com/gpu"): Fraction(6), ("h100", "pods"): Fraction(3)}
@@ -322,3 +325,15 @@ def test_pods_must_sit_on_the_admitted_nodes() -> None:
     ok, seen = preadmit.check_bound("w", {"h2": 3}, pods)
     assert not ok and "admitted on {'h2': 3}" in seen
     assert preadmit.check_bound("w", None, pods)[0]  # no TAS: any node of the flavor
+
+
+@pytest.mark.sim  # reads Kueue's module from the Go module cache (the sim's build fetches it)
+def test_admission_field_manager_is_kueues_own() -> None:
+    """Kueue's eviction clears only the admission fields its own manager owns, so the harness
+    must apply pre-admissions under Kueue's name (pkg/constants/constants.go: AdmissionName =
+    KueueName + "-admission"), read here from Kueue's source rather than restated."""
+    source = (toolchain.kueue_module_dir() / "pkg" / "constants" / "constants.go").read_text()
+    kueue_name = re.search(r'\bKueueName\s*=\s*"([^"]+)"', source)
+    suffix = re.search(r'\bAdmissionName\s*=\s*KueueName\s*\+\s*"([^"]+)"', source)
+    assert kueue_name and suffix, "Kueue's constants.go no longer defines AdmissionName so"
+    assert kueue_name.group(1) + suffix.group(1) == ADMISSION_FIELD_MANAGER

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.sharding import Shard, ShardError, assign, load_durations, parse_shard, seed_range
+from harness.plugin.sharding import (
+    Shard,
+    ShardError,
+    assign,
+    load_durations,
+    parse_shard,
+    seed_range,
+)
 
 GUIDE = Path(__file__).resolve().parents[1] / "suites" / "guide"
 

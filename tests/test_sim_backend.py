@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from harness.backends.sim import SimBackend, _decidable
 from harness.errors import Nondeterministic
-from harness.loader import load_scenario, scenario_from_data
+from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.sim.build import build_sim
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess, run_sim
-from harness.sim_backend import SimBackend, _decidable
 from harness.toolchain.gocmd import ToolchainError
 
 HOST = "kubernetes.io/hostname"
@@ -201,7 +201,7 @@ def test_unknown_feature_gate_is_an_error_for_that_scenario(sim_binary: Path) ->
 
 @pytest.fixture
 def backend(sim_binary: Path) -> Iterator[SimBackend]:
-    """The harness.backends adapter, closed after the test."""
+    """The harness.backends.base adapter, closed after the test."""
     b = SimBackend()
     yield b
     b.close()

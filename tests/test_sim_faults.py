@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import run_sim
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends import Unsupported
-from harness.loader import load_scenario, scenario_from_data
-from harness.outcome import Outcome
+from harness.backends.base import Unsupported
+from harness.backends.sim import SimBackend
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.sim import upgrade
-from harness.sim_backend import SimBackend
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 UPGRADE = (

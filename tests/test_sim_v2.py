@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from harness.backends.sim import SimBackend
 from harness.errors import Nondeterministic
 from harness.fuzz.world_v2 import generate_v2
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.strict_yaml import parse_yaml
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import run_sim
-from harness.sim_backend import SimBackend
-from harness.strict_yaml import parse_yaml
 
 HOST = "kubernetes.io/hostname"
 

@@ -15,19 +15,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.backends import Unsupported, kueue_version_for, select_kueue_version
-from harness.cli import main
+from harness.backends.base import Unsupported, kueue_version_for, select_kueue_version
+from harness.backends.sim import SimBackend
+from harness.cli.main import main
 from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker
-from harness.loader import load_scenario
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.outcome import Outcome
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
 from harness.sim.build import SimVersionError, build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import run_sim
-from harness.sim_backend import SimBackend
 
 OLD = "v0.18.2"
 SUITES = Path(__file__).resolve().parents[1] / "suites"

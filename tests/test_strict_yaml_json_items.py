@@ -1,4 +1,4 @@
-"""One-line JSON list items are read with `json` (harness/json_items.py) only where that gives
+"""One-line JSON list items are read with `json` (harness/scenario/json_items.py) only where that gives
 exactly what the strict YAML reader gives: same values, same one-line errors."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import json_items
 from harness.errors import ScenarioError
-from harness.strict_yaml import parse_yaml
+from harness.scenario import json_items
+from harness.scenario.strict_yaml import parse_yaml
 
 MANY = json_items.MIN_LINES + 6
 

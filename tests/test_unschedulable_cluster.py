@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.fit import fit
-from harness.loader import load_scenario
-from harness.report import observed_against_both
+from harness.results.report import observed_against_both
 from harness.runner.backend import ClusterBackend
+from harness.scenario.loader import load_scenario
 
 pytestmark = pytest.mark.cluster
 FINDINGS = Path(__file__).resolve().parents[1] / "suites" / "kueue-findings"

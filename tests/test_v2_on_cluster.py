@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from harness.kube import KUEUE_API, Obj
-from harness.loader import load_scenario, scenario_from_data
-from harness.report import observed_against_both, predict
+from harness.results.report import observed_against_both, predict
 from harness.runner import session
 from harness.runner.backend import ClusterBackend, namespace_for
-from harness.scenario import Scenario
+from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.model import Scenario
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[1]

@@ -4,8 +4,8 @@ accept any UID there and nothing else different."""
 
 from __future__ import annotations
 
-from harness.outcome import Outcome
-from harness.verdict import against_prediction
+from harness.results.comparison import against_prediction
+from harness.results.outcome import Outcome
 
 PREDICTED = (
     "Preempted to accommodate a workload (UID: <uid of train>, JobUID: <job uid of train>) "

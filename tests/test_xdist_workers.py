@@ -1,4 +1,4 @@
-"""pytest-xdist (`-n N`, harness/distribute.py) end to end with pytester: every worker runs
+"""pytest-xdist (`-n N`, harness/plugin/xdist.py) end to end with pytester: every worker runs
 scenarios on an embedded cluster of its own, the results are those of a serial run, the
 controller writes one HTML report and one junit file holding every scenario, and nothing of
 any worker's cluster is left behind.
@@ -93,8 +93,8 @@ STAND_IN_BACKEND = """
 which gates, so the test can see how xdist distributed the items.\"\"\"
 import os
 
-import harness.plugin
-from harness.backends import Unsupported
+import harness.plugin.hooks
+from harness.backends.base import Unsupported
 
 
 class WhereRan:
@@ -108,7 +108,7 @@ class WhereRan:
         pass
 
 
-harness.plugin.create_backend = lambda cluster, **options: WhereRan()
+harness.plugin.hooks.create_backend = lambda cluster, **options: WhereRan()
 """
 
 

@@ -32,7 +32,7 @@ from harness.fit.kubescheduler import NodeLoad, Pod, best_node, filter_reasons
 from harness.fit.kubescheduler import unavailable_message as scheduler_message
 from harness.fit.resources import from_quantities
 from harness.fit.tree import LeafKey
-from harness.scenario import HOSTNAME, Node, PodSet, Scenario, Usage, Workload
+from harness.scenario.model import HOSTNAME, Node, PodSet, Scenario, Usage, Workload
 
 PerLeaf = Mapping[str, Mapping[LeafKey, int]]
 

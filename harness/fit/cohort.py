@@ -2,7 +2,7 @@
 pkg/cache/scheduler/resource_node.go, clusterqueue_snapshot.go, cohort_snapshot.go).
 
 A flavor-resource ("fr") is (flavor name, resource name); amounts are integers in Kueue's
-units (harness.quantity.kueue_units). A ClusterQueue without quota for an fr has nominal 0.
+units (harness.k8s.quantity.kueue_units). A ClusterQueue without quota for an fr has nominal 0.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from harness.quantity import kueue_units
-from harness.scenario import ClusterQueue, ResourceQuota
+from harness.k8s.quantity import kueue_units
+from harness.scenario.model import ClusterQueue, ResourceQuota
 
 FlavorResource = tuple[str, str]
 """(flavor, resource)."""

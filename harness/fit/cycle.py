@@ -45,10 +45,10 @@ from harness.fit.tree import LeafKey
 from harness.fit.versions import RULES, KueueRules, upgraded_rules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.fit.webhook import webhook_rejection
-from harness.kueue_versions import DEFAULT_KUEUE
-from harness.outcome import Outcome
-from harness.quantity import kueue_units
-from harness.scenario import (
+from harness.k8s.quantity import kueue_units
+from harness.kueue.versions import DEFAULT_KUEUE
+from harness.results.outcome import Outcome
+from harness.scenario.model import (
     AdmittedWorkload,
     ClusterQueue,
     Flavor,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from harness.fit.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, Assignment, Mode
 from harness.fit.tree import Domain, Tree
 from harness.fit.victims import HUMAN_REASONS, Target
-from harness.quantity import format_kueue_units
-from harness.scenario import Scenario, Workload
+from harness.k8s.quantity import format_kueue_units
+from harness.scenario.model import Scenario, Workload
 
 
 @dataclass

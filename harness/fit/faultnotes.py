@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.fit.tree import LeafKey
-from harness.scenario import Taint
+from harness.scenario.model import Taint
 
 
 @dataclass

@@ -29,7 +29,7 @@ from harness.fit.replacement import ReplacementFailed, find_replacement
 from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
-from harness.scenario import (
+from harness.scenario.model import (
     Eviction,
     Node,
     PodFault,

@@ -9,8 +9,8 @@ from harness.fit.faultnotes import Note, label, spread_words
 from harness.fit.replacement import Replacement, ReplacementFailed
 from harness.fit.resources import from_quantities
 from harness.fit.tree import LeafKey, Tree
-from harness.quantity import format_kueue_units
-from harness.scenario import Node, PodSet
+from harness.k8s.quantity import format_kueue_units
+from harness.scenario.model import Node, PodSet
 
 WAITS = (
     "TASFailedNodeReplacementFailFast is off, so it stays admitted on its old assignment and "

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from harness.errors import Nondeterministic
 from harness.fit.cohort import FlavorResource, QuotaBook
-from harness.quantity import format_kueue_units, kueue_units
-from harness.scenario import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
+from harness.k8s.quantity import format_kueue_units, kueue_units
+from harness.scenario.model import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
 
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 """Kueue's preemptionMode, worst first."""

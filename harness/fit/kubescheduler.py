@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.resources import ResourceVector
-from harness.scenario import Node, Taint, Toleration
+from harness.scenario.model import Node, Taint, Toleration
 
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest

@@ -24,8 +24,8 @@ from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
 from harness.fit.webhook import webhook_rejection
-from harness.outcome import Outcome, Placement
-from harness.scenario import Node, PodSet, Scenario, Step, Usage, Workload
+from harness.results.outcome import Outcome, Placement
+from harness.scenario.model import Node, PodSet, Scenario, Step, Usage, Workload
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}

@@ -19,7 +19,7 @@ from harness.fit.resources import MAX_INT32, ResourceVector, count_in, go_div, s
 from harness.fit.sorting import Algorithm
 from harness.fit.stats import ExclusionStats, not_fit_message
 from harness.fit.tree import Domain, Leaf, LeafKey, Tree
-from harness.scenario import PodSet, Toleration
+from harness.scenario.model import PodSet, Toleration
 
 
 class PlacementFailed(Exception):

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from harness.fit.flavors import ScanKey
-from harness.scenario import Scenario, Workload
+from harness.scenario.model import Scenario, Workload
 
 NO_FIT = "NoFit"
 NO_CANDIDATES = "PreemptionNoCandidates"

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from harness.errors import Nondeterministic
 from harness.fit.resources import ResourceVector, from_quantities, scaled
-from harness.quantity import format_kueue_units
-from harness.scenario import PodSet, Scenario
+from harness.k8s.quantity import format_kueue_units
+from harness.scenario.model import PodSet, Scenario
 
 
 def quota_request(scenario: Scenario, members: list[PodSet]) -> ResourceVector:

@@ -17,7 +17,7 @@ from harness.fit.request import PlacementRequest, placement_request
 from harness.fit.resources import ResourceVector
 from harness.fit.sorting import Algorithm
 from harness.fit.tree import LeafKey, Tree
-from harness.scenario import PodSet, Toleration
+from harness.scenario.model import PodSet, Toleration
 
 
 class ReplacementFailed(Exception):

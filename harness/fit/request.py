@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.fit.resources import ResourceVector, from_quantities
-from harness.scenario import PodSet, Topology
+from harness.scenario.model import PodSet, Topology
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.quantity import kueue_units
-from harness.scenario import Resources
+from harness.k8s.quantity import kueue_units
+from harness.scenario.model import Resources
 
 ResourceVector = dict[str, int]
 MAX_INT32 = 2**31 - 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from harness.fit.kubescheduler import NodeLoad, Pod, filter_reasons, unavailable_message
 from harness.fit.resources import from_quantities
-from harness.scenario import HOSTNAME, Node, PodSet, Scenario, Usage
+from harness.scenario.model import HOSTNAME, Node, PodSet, Scenario, Usage
 
 
 @dataclass

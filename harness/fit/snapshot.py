@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.tas_step import TasTrees, TasUsage
-from harness.scenario import Node, Scenario, Usage
+from harness.scenario.model import Node, Scenario, Usage
 
 
 @dataclass

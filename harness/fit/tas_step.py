@@ -20,8 +20,8 @@ from harness.fit.request import placed_pods, placement_request, with_pod
 from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import RULES, KueueRules
-from harness.kueue_versions import DEFAULT_KUEUE
-from harness.scenario import Node, PodSet, Scenario, Usage
+from harness.kueue.versions import DEFAULT_KUEUE
+from harness.scenario.model import Node, PodSet, Scenario, Usage
 
 TasUsage = dict[str, dict[LeafKey, ResourceVector]]
 """Flavor -> leaf -> usage (the per-pod requests times the pods, plus `pods`)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.fit.resources import ResourceVector, add_into, from_quantities, sub_into
-from harness.scenario import Flavor, Node, Topology, Usage
+from harness.scenario.model import Flavor, Node, Topology, Usage
 
 LeafKey = str | tuple[str, ...]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from harness.errors import UnsupportedVersionError
 from harness.fit.balanced import BalancedRules
 from harness.fit.sorting import Algorithm
-from harness.kueue_versions import DEFAULT_KUEUE, version_key
-from harness.scenario import HOSTNAME, Scenario
+from harness.kueue.versions import DEFAULT_KUEUE, version_key
+from harness.scenario.model import HOSTNAME, Scenario
 
 
 @dataclass(frozen=True)

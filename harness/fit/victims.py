@@ -18,8 +18,8 @@ from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import PodCounter, TasRequest, place_workload
 from harness.fit.ties import TieBreak
 from harness.fit.versions import RULES, KueueRules
-from harness.kueue_versions import DEFAULT_KUEUE
-from harness.scenario import ClusterQueue
+from harness.kueue.versions import DEFAULT_KUEUE
+from harness.scenario.model import ClusterQueue
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 RECLAMATION = "InCohortReclamation"

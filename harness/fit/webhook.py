@@ -8,8 +8,8 @@ key). Placing such a workload is meaningless, and some of them crash Kueue's sch
 
 from __future__ import annotations
 
-from harness.kueue_keys import GROUP, PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
-from harness.scenario import PodSet, Workload
+from harness.kueue.keys import GROUP, PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
+from harness.scenario.model import PodSet, Workload
 
 
 def _path(pod_set: PodSet, key: str) -> str:

@@ -26,7 +26,7 @@ from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker, Verdict, make_observer
 from harness.fuzz.shrink import shrink
 from harness.fuzz.world_v2 import generate_v2
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
 from harness.sim.build import build_sim
 
 Data = dict[str, Any]

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.fuzz.campaign import Summary, run_campaign
-from harness.sharding import parse_shard, seed_range
+from harness.plugin.sharding import parse_shard, seed_range
 
 
 def _whole(minimum: int) -> Callable[[str], int]:
@@ -38,7 +38,7 @@ _natural = _whole(0)
 
 
 def register(sub: Any) -> None:
-    """Add the `fuzz` command to harness.cli's subparsers."""
+    """Add the `fuzz` command to harness.cli.main's subparsers."""
     fuzz = sub.add_parser(
         "fuzz", help="random scenarios on the fit model and on real Kueue, compared"
     )
@@ -70,7 +70,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="I/N",
         help="run only part I of N (1-based) of the cases [start, start + cases): contiguous "
-        "index ranges, so N machines together run the whole campaign",
+        "index ranges, so N machines together run the whole campaign (default: every case)",
     )
     fuzz.add_argument(
         "--jobs", type=_positive, default=2, help="backend processes in parallel (sim only)"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.quantity import parse_quantity
-from harness.scenario import HOSTNAME
+from harness.k8s.quantity import parse_quantity
+from harness.scenario.model import HOSTNAME
 
 GPU = "nvidia.com/gpu"
 LEVEL_POOL = (

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.backends import Backend, create_backend
+from harness.backends.base import Backend, create_backend
+from harness.backends.sim import sim_outcomes
 from harness.errors import HarnessError, Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome, outcomes_to_json
-from harness.scenario import Scenario
+from harness.results.comparison import against_prediction
+from harness.results.outcome import Outcome, outcomes_to_json
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess
-from harness.sim_backend import sim_outcomes
-from harness.verdict import against_prediction
 
 Data = dict[str, Any]
 Observe = Callable[[Scenario], dict[str, Outcome]]
@@ -143,7 +143,7 @@ class SimObserver:
 
 
 class BackendObserver:
-    """Any `harness.backends` backend (`local`: a real API server with real Kueue)."""
+    """Any `harness.backends.base` backend (`local`: a real API server with real Kueue)."""
 
     def __init__(self, name: str, kueue_version: str | None = None) -> None:
         self.backend: Backend = create_backend(name, kueue_version=kueue_version)

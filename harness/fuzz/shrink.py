@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.loader import scenario_from_data
+from harness.scenario.loader import scenario_from_data
 
 Data = dict[str, Any]
 Interesting = Callable[[Data], bool]

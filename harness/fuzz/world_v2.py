@@ -15,8 +15,8 @@ from fractions import Fraction
 from typing import Any
 
 from harness.fuzz.generator import GPU, LEVEL_POOL, _Case, case_rng
-from harness.quantity import parse_quantity
-from harness.scenario import HOSTNAME
+from harness.k8s.quantity import parse_quantity
+from harness.scenario.model import HOSTNAME
 
 Data = dict[str, Any]
 FLAVOR_LABEL = "example.com/gpu"

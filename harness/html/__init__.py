@@ -1,6 +1,6 @@
 """The HTML report: a rack-and-GPU map of every scenario (issue 15).
 
-`report_page` is the pytest run's report (harness/html/pytest_report.py gathers it);
+`report_page` is the pytest run's report (harness/plugin/html_report.py gathers it);
 `oracle_page` is `python -m harness oracle FILE --format html`; `outcomes_page` draws any
 outcomes on a scenario's cluster (a snapshot and what Kueue's scheduler did with it).
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.backends import Observation
 from harness.fit import FitResult
 from harness.html.page import page
 from harness.html.results import scenario_result
 from harness.html.section import ScenarioResult, scenario_section
 from harness.html.summary import RunInfo, summary
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.observation import Observation
+from harness.results.outcome import Outcome
+from harness.scenario.model import Scenario
 
 __all__ = ["RunInfo", "ScenarioResult", "oracle_page", "outcomes_page", "report_page"]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.backends import Observation
 from harness.errors import HarnessError
 from harness.fit import FitResult, fit
 from harness.html.section import ScenarioResult
 from harness.html.sources import Source, expected_source, fit_source, observed_source
-from harness.scenario import Scenario
+from harness.results.observation import Observation
+from harness.scenario.model import Scenario
 
 
 def scenario_result(

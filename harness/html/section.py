@@ -22,8 +22,8 @@ from harness.html.world import (
     pod_sets,
     worlds,
 )
-from harness.scenario import Node, Scenario, Step, Usage, Workload
-from harness.verdict import message_matches
+from harness.results.comparison import message_matches
+from harness.scenario.model import Node, Scenario, Step, Usage, Workload
 
 
 @dataclass(frozen=True)

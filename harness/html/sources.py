@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.backends import Observation
 from harness.fit import FitResult
-from harness.outcome import Outcome
-from harness.scenario import Expectation, Scenario
+from harness.results.observation import Observation
+from harness.results.outcome import Outcome
+from harness.scenario.model import Expectation, Scenario
 
 State = Mapping[str, Outcome]
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from harness.outcome import Outcome
-from harness.scenario import HOSTNAME, Node, PodSet, Scenario, Toleration, Usage, Workload
+from harness.results.outcome import Outcome
+from harness.scenario.model import HOSTNAME, Node, PodSet, Scenario, Toleration, Usage, Workload
 
 CELL_PREFERENCE = ("nvidia.com/gpu",)
 """Resource drawn as cells when present; else any `*gpu` resource, then cpu, then pods."""

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.kube import Kube, KubeError, Obj, has_condition, poll_until, wait_for
-from harness.kueue_keys import JOBSET_API as JOBSET_API
-from harness.kueue_keys import QUEUE_LABEL
+from harness.kueue.keys import JOBSET_API as JOBSET_API
+from harness.kueue.keys import QUEUE_LABEL
 
 PROBE_JOB = "kth-webhook-probe"
 

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError
-from harness.keypath import KeyPath, kind
+from harness.scenario.keypath import KeyPath, kind
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 """What client-go v0.36 accepts (v1alpha1 was removed in 1.24)."""

@@ -1,4 +1,4 @@
-"""`python -m harness snapshot | simulate | up | down`: ask a live cluster (docs/live-cluster.md).
+"""`python -m harness snapshot | simulate`: ask a live cluster (docs/live-cluster.md).
 
 snapshot and simulate only read the cluster (GETs and paged lists, no watch); simulate
 predicts with the fit model or Kueue's scheduler in process, never by creating objects.
@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import NOTHING_TO_EXPLAIN, add_explain_options
+from harness.cli.oracle import NOTHING_TO_EXPLAIN, add_explain_options
 from harness.errors import HarnessError
 from harness.live.simulate import ENGINES
 
 if TYPE_CHECKING:
-    from harness.scenario import Scenario
+    from harness.scenario.model import Scenario
 
 
 class SnapshotDoesNotLoad(HarnessError):
@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--from",
         dest="snapshot",
         metavar="SNAPSHOT.yaml",
-        help="a file written by `snapshot` (or any version-2 scenario)",
+        help="a file written by `snapshot` (or any version-2 scenario) (default: read the "
+        "cluster of --kubeconfig)",
     )
     sim.add_argument("--context", help="kubeconfig context (default: its current-context)")
     sim.add_argument(
@@ -83,20 +84,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_explain_options(sim)
     sim.set_defaults(handler=_simulate)
-    up = sub.add_parser(
-        "up",
-        help="leave an embedded cluster running, shaped as a scenario says",
-        description="Start the embedded cluster (real Kueue, no Docker), shape it as the "
-        "scenario says (its workloads submitted and settled), add a LocalQueue in namespace "
-        "default per ClusterQueue, named as it, print KUBECONFIG=<path> and leave it running "
-        "until `python -m harness down`.",
-    )
-    up.add_argument("scenario", nargs="?", help="scenario YAML file (default: an empty cluster)")
-    up.add_argument("--cluster", choices=("local",), default="local", help="where to run it")
-    up.add_argument("--feature-gates", default="", help="extra Kueue gates, e.g. A=true,B=false")
-    up.set_defaults(handler=_up)
-    down = sub.add_parser("down", help="stop every cluster `up` left running")
-    down.set_defaults(handler=_down)
 
 
 def _cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -111,7 +98,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     from harness.kube import Kube
     from harness.live.cluster_read import read_cluster
     from harness.live.snapshot import render, render_json, snapshot
-    from harness.loader import scenario_from_data
+    from harness.scenario.loader import scenario_from_data
 
     started = time.monotonic()
     kube = Kube(args.kubeconfig, context=args.context)
@@ -207,25 +194,3 @@ def _snapshot_data(args: argparse.Namespace) -> tuple[dict[str, Any], str, str]:
     for line in snap.gaps.lines:
         print(f"simulate: not represented: {line}", file=sys.stderr)
     return snap.data, f"snapshot of {kube.host}", kube.access.namespace
-
-
-def _up(args: argparse.Namespace) -> int:
-    from harness import progress
-    from harness.live.updown import up
-
-    progress.show_on_stderr()
-    kubeconfig = up(args.scenario, args.feature_gates)
-    print(f"KUBECONFIG={kubeconfig}")
-    print("up: left running; stop it with: python -m harness down", file=sys.stderr)
-    return 0
-
-
-def _down(_: argparse.Namespace) -> int:
-    from harness.live.updown import down
-
-    lines = down()
-    for line in lines:
-        print(line)
-    if not lines:
-        print("down: no cluster started by `up` is running")
-    return 0

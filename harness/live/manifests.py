@@ -20,13 +20,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from harness import kueue_keys
 from harness.errors import InputError
-from harness.k8s_rules import is_dns_label
-from harness.keypath import KeyPath
-from harness.kueue_keys import JOBSET_API as JOBSET_API
-from harness.quantity import QuantityError, format_quantity, parse_quantity
-from harness.strict_yaml import parse_yaml
+from harness.k8s.quantity import QuantityError, format_quantity, parse_quantity
+from harness.k8s.rules import is_dns_label
+from harness.kueue import keys as kueue_keys
+from harness.kueue.keys import JOBSET_API as JOBSET_API
+from harness.scenario.keypath import KeyPath
+from harness.scenario.strict_yaml import parse_yaml
 
 Obj = dict[str, Any]
 ManifestSource = str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from harness.k8s_rules import is_dns_label, is_dns_subdomain
+from harness.k8s.rules import is_dns_label, is_dns_subdomain
 
 MAX_LABEL = 63
 

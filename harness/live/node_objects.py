@@ -18,15 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from harness import kueue_keys
-from harness.keypath import KeyPath
+from harness.k8s.quantity import format_quantity
 from harness.kube import Obj
+from harness.kueue import keys as kueue_keys
 from harness.live import naming
 from harness.live.gaps import Gaps
 from harness.live.manifests import UserManifestError, pod_requests
 from harness.live.world_objects import taint
-from harness.quantity import format_quantity
-from harness.scenario import HOSTNAME
+from harness.scenario.keypath import KeyPath
+from harness.scenario.model import HOSTNAME
 
 TAS_ANNOTATIONS = (
     kueue_keys.REQUIRED,

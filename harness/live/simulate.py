@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.live.submissions import Submission
-from harness.loader import scenario_from_data
-from harness.outcome import Outcome
-from harness.scenario import Scenario
+from harness.results.outcome import Outcome
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
 
 if TYPE_CHECKING:
     from harness.whatif import Whys
@@ -56,7 +56,7 @@ def scenario(snapshot: Mapping[str, Any], subs: Sequence[Submission], file: str)
 def run_engine(s: Scenario, engine: str) -> list[dict[str, Outcome]]:
     """Outcomes after the snapshot settled, then after each step."""
     if engine == "sim":
-        from harness.sim_backend import SimBackend
+        from harness.backends.sim import SimBackend
 
         backend = SimBackend()
         try:

@@ -21,7 +21,7 @@ from harness.errors import InputError
 from harness.live import node_objects, workload_objects, world_objects
 from harness.live.cluster_read import ClusterState
 from harness.live.gaps import Gaps
-from harness.strict_yaml import parse_yaml
+from harness.scenario.strict_yaml import parse_yaml
 
 ALWAYS_NOTED = (
     "Kueue's configuration (feature gates, fair sharing mode, waitForPodsReady, resource "

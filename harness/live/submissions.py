@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import kueue_keys
-from harness.keypath import KeyPath
+from harness.kueue import keys as kueue_keys
 from harness.live import naming
 from harness.live.manifests import Manifest, workload_data
 from harness.live.workload_objects import class_for_value
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
+from harness.scenario.keypath import KeyPath
 
 ANY = "*"
 """The namespace of a scenario's own LocalQueues: every one."""

@@ -50,9 +50,9 @@ def up(scenario_file: str | None, feature_gates: str) -> Path:
 
 
 def _up_scenario(scenario_file: str, feature_gates: str) -> Path:
-    from harness.cli import render_text
-    from harness.loader import load_scenario
+    from harness.results.text import render_text
     from harness.runner.backend import ClusterBackend
+    from harness.scenario.loader import load_scenario
 
     scenario = load_scenario(scenario_file)
     backend = ClusterBackend("local", keep=True, feature_gates=feature_gates)

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.keypath import KeyPath
 from harness.kube import Obj
 from harness.live import naming
 from harness.live.gaps import Gaps
 from harness.live.manifests import PodSetSource, UserManifestError, pod_set_data
 from harness.runner.decode import DecodeError, lowest_level_pods
-from harness.scenario import HOSTNAME
+from harness.scenario.keypath import KeyPath
+from harness.scenario.model import HOSTNAME
 
 
 @dataclass

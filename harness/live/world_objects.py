@@ -17,7 +17,7 @@ CQ_UNREPRESENTED = {
     "admissionScope": "admission scope (admission fair sharing)",
     "concurrentAdmissionPolicy": "concurrent admission",
 }
-"""ClusterQueue spec fields contract v2 leaves out (load_world.CQ_NOT_IN_V2 refuses them)."""
+"""ClusterQueue spec fields contract v2 leaves out (load_queues.CQ_NOT_IN_V2 refuses them)."""
 
 
 def _name(obj: Obj) -> str:

@@ -15,7 +15,7 @@ from harness.errors import HarnessError
 from harness.logtail import tail
 
 if TYPE_CHECKING:
-    from harness.scenario import Scenario
+    from harness.scenario.model import Scenario
 
 
 class ClusterError(HarnessError):

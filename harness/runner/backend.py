@@ -21,17 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from harness import progress
-from harness.backends import BackendError, Observation, Unsupported
+from harness.backends.base import BackendError, Unsupported
 from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
-from harness.kueue_gates import merged, parse_gates
-from harness.kueue_versions import version_key
+from harness.kueue.gates import merged, parse_gates
+from harness.kueue.versions import version_key
 from harness.logtail import lines_about
-from harness.outcome import Outcome
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
+from harness.results.comparison import against_expectations, against_prediction
+from harness.results.observation import Observation
+from harness.results.outcome import Outcome
 from harness.runner import evidence, incidents, shaping
 from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
@@ -39,8 +41,7 @@ from harness.runner.objects import Names
 from harness.runner.requeue import RequeueWave
 from harness.runner.session import Session
 from harness.runner.waits import Timeouts
-from harness.scenario import Scenario
-from harness.verdict import against_expectations, against_prediction
+from harness.scenario.model import Scenario
 
 logger = progress.logger("runner")
 

@@ -36,7 +36,7 @@ from harness.kube import WaitTimeout, condition, pause
 from harness.runner.decode import domains
 from harness.runner.objects import JOB_INDEX_LABEL as JOB_INDEX
 from harness.runner.objects import JOB_NAME_LABEL as JOB_NAME
-from harness.scenario import HOSTNAME
+from harness.scenario.model import HOSTNAME
 
 Obj = dict[str, Any]
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"

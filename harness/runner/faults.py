@@ -31,7 +31,7 @@ from harness.providers.kwok import MANAGED_ANNOTATION
 from harness.runner.binding import live
 from harness.runner.objects import JOB_INDEX_LABEL
 from harness.runner.waits import Timeouts, server_time
-from harness.scenario import Taint
+from harness.scenario.model import Taint
 
 HOLD_FINALIZER = "kueue-tas-harness/hold"
 """Keeps a `terminate-pods` pod Terminating until the scenario's cleanup drops it."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from harness.errors import HarnessError
 from harness.kube import Obj, condition
 from harness.providers.base import ClusterError, Provider
-from harness.scenario import Node, Scenario
+from harness.scenario.model import Node, Scenario
 
 MADE_NOT_READY = ("node-not-ready", "node-ready")
 """Steps after which a node's readiness is the scenario's doing."""

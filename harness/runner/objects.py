@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from harness import shorthand
 from harness.install.kueue import JOBSET_API as JOBSET_API  # re-exported: callers build JobSets
+from harness.k8s.quantity import format_quantity
 from harness.kube import KUEUE_API, RUN_LABEL
-from harness.kueue_keys import (
+from harness.kueue.keys import (
     GROUP,
     PREFERRED,
     PRIORITY_CLASS_LABEL,
@@ -24,8 +24,8 @@ from harness.kueue_keys import (
     SLICE_SIZE,
     UNCONSTRAINED,
 )
-from harness.quantity import format_quantity
-from harness.scenario import (
+from harness.scenario import shorthand
+from harness.scenario.model import (
     AdmittedWorkload,
     Node,
     PodSet,

@@ -25,14 +25,14 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from harness.admission import admission_conditions, admission_status
+from harness.k8s.quantity import parse_quantity
 from harness.kube import KUEUE_API, Kube, has_condition, poll_until, wait_for
 from harness.kube import condition as get_condition
-from harness.quantity import parse_quantity
+from harness.kueue.admission_status import admission_conditions, admission_status
 from harness.runner import world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
-from harness.scenario import AdmittedWorkload, Scenario
+from harness.scenario.model import AdmittedWorkload, Scenario
 
 
 def status_patch(
@@ -43,9 +43,9 @@ def status_patch(
     reserved_at: Any,
     rename: Mapping[str, str],
 ) -> Obj:
-    """The apply body for workloads/status: the shared admission (harness.admission) and
-    its two True conditions. `rename`: the scenario's pod set name -> the Workload's (a
-    Job's one pod set is "main")."""
+    """The apply body for workloads/status: the shared admission
+    (harness.kueue.admission_status) and its two True conditions. `rename`: the scenario's
+    pod set name -> the Workload's (a Job's one pod set is "main")."""
     admission = admission_status(scenario, admitted)
     for psa in admission["podSetAssignments"]:
         psa["name"] = rename.get(psa["name"], psa["name"])

@@ -29,7 +29,7 @@ from harness.kube import WaitTimeout, condition, pause
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import NO_CONDITION, PREEMPTED, Obj, evicted_now, state
 from harness.runner.waits import Timeouts
-from harness.scenario import Eviction, Replaced
+from harness.scenario.model import Eviction, Replaced
 
 Snapshot = Mapping[str, Obj | None]
 Placement = Mapping[str, Mapping[str, int]]

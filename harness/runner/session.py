@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from harness.admission import ADMISSION_FIELD_MANAGER, reservation_times
-from harness.backends import BackendError, Unsupported
+from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, events
-from harness.outcome import Outcome
+from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, reservation_times
+from harness.results.outcome import Outcome
 from harness.runner import binding, faults, objects, preadmit, repair, steps
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
@@ -34,7 +34,7 @@ from harness.runner.waits import (
     settle,
     wait_past_second,
 )
-from harness.scenario import HOSTNAME, Node, Scenario, Step, Taint, Workload
+from harness.scenario.model import HOSTNAME, Node, Scenario, Step, Taint, Workload
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"

@@ -24,7 +24,7 @@ from harness.providers.cleanup import content
 from harness.runner import objects, world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
-from harness.scenario import Node, Scenario, Usage
+from harness.scenario.model import Node, Scenario, Usage
 
 
 def create_nodes(kube: Kube, nodes: Iterable[Node], names: Names, t: Timeouts) -> None:

@@ -14,16 +14,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from harness.backends import BackendError
+from harness.backends.base import BackendError
 from harness.kube import KUEUE_API, Obj, events, pause, poll_until
 from harness.kube import condition as get_condition
-from harness.kueue_keys import TAS_POD_ANNOTATIONS
+from harness.kueue.keys import TAS_POD_ANNOTATIONS
 from harness.runner import binding, faults, objects, repair, shaping
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import admission_placement, state
 from harness.runner.requeue import retry_window
 from harness.runner.waits import delete_pods, wait_gone
-from harness.scenario import Node, PodFault, Step, TaintChange, Usage, Workload
+from harness.scenario.model import Node, PodFault, Step, TaintChange, Usage, Workload
 
 if TYPE_CHECKING:
     from harness.runner.session import Entry, Session

@@ -12,9 +12,9 @@ harness.runner.objects (kth-cq-<n>, kth-lq, the ALL_NODES_LABEL workaround).
 from __future__ import annotations
 
 from harness.kube import KUEUE_API
-from harness.kueue_specs import cluster_queue_spec
+from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.runner.objects import Names, Obj, taint, toleration
-from harness.scenario import (
+from harness.scenario.model import (
     ClusterQueue,
     Flavor,
     PriorityClass,

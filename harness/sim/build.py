@@ -4,9 +4,9 @@ build cache.
 The sim builds against each Kueue version the harness runs. The pinned one uses sim/go.mod;
 another uses sim/versions/go.<version>.mod (+ .sum) through `go build -modfile`, with the build
 tag `kueue_v0_<minor>` that picks that version's glue file (sim/kueue_v0_<minor>.go: the few
-calls whose package or signature differs). `make binaries` runs `python -m harness.sim.build`;
-a changed source means a new build directory, and old ones are pruned so edits of sim/ do not
-fill the disk.
+calls whose package or signature differs). `make binaries` runs
+`python -m harness build binaries sim`; a changed source means a new build directory, and
+old ones are pruned so edits of sim/ do not fill the disk.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def prune_old_sims(keep: Path, newest: int = 3) -> list[Path]:
     return removed
 
 
-if __name__ == "__main__":
-    progress.show_on_stderr()
-    for wanted in sys.argv[1:] or [PINS.kueue]:
-        print(build_sim(version=wanted))
+if __name__ == "__main__":  # the old name of `python -m harness build sim`
+    from harness.cli.main import main
+
+    versions = sys.argv[1:] or [PINS.kueue]
+    sys.exit(max(main(["build", "sim", "--kueue-version", v]) for v in versions))

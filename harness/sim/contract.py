@@ -1,7 +1,8 @@
 """A typed Scenario as the contract-shaped dict kueue-sim reads: always the version-2 lists
-(docs/scenario-format-v2.md; a version-1 file arrives desugared by harness/shorthand.py), with
+(docs/scenario-format-v2.md; a version-1 file arrives desugared by
+harness/scenario/shorthand.py), with
 ResourceFlavors and ClusterQueues in Kueue's own spec shape, and each `admitted` entry's
-status built by harness/admission.py, the builder the cluster runner uses too.
+status built by harness/kueue/admission_status.py, the builder the cluster runner uses too.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from harness.admission import admission_conditions, admission_status, reservation_times
-from harness.kueue_gates import merged
-from harness.kueue_specs import cluster_queue_spec
-from harness.quantity import format_quantity
-from harness.scenario import (
+from harness.k8s.quantity import format_quantity
+from harness.kueue.admission_status import admission_conditions, admission_status, reservation_times
+from harness.kueue.cluster_queue_spec import cluster_queue_spec
+from harness.kueue.gates import merged
+from harness.scenario.model import (
     AdmittedWorkload,
     ClusterQueue,
     Flavor,

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from harness.errors import HarnessError
-from harness.outcome import Outcome
-from harness.scenario import AdmittedPodSet, AdmittedWorkload, Node, Scenario, Usage, Workload
+from harness.results.outcome import Outcome
+from harness.scenario.model import AdmittedPodSet, AdmittedWorkload, Node, Scenario, Usage, Workload
 
 CARRIED_STEPS = frozenset(
     {"delete-workload", "delete-usage", "cordon", "uncordon", "add-node", "delete-node"}

@@ -1,6 +1,6 @@
 """CLI tools the kind path needs (kind, helm, kubectl) and actionlint, built from Go modules.
 
-`python -m harness.toolchain.tools build` (what `make tools` runs) puts them into the same
+`python -m harness build tools` (what `make tools` runs) puts them into the same
 cache as the embedded cluster's binaries (~/.cache/kueue-tas-harness/<tool>-<version>/),
 built the same way: into a temporary directory renamed into place when complete. A tool
 already on PATH is never replaced; `tool_path` prefers PATH, then the cache.
@@ -8,7 +8,6 @@ already on PATH is never replaced; `tool_path` prefers PATH, then the cache.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -145,27 +144,19 @@ def ensure_built(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.toolchain.tools [build|paths|which] [TOOL...]`."""
-    parser = argparse.ArgumentParser(prog="python -m harness.toolchain.tools")
-    parser.add_argument("action", choices=["build", "paths", "which"], nargs="?", default="build")
-    parser.add_argument("names", nargs="*", help=f"tools (default: {' '.join(TOOLS)})")
-    args = parser.parse_args(argv)
-    progress.show_on_stderr()
-    if args.action == "which":  # for the Makefile: the path to run, exit 1 when there is none
-        found = [tool_path(n) for n in args.names]
-        for path in found:
-            print(path or "")
-        return 0 if found and all(found) else 1
-    try:
-        for name in args.names or list(TOOLS):
-            if name not in TOOLS:
-                raise ToolchainError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}")
-            path = ensure_built(name) if args.action == "build" else cached_path(name)
-            print(f"{name}\t{path}")
-    except ToolchainError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    """`python -m harness.toolchain.tools which TOOL...`: the path to run (PATH, then the
+    cache), exit 1 when there is none; `build`/`paths` are `python -m harness build` now."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    action = args.pop(0) if args and args[0] in ("build", "paths", "which") else "build"
+    if action != "which":
+        from harness.cli.main import main as harness_main
+
+        extra = ["--paths"] if action == "paths" else []
+        return harness_main(["build", *(args or ["tools"]), *extra])
+    found = [tool_path(n) for n in args]
+    for path in found:
+        print(path or "")
+    return 0 if found and all(found) else 1
 
 
 if __name__ == "__main__":

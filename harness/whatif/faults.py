@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.fit.faultnotes import Note
 from harness.fit.faults import StepReport
-from harness.outcome import Outcome
+from harness.results.outcome import Outcome
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from harness.fit.placement import leaf_exclusion
 from harness.fit.resources import ResourceVector, add_into, count_in, from_quantities, sub_into
 from harness.fit.tree import Leaf, LeafKey, Tree, build_tree
-from harness.outcome import Outcome
-from harness.scenario import Flavor, Node, PodSet, Resources, Scenario, Topology, Usage
+from harness.results.outcome import Outcome
+from harness.scenario.model import Flavor, Node, PodSet, Resources, Scenario, Topology, Usage
 
 
 @dataclass(frozen=True)

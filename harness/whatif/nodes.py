@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from harness.scenario import Node, Scenario, Taint, Toleration
+from harness.scenario.model import Node, Scenario, Taint, Toleration
 from harness.whatif import variants
 from harness.whatif.ledger import FlavorLedger
 from harness.whatif.options import Option, pod_set_of

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from harness.outcome import Outcome
-from harness.scenario import Scenario, Workload
+from harness.results.outcome import Outcome
+from harness.scenario.model import Scenario, Workload
 from harness.whatif import variants
 from harness.whatif.ledger import (
     FlavorLedger,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.fit.faults import StepReport
-from harness.outcome import Outcome
-from harness.quantity import format_kueue_units
-from harness.scenario import Scenario
+from harness.k8s.quantity import format_kueue_units
+from harness.results.outcome import Outcome
+from harness.scenario.model import Scenario
 from harness.whatif.faults import FaultStory, stories
 from harness.whatif.ledger import per_pod
 from harness.whatif.options import Option

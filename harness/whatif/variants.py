@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 from harness.errors import HarnessError
 from harness.fit import fit
-from harness.outcome import Outcome
-from harness.scenario import (
+from harness.results.outcome import Outcome
+from harness.scenario.model import (
     ClusterQueue,
     FlavorQuotas,
     PodSet,

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.resources import count_in
-from harness.quantity import format_kueue_units
-from harness.scenario import HOSTNAME, PodSet, Scenario, Workload
+from harness.k8s.quantity import format_kueue_units
+from harness.scenario.model import HOSTNAME, PodSet, Scenario, Workload
 from harness.whatif.ledger import (
     FlavorLedger,
     Holder,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from harness.html.world import World, pod_sets, worlds
-from harness.outcome import Outcome
-from harness.scenario import PodSet, Scenario, Workload
+from harness.results.outcome import Outcome
+from harness.scenario.model import PodSet, Scenario, Workload
 from harness.whatif import variants
 from harness.whatif.ledger import FlavorLedger, Holder, build_ledgers
 from harness.whatif.nodes import tolerate_option, uncordon_option

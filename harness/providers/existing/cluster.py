@@ -33,7 +33,7 @@ from harness.providers.cleanup import clear_run
 from harness.providers.existing import kueuecheck
 from harness.providers.kwok import fake_node
 from harness.providers.kwokrun import KwokController
-from harness.scenario import Scenario
+from harness.scenario.model import Scenario
 
 KWOK_PROBE_WAIT_S = 8.0
 SWEEP_TIMEOUT_S = 120.0

@@ -31,7 +31,7 @@ from harness import progress, toolchain
 from harness.errors import HarnessError
 from harness.install.kueue import wait_webhook_mutates
 from harness.kube import Kube, Obj, node_ready, poll_until, wait_for
-from harness.kueue_gates import parse_gates
+from harness.kueue.gates import parse_gates
 from harness.logtail import quoted_tail
 from harness.providers.base import ClusterError, ClusterHandle, ProviderBase
 from harness.providers.kind import config as kindconfig

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError
-from harness.k8s_rules import is_dns_label
-from harness.keypath import KeyPath, yaml_text
+from harness.k8s.rules import is_dns_label
+from harness.scenario.keypath import KeyPath, yaml_text
 
 REPO_CLUSTERS = Path(__file__).resolve().parents[3] / "clusters"
 DEFAULT_SHAPE = "gpu-2blocks-4racks"

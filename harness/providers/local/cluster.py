@@ -7,7 +7,7 @@ webhooks first, on success, failure, Ctrl-C and SIGTERM. Never touches ~/.kube: 
 writes and uses its own kubeconfig.
 
 `keep=True` (the runner's --keep-cluster) leaves the cluster running after the process
-exits; `python -m harness.providers.local down RUN_DIR` stops it later. `keep_run_dir=True`
+exits; `python -m harness down RUN_DIR` stops it later. `keep_run_dir=True`
 only keeps the run dir (logs, configs, certificates) after a normal stop.
 
 Environment: KTH_RUN_ROOT (where run dirs go; default the temp dir), KTH_KEEP_RUN=1 (same
@@ -29,13 +29,14 @@ from typing import Any
 import tenacity
 import yaml
 
-from harness import pki, progress, toolchain
+from harness import progress, toolchain
 from harness.install import gates as kueue_gates
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import manifests
+from harness.k8s import pki
 from harness.kube import Kube, KubeError
-from harness.kueue_gates import parse_gates
+from harness.kueue.gates import parse_gates
 from harness.logtail import quoted_tail
 from harness.providers import health
 from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed, ProviderBase
@@ -303,7 +304,7 @@ class LocalCluster(ProviderBase):
         self.handle = ClusterHandle("local", layout.kubeconfig, layout.run_dir, server)
         self._write_state(layout, ports)
         if self.keep:
-            # Kept: outlive this process; `python -m harness.providers.local down` stops it.
+            # Kept: outlive this process; `python -m harness down RUN_DIR` stops it.
             lifecycle.unregister(id(self))
         return self.handle
 

@@ -1,0 +1,1 @@
+"""The one command tree: `python -m harness <command>` and `kth <command>` (main)."""

@@ -1,0 +1,122 @@
+"""The Workload `status.admission` and conditions of a workload admitted before a scenario
+starts (contract v2 `admitted:`): one builder shared by the sim and the real-cluster runner,
+so both write the same admission and Kueue reads the same thing on both.
+
+The shape is what Kueue v0.19.2 writes itself (sigs.k8s.io/kueue@v0.19.2
+pkg/scheduler/flavorassigner/flavorassigner.go: `PodSetAssignment.toAPI`): per pod set its
+name, the flavor of every resource it requests (plus `pods` when its ClusterQueue covers
+`pods`, as `assignFlavors` adds it), `resourceUsage` = count x per-pod request, `count`, and
+for a TAS flavor a v1beta2 `topologyAssignment` (pkg/cache/scheduler/tas_flavor_snapshot.go:
+`buildAssignment`: only the hostname level when it is the lowest level, else every level;
+domains sorted by their level values). The topology assignment uses the plain v1beta2 form
+(one slice, individual values and counts; pkg/util/tas/tas_assignment.go reads it like the
+compressed forms Kueue picks). Quantities are exact Kubernetes text (`harness.k8s.quantity`); the
+API server may canonicalise them, so compare read-backs as parsed quantities.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from fractions import Fraction
+from typing import Any
+
+from harness.k8s.quantity import format_quantity
+from harness.scenario.model import HOSTNAME, AdmittedPodSet, AdmittedWorkload, Scenario
+
+PODS = "pods"
+ADMISSION_FIELD_MANAGER = "kueue-admission"
+"""Kueue's own field manager for admission status (pkg/constants: AdmissionName): the harness
+applies admissions under it so that Kueue's later eviction (an apply without `admission`)
+removes them (server-side apply only removes fields the applier owns)."""
+
+
+def admission_status(scenario: Scenario, admitted: AdmittedWorkload) -> dict[str, Any]:
+    """`status.admission` for one `admitted` entry of the scenario."""
+    cq = scenario.cluster_queue(admitted.queue)
+    covers_pods = cq.group_of(PODS) is not None
+    return {
+        "clusterQueue": cq.name,
+        "podSetAssignments": [
+            _pod_set_assignment(scenario, ps, covers_pods) for ps in admitted.pod_sets
+        ],
+    }
+
+
+def _pod_set_assignment(
+    scenario: Scenario, admitted: AdmittedPodSet, covers_pods: bool
+) -> dict[str, Any]:
+    pod_set = admitted.pod_set
+    usage: dict[str, Fraction] = {
+        resource: quantity * pod_set.count
+        for resource, quantity in pod_set.requests.items()
+        if quantity != 0
+    }
+    if covers_pods:
+        usage[PODS] = Fraction(pod_set.count)
+    out: dict[str, Any] = {
+        "name": pod_set.name,
+        "flavors": {resource: admitted.flavor for resource in sorted(usage)},
+        "resourceUsage": {resource: format_quantity(usage[resource]) for resource in sorted(usage)},
+        "count": pod_set.count,
+    }
+    if admitted.placement is not None:
+        out["topologyAssignment"] = topology_assignment(scenario, admitted)
+    return out
+
+
+def topology_assignment(scenario: Scenario, admitted: AdmittedPodSet) -> dict[str, Any]:
+    """The v1beta2 TopologyAssignment of an admitted pod set's placement (node -> pods)."""
+    flavor = scenario.resource_flavor(admitted.flavor)
+    topology = next(t for t in scenario.topologies if t.name == flavor.topology_name)
+    levels = (HOSTNAME,) if topology.levels[-1] == HOSTNAME else topology.levels
+    domains = sorted(
+        (
+            tuple(
+                node if level == HOSTNAME else scenario.node(node).labels[level] for level in levels
+            ),
+            count,
+        )
+        for node, count in (admitted.placement or {}).items()
+    )
+    return {
+        "levels": list(levels),
+        "slices": [
+            {
+                "domainCount": len(domains),
+                "valuesPerLevel": [
+                    {"individual": {"roots": [values[i] for values, _ in domains]}}
+                    for i in range(len(levels))
+                ],
+                "podCounts": {"individual": [count for _, count in domains]},
+            }
+        ],
+    }
+
+
+def admission_conditions(cluster_queue: str, reserved_at: datetime) -> list[dict[str, Any]]:
+    """The QuotaReserved and Admitted conditions Kueue sets on admission
+    (pkg/workload/workload.go: SetQuotaReservation, and the Admitted condition)."""
+    stamp = reserved_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": f"Quota reserved in ClusterQueue {cluster_queue}",
+            "lastTransitionTime": stamp,
+        },
+        {
+            "type": "Admitted",
+            "status": "True",
+            "reason": "Admitted",
+            "message": "The workload is admitted",
+            "lastTransitionTime": stamp,
+        },
+    ]
+
+
+def reservation_times(scenario: Scenario, now: datetime) -> dict[str, datetime]:
+    """When each `admitted` entry reserved quota: whole seconds, one apart in file order, the
+    last one second before `now` (Kueue orders preemption candidates by this time)."""
+    base = now.replace(microsecond=0) - timedelta(seconds=len(scenario.admitted))
+    return {a.name: base + timedelta(seconds=i) for i, a in enumerate(scenario.admitted)}

@@ -1,0 +1,23 @@
+"""What a backend saw Kueue do with a scenario: the form every engine reports in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.results.outcome import Outcome
+
+
+@dataclass
+class Observation:
+    """What Kueue did: outcomes after submission and after each step, plus evidence."""
+
+    outcomes: dict[str, Outcome]
+    steps: list[dict[str, Outcome]] = field(default_factory=list)
+    details: str = ""
+    artifacts: Path | None = None
+    kueue: str = ""
+    """The Kueue version that ran it ("" when the backend cannot know: an existing cluster)."""
+    incidents: tuple[str, ...] = ()
+    """Attempts discarded because the infrastructure failed under them, one line each; the
+    outcomes are the last attempt's, on a fresh cluster."""

@@ -1,0 +1,359 @@
+"""Version-2 world keys -> typed objects: `clusterQueues` and `workloadPriorityClasses`, and
+the references between them, with Kueue's own API rules (docs/dev/kueue-v0.19.2-rules-v2.md §1:
+apis/kueue/v1beta2/clusterqueue_types.go and pkg/webhooks/clusterqueue_webhook.go).
+
+Topologies and ResourceFlavors are parsed by harness.scenario.loader (one parser for version 1
+and 2); this module checks what refers to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from harness.k8s.quantity import QuantityError, parse_quantity
+from harness.k8s.rules import is_dns_subdomain, is_qualified_name
+from harness.scenario.keypath import KeyPath, kind, yaml_text
+from harness.scenario.model import (
+    BORROW_WITHIN_COHORT,
+    HOSTNAME,
+    QUEUEING_STRATEGIES,
+    RECLAIM_WITHIN_COHORT,
+    WHEN_CAN_BORROW,
+    WHEN_CAN_PREEMPT,
+    WITHIN_CLUSTER_QUEUE,
+    ClusterQueue,
+    Flavor,
+    FlavorFungibility,
+    FlavorQuotas,
+    Preemption,
+    PriorityClass,
+    Queue,
+    ResourceGroup,
+    ResourceQuota,
+    Topology,
+    Workload,
+)
+from harness.scenario.shorthand import CLUSTER_QUEUE
+
+NOT_IN_V2 = {
+    "cohorts": "hierarchical Cohort objects",
+    "fairSharing": "fair sharing",
+    "admissionChecks": "admission checks",
+    "admissionChecksStrategy": "admission checks",
+    "provisioningRequests": "ProvisioningRequests",
+    "multiKueue": "MultiKueue",
+    "elasticWorkloads": "elastic workloads",
+}
+"""Keys of features contract v2 leaves out (docs/scenario-format-v2.md, last rule): each is
+refused by name rather than as an unknown key, so the message says it is not supported."""
+
+CQ_KEYS = (
+    "name",
+    "cohortName",
+    "queueingStrategy",
+    "preemption",
+    "flavorFungibility",
+    "resourceGroups",
+)
+CQ_NOT_IN_V2 = {
+    "fairSharing": "fair sharing",
+    "admissionChecks": "admission checks",
+    "admissionChecksStrategy": "admission checks",
+    "admissionScope": "admission scope (fair sharing)",
+    "stopPolicy": "stopPolicy",
+}
+MAX_GROUPS, MAX_COVERED, MAX_FLAVORS, MAX_PAIRS = 16, 64, 64, 512
+"""ClusterQueue CRD limits (clusterqueue_types.go): groups, per-group covered resources and
+flavors, and flavor x resource pairs in total."""
+
+
+@dataclass(frozen=True)
+class World:
+    """What workloads and expectations refer to while the file is read. `shorthand`: the
+    version-1 `queue` (its ClusterQueue is made by harness.scenario.shorthand once every workload is
+    known; `queues` is empty until then)."""
+
+    topologies: tuple[Topology, ...]
+    flavors: tuple[Flavor, ...]
+    queues: tuple[ClusterQueue, ...]
+    priority_classes: tuple[PriorityClass, ...]
+    shorthand: Queue | None
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """Every level of every Topology, first seen first."""
+        return tuple(dict.fromkeys(lv for t in self.topologies for lv in t.levels))
+
+    @property
+    def lowest(self) -> str:
+        """The lowest level placements name: the Topologies' common one, else node names."""
+        lowest = {t.levels[-1] for t in self.topologies}
+        return lowest.pop() if len(lowest) == 1 else HOSTNAME
+
+    def references(self, at: KeyPath, fields: Mapping[str, KeyPath]) -> tuple[str, str | None]:
+        """A workload's `queue` (filled in when there is one ClusterQueue) and
+        `priorityClass`, each naming an object of the file."""
+        if self.shorthand is not None:
+            for key in ("queue", "priorityClass"):
+                if key in fields:
+                    fields[key].fail(
+                        "needs the version-2 lists (clusterQueues, workloadPriorityClasses)"
+                    )
+            return CLUSTER_QUEUE, None
+        names = [cq.name for cq in self.queues]
+        if "queue" in fields:
+            queue = fields["queue"].string()
+            if queue not in names:
+                fields["queue"].fail(f"no ClusterQueue named {yaml_text(queue)} in clusterQueues")
+        elif len(names) == 1:
+            queue = names[0]
+        else:
+            at.fail(f"missing required key 'queue' (there are {len(names)} ClusterQueues)")
+        priority_class = None
+        if "priorityClass" in fields:
+            priority_class = fields["priorityClass"].string()
+            if all(pc.name != priority_class for pc in self.priority_classes):
+                fields["priorityClass"].fail(
+                    f"no WorkloadPriorityClass named {yaml_text(priority_class)}"
+                    " in workloadPriorityClasses"
+                )
+        return queue, priority_class
+
+    def expected_flavors(self, at: KeyPath, workload: Workload) -> dict[str, str]:
+        """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it."""
+        names = tuple(p.name for p in workload.pod_sets)
+        out: dict[str, str] = {}
+        for ps_name, value in at.mapping(names).items():
+            flavor = value.string()
+            if flavor not in self.offered(workload):
+                value.fail(
+                    f"{yaml_text(flavor)} is not a flavor of ClusterQueue {workload.queue}"
+                    f" (its flavors: {', '.join(self.offered(workload)) or 'none'})"
+                )
+            out[ps_name] = flavor
+        return out
+
+    def offered(self, workload: Workload) -> tuple[str, ...]:
+        """The flavors the workload's ClusterQueue lists (the shorthand's one flavor)."""
+        if self.shorthand is not None:
+            return tuple(f.name for f in self.flavors)
+        cq = next(cq for cq in self.queues if cq.name == workload.queue)
+        return tuple(fq.name for g in cq.resource_groups for fq in g.flavors)
+
+
+def refuse_not_in_v2(at: KeyPath, refused: Mapping[str, str]) -> None:
+    """A key naming a feature contract v2 leaves out: one line naming it."""
+    if isinstance(at.value, dict):
+        for key in at.value:
+            if key in refused:
+                at.child(str(key), None).fail(f"{refused[key]}: not supported (not in contract v2)")
+
+
+def priority_classes(at: KeyPath) -> tuple[PriorityClass, ...]:
+    out: list[PriorityClass] = []
+    for item in at.items():
+        fields = item.mapping(("name", "value"), ("name", "value"))
+        name = fields["name"].string(is_dns_subdomain, "WorkloadPriorityClass name")
+        if any(pc.name == name for pc in out):
+            fields["name"].fail(f"duplicate WorkloadPriorityClass name {yaml_text(name)}")
+        out.append(PriorityClass(name, fields["value"].integer(-(2**31))))
+    return tuple(out)
+
+
+def cluster_queues(at: KeyPath, flavors: Collection[Flavor]) -> tuple[ClusterQueue, ...]:
+    known = {f.name for f in flavors}
+    out: list[ClusterQueue] = []
+    for item in at.items():
+        cq = _cluster_queue(item, known)
+        if any(other.name == cq.name for other in out):
+            item.child("name", None).fail(f"duplicate ClusterQueue name {yaml_text(cq.name)}")
+        out.append(cq)
+    if not out:
+        at.fail("must list at least one ClusterQueue")
+    return tuple(out)
+
+
+def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
+    refuse_not_in_v2(at, CQ_NOT_IN_V2)
+    fields = at.mapping(CQ_KEYS, ("name", "resourceGroups"))
+    cohort = (
+        fields["cohortName"].string(is_dns_subdomain, "cohort name")
+        if "cohortName" in fields
+        else None
+    )
+    strategy = (
+        _choice(fields["queueingStrategy"], QUEUEING_STRATEGIES)
+        if "queueingStrategy" in fields
+        else QUEUEING_STRATEGIES[0]
+    )
+    groups = _resource_groups(fields["resourceGroups"], flavors, cohort is not None)
+    return ClusterQueue(
+        name=fields["name"].string(is_dns_subdomain, "ClusterQueue name"),
+        resource_groups=groups,
+        cohort=cohort,
+        queueing_strategy=strategy,
+        preemption=_preemption(fields["preemption"]) if "preemption" in fields else Preemption(),
+        fungibility=(
+            _fungibility(fields["flavorFungibility"])
+            if "flavorFungibility" in fields
+            else FlavorFungibility()
+        ),
+    )
+
+
+def _choice(at: KeyPath, allowed: tuple[str, ...]) -> str:
+    value = at.string()
+    if value not in allowed:
+        at.fail(f"{yaml_text(value)} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _preemption(at: KeyPath) -> Preemption:
+    fields = at.mapping(("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"))
+    within = (
+        _choice(fields["withinClusterQueue"], WITHIN_CLUSTER_QUEUE)
+        if "withinClusterQueue" in fields
+        else "Never"
+    )
+    reclaim = (
+        _choice(fields["reclaimWithinCohort"], RECLAIM_WITHIN_COHORT)
+        if "reclaimWithinCohort" in fields
+        else "Never"
+    )
+    borrow, threshold = "Never", None
+    if "borrowWithinCohort" in fields:
+        sub = fields["borrowWithinCohort"].mapping(("policy", "maxPriorityThreshold"))
+        borrow = _choice(sub["policy"], BORROW_WITHIN_COHORT) if "policy" in sub else "Never"
+        if "maxPriorityThreshold" in sub:
+            threshold = sub["maxPriorityThreshold"].integer(-(2**31))
+        if reclaim == "Never" and borrow != "Never":
+            # The ClusterQueue webhook's rule and words (clusterqueue_webhook.go).
+            fields["borrowWithinCohort"].fail(
+                "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+            )
+    return Preemption(within, reclaim, borrow, threshold)
+
+
+def _fungibility(at: KeyPath) -> FlavorFungibility:
+    refuse_not_in_v2(at, {"preference": "flavorFungibility.preference"})
+    fields = at.mapping(("whenCanBorrow", "whenCanPreempt"))
+    return FlavorFungibility(
+        _choice(fields["whenCanBorrow"], WHEN_CAN_BORROW)
+        if "whenCanBorrow" in fields
+        else WHEN_CAN_BORROW[0],
+        _choice(fields["whenCanPreempt"], WHEN_CAN_PREEMPT)
+        if "whenCanPreempt" in fields
+        else WHEN_CAN_PREEMPT[0],
+    )
+
+
+def _resource_groups(at: KeyPath, flavors: set[str], in_cohort: bool) -> tuple[ResourceGroup, ...]:
+    items = at.items()
+    if not 1 <= len(items) <= MAX_GROUPS:
+        at.fail(f"must list 1 to {MAX_GROUPS} resource groups, got {len(items)}")
+    groups: list[ResourceGroup] = []
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    pairs = 0
+    for item in items:
+        group = _resource_group(item, flavors, in_cohort)
+        for index, resource in enumerate(group.covered):
+            if resource in seen_resources:
+                item.child("coveredResources", None).child(index, None).fail(
+                    f"{yaml_text(resource)} is already covered by another resource group"
+                )
+            seen_resources.add(resource)
+        for index, fq in enumerate(group.flavors):
+            if fq.name in seen_flavors:
+                item.child("flavors", None).child(index, None).child("name", None).fail(
+                    f"flavor {yaml_text(fq.name)} is already in another resource group"
+                )
+            seen_flavors.add(fq.name)
+        pairs += len(group.covered) * len(group.flavors)
+        groups.append(group)
+    if pairs > MAX_PAIRS:
+        at.fail(f"at most {MAX_PAIRS} flavor x resource pairs in total, got {pairs}")
+    return tuple(groups)
+
+
+def _resource_group(at: KeyPath, flavors: set[str], in_cohort: bool) -> ResourceGroup:
+    fields = at.mapping(("coveredResources", "flavors"), ("coveredResources", "flavors"))
+    covered_at = fields["coveredResources"].items()
+    covered = [c.string(is_qualified_name, "resource name") for c in covered_at]
+    if not 1 <= len(covered) <= MAX_COVERED:
+        fields["coveredResources"].fail(f"must list 1 to {MAX_COVERED} resources")
+    for index, name in enumerate(covered):
+        if name in covered[:index]:
+            covered_at[index].fail(f"duplicate resource {yaml_text(name)}")
+    flavor_items = fields["flavors"].items()
+    if not 1 <= len(flavor_items) <= MAX_FLAVORS:
+        fields["flavors"].fail(f"must list 1 to {MAX_FLAVORS} flavors")
+    return ResourceGroup(
+        covered=tuple(covered),
+        flavors=tuple(_flavor_quotas(f, covered, flavors, in_cohort) for f in flavor_items),
+    )
+
+
+def _flavor_quotas(
+    at: KeyPath, covered: list[str], flavors: set[str], in_cohort: bool
+) -> FlavorQuotas:
+    fields = at.mapping(("name", "resources"), ("name", "resources"))
+    name = fields["name"].string()
+    if name not in flavors:
+        fields["name"].fail(f"no ResourceFlavor named {yaml_text(name)} in resourceFlavors")
+    items = fields["resources"].items()
+    quotas = [_quota(r, in_cohort) for r in items]
+    names = [q.name for q in quotas]
+    if names != covered:
+        # Kueue's CEL rule and webhook: each flavor lists exactly the covered resources,
+        # in the same order.
+        fields["resources"].fail(
+            f"must list exactly the coveredResources in the same order ({', '.join(covered)}),"
+            f" got {', '.join(names) or 'none'}"
+        )
+    return FlavorQuotas(name, tuple(quotas))
+
+
+def _quota(at: KeyPath, in_cohort: bool) -> ResourceQuota:
+    keys = ("name", "nominalQuota", "borrowingLimit", "lendingLimit")
+    fields = at.mapping(keys, ("name", "nominalQuota"))
+    nominal = _quantity(fields["nominalQuota"])
+    limits: dict[str, Fraction | None] = {}
+    for key in ("borrowingLimit", "lendingLimit"):
+        limits[key] = _quantity(fields[key]) if key in fields else None
+        if limits[key] is not None and not in_cohort:
+            fields[key].fail("must be nil when cohort is empty")
+    lending = limits["lendingLimit"]
+    if lending is not None and lending > nominal:
+        fields["lendingLimit"].fail("must be less than or equal to the nominalQuota")
+    return ResourceQuota(
+        name=fields["name"].string(is_qualified_name, "resource name"),
+        nominal=nominal,
+        borrowing_limit=limits["borrowingLimit"],
+        lending_limit=lending,
+    )
+
+
+def _quantity(at: KeyPath) -> Fraction:
+    try:
+        value = parse_quantity(at.value)
+    except QuantityError as err:
+        at.fail(str(err))
+    if value < 0:
+        at.fail(f"must not be negative, got {kind(at.value)}")
+    return value
+
+
+def flavor_topologies(items: list[KeyPath], flavors: list[Flavor], topologies: set[str]) -> None:
+    """Every `topologyName` names a Topology of the file; a TAS flavor has nodeLabels (the
+    ResourceFlavor CEL rule: "at least one nodeLabel is required when topology is set")."""
+    for at, flavor in zip(items, flavors, strict=True):
+        if flavor.topology_name is None:
+            continue
+        where = at.child("topologyName", None)
+        if flavor.topology_name not in topologies:
+            where.fail(f"no Topology named {yaml_text(flavor.topology_name)} in topologies")
+        if not flavor.node_labels:
+            at.fail("at least one nodeLabel is required when topology is set")

@@ -1,0 +1,523 @@
+"""The typed scenario model: what a scenario file says, validated and with quantities parsed.
+
+Everything here is immutable data; `harness.scenario.loader` builds it from YAML and the fit model,
+the in-process backend and the cluster runner all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+from harness.errors import HarnessError
+from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
+
+HOSTNAME = "kubernetes.io/hostname"
+MODES = ("required", "preferred", "unconstrained")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+Resources = Mapping[str, Fraction]
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def render(self) -> str:
+        """Kubernetes' Taint.ToString(), the form Kueue quotes in exclusion stats."""
+        if not self.effect:
+            return f"{self.key}={self.value}:" if self.value else self.key
+        if not self.value:
+            return f"{self.key}:{self.effect}"
+        return f"{self.key}={self.value}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' Toleration.ToleratesTaint for the Equal and Exists operators."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    levels: tuple[str, ...]
+
+    @property
+    def lowest_is_hostname(self) -> bool:
+        return self.levels[-1] == HOSTNAME
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """A ResourceFlavor. `topology_name` None: a flavor without TAS (version 2 only; the
+    version-1 shorthand always names its one Topology)."""
+
+    name: str
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    node_taints: tuple[Taint, ...] = ()
+    topology_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The version-1 `queue` shorthand: listed resources are limited, all others are ample."""
+
+    nominal_quota: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """One resource of one flavor in a ClusterQueue (None: no limit of that kind)."""
+
+    name: str
+    nominal: Fraction
+    borrowing_limit: Fraction | None = None
+    lending_limit: Fraction | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    name: str
+    resources: tuple[ResourceQuota, ...]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    """Resources assigned together: every flavor lists exactly `covered`, in that order."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+WITHIN_CLUSTER_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
+WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")
+"""Kueue's enums; the first of each is its default (apis/kueue/v1beta2/clusterqueue_types.go)."""
+
+
+@dataclass(frozen=True)
+class Preemption:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class FlavorFungibility:
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    """A ClusterQueue (each has one LocalQueue of the same name)."""
+
+    name: str
+    resource_groups: tuple[ResourceGroup, ...]
+    cohort: str | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    preemption: Preemption = field(default_factory=Preemption)
+    fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        for group in self.resource_groups:
+            if resource in group.covered:
+                return group
+        return None
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    """A WorkloadPriorityClass."""
+
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Resources
+    taints: tuple[Taint, ...] = ()
+    ready: bool = True
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    """`count` pods bound to `node` outside Kueue (non-TAS usage)."""
+
+    node: str
+    requests: Resources
+    count: int = 1
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    mode: str | None = None
+    level: str | None = None
+    slice_level: str | None = None
+    slice_size: int | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class PodSet:
+    name: str
+    count: int
+    requests: Resources
+    topology: TopologyRequest | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """`queue`: its ClusterQueue (always filled in by the loader); `priority_class`: None for
+    no class (priority 0)."""
+
+    name: str
+    pod_sets: tuple[PodSet, ...]
+    queue: str = ""
+    priority_class: str | None = None
+
+
+@dataclass(frozen=True)
+class AdmittedPodSet:
+    """A pod set of a workload admitted before the scenario starts: its flavor and, for a TAS
+    flavor, node -> pods as admitted (None for a flavor without TAS)."""
+
+    pod_set: PodSet
+    flavor: str
+    placement: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class AdmittedWorkload:
+    name: str
+    queue: str
+    pod_sets: tuple[AdmittedPodSet, ...]
+    priority_class: str | None = None
+
+
+EVICTION_REASONS = (
+    "NodeFailures",
+    "PodsReadyTimeout",
+    "AdmissionCheck",
+    "ClusterQueueStopped",
+    "LocalQueueStopped",
+    "Deactivated",
+)
+"""Kueue v0.19.2's reasons of the Evicted condition (apis/kueue/v1beta2/workload_types.go),
+less `Preempted`, which `preempted` reports."""
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """An eviction other than by preemption: the Evicted condition's reason and message."""
+
+    reason: str
+    message: str = ""
+
+
+Replaced = Mapping[str, Mapping[str, tuple[str, ...]]]
+"""Pod set -> failed node -> the nodes that took its pods (Kueue's node replacement)."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """`unschedulable`: pod set -> admitted pods that never run (None: expect none; only
+    checked where the backend watches pods bind). `replaced`, `evicted` and `drift` are
+    compared only when given: `replaced` {} and `evicted` False say "none"."""
+
+    admitted: bool
+    placement: Mapping[str, Mapping[str, int]] | None = None
+    message: str | None = None
+    rejected: bool | None = None
+    unschedulable: Mapping[str, int] | None = None
+    flavors: Mapping[str, str] | None = None
+    preempted: bool | None = None
+    replaced: Replaced | None = None
+    evicted: Eviction | bool | None = None
+    drift: Mapping[str, Mapping[str, int]] | None = None
+
+    def fault_keys(self) -> tuple[str, ...]:
+        """The keys about faults under running workloads this expectation uses."""
+        keys = ("replaced", "evicted", "drift")
+        return tuple(k for k in keys if getattr(self, k) is not None)
+
+
+@dataclass(frozen=True)
+class TaintChange:
+    """A taint added to (`taint-node`) or removed from (`untaint-node`) a node; a removal
+    matches key and effect."""
+
+    node: str
+    taint: Taint
+
+
+@dataclass(frozen=True)
+class PodFault:
+    """The pods a `terminate-pods` or `fail-pods` step acts on: a workload's (those bound to
+    `node`, or all; at most `count`), or a usage entry's."""
+
+    workload: str | None = None
+    usage: str | None = None
+    node: str | None = None
+    count: int | None = None
+
+
+@dataclass(frozen=True)
+class ByVersion:
+    """`expect` and its `expectByVersion` entries as written: what the expectations are on
+    each Kueue version. An entry that includes the version replaces, workload by workload,
+    the expectations of `base`; entries never overlap (the loader refuses it)."""
+
+    base: Mapping[str, Expectation] | None
+    entries: tuple[tuple[KueueVersions, Mapping[str, Expectation]], ...]
+
+    def on(self, version: str | None) -> Mapping[str, Expectation] | None:
+        """The expectations on `version` (None: the default, v0.19.2)."""
+        for spec, entry in self.entries:
+            try:
+                if spec.includes(version or DEFAULT_KUEUE):
+                    return {**(self.base or {}), **entry}
+            except VersionSpecError:  # not a version at all: no entry names it
+                break
+        return self.base
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change to the cluster after the workloads settled (an extension of the contract).
+
+    `action` is one of STEP_ACTIONS; `target` is a name, a Node, a Usage, a Workload, a
+    TaintChange or a PodFault.
+    """
+
+    action: str
+    target: object
+    expect: Mapping[str, Expectation] | None = None
+    by_version: ByVersion | None = None
+    """Where the step has `expectByVersion`: `expect` on each version."""
+
+
+FAULT_ACTIONS = (
+    "node-not-ready",
+    "node-ready",
+    "taint-node",
+    "untaint-node",
+    "terminate-pods",
+    "fail-pods",
+)
+"""Steps that act on running workloads the way a failing node or kubelet would
+(docs/scenario-extensions.md, "Faults under running workloads")."""
+
+STEP_ACTIONS = (
+    "delete-workload",
+    "delete-usage",
+    "cordon",
+    "uncordon",
+    "add-node",
+    "delete-node",
+    "add-usage",
+    "submit",
+    *FAULT_ACTIONS,
+    "upgrade-kueue",
+)
+"""`upgrade-kueue: VERSION` replaces the running Kueue by a newer one, as a platform team
+upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its target is the
+version."""
+
+
+class NotShorthand(HarnessError):
+    """A version-1 view (one topology, flavor and queue) asked of a version-2 scenario."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The world as version-2 lists; a version-1 file arrives desugared
+    (harness/scenario/shorthand.py) with `shorthand` holding its `queue`, so backends that
+    only run version 1 keep reading `topology`, `flavor` and `queue`."""
+
+    name: str
+    topologies: tuple[Topology, ...]
+    resource_flavors: tuple[Flavor, ...]
+    cluster_queues: tuple[ClusterQueue, ...]
+    nodes: tuple[Node, ...]
+    workloads: tuple[Workload, ...]
+    priority_classes: tuple[PriorityClass, ...] = ()
+    admitted: tuple[AdmittedWorkload, ...] = ()
+    shorthand: Queue | None = None
+    usage: tuple[Usage, ...] = ()
+    description: str = ""
+    source: str = ""
+    kueue: str | None = None
+    """The Kueue version it is checked as and runs on (None: the default, v0.19.2)."""
+    kueue_versions: KueueVersions | None = None
+    """The versions the file's `kueue:` says its expectations hold for (None: not said)."""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    expect: Mapping[str, Expectation] | None = None
+    steps: tuple[Step, ...] = ()
+    path: str = "<scenario>"
+    by_version: ByVersion | None = None
+    """Where the file has `expectByVersion`: `expect` on each version."""
+    undetermined: tuple[tuple[KueueVersions, str], ...] = ()
+    """`undeterminedOn`: versions on which Kueue gives no single answer, with the reason."""
+    expect_for: str | None = field(default="", repr=False, compare=False)
+    """The version `expect` and the steps' expect were derived for ("": not yet)."""
+
+    def __post_init__(self) -> None:
+        """Keep `expect` and each step's the expectations on `kueue`: replacing `kueue`
+        (--kueue-version) derives them again from expectByVersion. Replacing `expect` alone
+        leaves it as given."""
+        if self.expect_for == self.kueue:
+            return
+        if self.by_version is not None:
+            object.__setattr__(self, "expect", self.by_version.on(self.kueue))
+        if any(step.by_version is not None for step in self.steps):
+            steps = tuple(
+                replace(step, expect=step.by_version.on(self.kueue)) if step.by_version else step
+                for step in self.steps
+            )
+            object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "expect_for", self.kueue)
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    @property
+    def topology(self) -> Topology:
+        """The one Topology of a version-1 file."""
+        self._need_shorthand()
+        return self.topologies[0]
+
+    @property
+    def flavor(self) -> Flavor:
+        """The one ResourceFlavor of a version-1 file."""
+        self._need_shorthand()
+        return self.resource_flavors[0]
+
+    @property
+    def queue(self) -> Queue:
+        """The `queue` of a version-1 file (its quota; other resources ample)."""
+        if self.shorthand is None:
+            raise NotShorthand(f"{self.path}: a version-2 scenario has no single queue")
+        return self.shorthand
+
+    def _need_shorthand(self) -> None:
+        if self.shorthand is None:
+            raise NotShorthand(f"{self.path}: a version-2 scenario has no single topology")
+
+    def version2_features(self) -> tuple[str, ...]:
+        """What this scenario uses beyond version 1, for backends that cannot run it yet."""
+        if self.shorthand is not None:
+            return ()
+        found = [
+            f"{len(self.topologies)} topologies" if len(self.topologies) != 1 else "",
+            f"{len(self.resource_flavors)} resource flavors"
+            if len(self.resource_flavors) != 1
+            else "",
+            f"{len(self.cluster_queues)} cluster queues" if len(self.cluster_queues) != 1 else "",
+            "cohorts" if any(cq.cohort for cq in self.cluster_queues) else "",
+            "priority classes" if self.priority_classes else "",
+            "admitted workloads" if self.admitted else "",
+        ]
+        return tuple(f for f in found if f) or ("ClusterQueues with explicit quota",)
+
+    def undetermined_on(self, version: str | None = None) -> str | None:
+        """Why Kueue `version` (default: the one the scenario is checked as) gives no single
+        answer for this scenario, as the file's `undeterminedOn` says; None when it does."""
+        running = version or self.kueue or DEFAULT_KUEUE
+        for spec, reason in self.undetermined:
+            if spec.includes(running):
+                return f"Kueue {running} gives no single answer here: {reason} (undeterminedOn)"
+        return None
+
+    def no_upgrade(self) -> str | None:
+        """Why an `upgrade-kueue` step is no upgrade when the scenario starts on the version it
+        is checked as (--kueue-version at or past the step's version), or None."""
+        running = self.kueue or DEFAULT_KUEUE
+        for step in self.steps:
+            if step.action != "upgrade-kueue":
+                continue
+            if version_key(str(step.target)) <= version_key(running):
+                return (
+                    f"steps: upgrade-kueue: {step.target} is not newer than {running}, the "
+                    "version the scenario starts on here: there is no upgrade to check"
+                )
+            running = str(step.target)
+        return None
+
+    def fault_features(self) -> tuple[str, ...]:
+        """The fault steps and fault expectations (replaced, evicted, drift) this scenario
+        uses, for engines that do not model Kueue's node replacement yet to refuse by name."""
+        actions = {s.action for s in self.steps if s.action in FAULT_ACTIONS}
+        keys: set[str] = set()
+        for expect in [self.expect or {}, *(s.expect or {} for s in self.steps)]:
+            for want in expect.values():
+                keys.update(want.fault_keys())
+        found = [f"steps {', '.join(a for a in FAULT_ACTIONS if a in actions)}"] if actions else []
+        if keys:
+            found.append(f"expectations {', '.join(sorted(keys))}")
+        return tuple(found)
+
+    def priority(self, workload: Workload | AdmittedWorkload) -> int:
+        """Its WorkloadPriorityClass value; 0 without a class."""
+        for pc in self.priority_classes:
+            if pc.name == workload.priority_class:
+                return pc.value
+        return 0
+
+    def resource_flavor(self, name: str) -> Flavor:
+        for flavor in self.resource_flavors:
+            if flavor.name == name:
+                return flavor
+        raise KeyError(name)
+
+    def topology_of(self, flavor: Flavor) -> Topology | None:
+        for topology in self.topologies:
+            if topology.name == flavor.topology_name:
+                return topology
+        return None
+
+    def cluster_queue(self, name: str) -> ClusterQueue:
+        for cq in self.cluster_queues:
+            if cq.name == name:
+                return cq
+        raise KeyError(name)
+
+    def flavors_of(self, node: Node) -> tuple[Flavor, ...]:
+        """Every flavor whose nodeLabels the node carries."""
+        return tuple(
+            f
+            for f in self.resource_flavors
+            if all(node.labels.get(k) == v for k, v in f.node_labels.items())
+        )
