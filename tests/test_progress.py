@@ -40,8 +40,8 @@ def test_logging_set_up_by_the_caller_is_left_alone() -> None:
 def test_python_m_harness_shows_progress(tmp_path: Path) -> None:
     """`python -m harness` sets the handler up: the run command's progress is visible."""
     probe = (
-        "import runpy, sys; from harness import progress, cli; "
-        "cli.main = lambda: progress.logger('runner').info('step 1') or 0; "
+        "import runpy, sys; from harness import progress; from harness.cli import main; "
+        "main.main = lambda: progress.logger('runner').info('step 1') or 0; "
         "runpy.run_module('harness', run_name='__main__')"
     )
     done = subprocess.run(

@@ -44,9 +44,9 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey
 from harness.fit.versions import RULES, KueueRules, upgraded_rules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
-from harness.fit.webhook import webhook_rejection
 from harness.k8s.quantity import kueue_units
 from harness.kueue.versions import DEFAULT_KUEUE
+from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
     AdmittedWorkload,

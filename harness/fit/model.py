@@ -23,7 +23,7 @@ from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
-from harness.fit.webhook import webhook_rejection
+from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome, Placement
 from harness.scenario.model import Node, PodSet, Scenario, Step, Usage, Workload
 

@@ -17,7 +17,7 @@ VersionKey = tuple[int, int, int]
 KUEUE_VERSIONS = ("v0.17.1", "v0.18.2", "v0.19.2")
 """The versions the harness runs (the embedded cluster's harness/toolchain/pins.py
 KUEUE_JOBSET, which the loader does not import: the toolchain package costs ~0.4 s;
-tests/test_kueue_versions.py checks the two agree)."""
+tests/kueue/test_kueue_versions.py checks the two agree)."""
 DEFAULT_KUEUE = "v0.19.2"
 """The version a scenario runs on unless it or the command says otherwise (PINS.kueue)."""
 

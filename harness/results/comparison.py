@@ -231,3 +231,24 @@ def _state(outcome: Outcome | None) -> str:
     if outcome.rejected:
         return f"rejected ({outcome.message})"
     return f"pending ({outcome.message})"
+
+
+def differing_workloads(
+    expect: Mapping[str, Expectation],
+    predicted: Mapping[str, Outcome] | None,
+    observed: Mapping[str, Outcome],
+) -> set[str]:
+    """The workloads whose outcome differs from the file's expect or the fit model's
+    prediction: each compared on its own by the same rules as the report's lines."""
+    names = {
+        name
+        for name, want in expect.items()
+        if against_expectations({name: want}, {n: o for n, o in observed.items() if n == name})
+    }
+    if predicted is not None:
+        for name in {*predicted, *observed}:
+            one_predicted = {name: predicted[name]} if name in predicted else {}
+            one_observed = {name: observed[name]} if name in observed else {}
+            if against_prediction(one_predicted, one_observed):
+                names.add(name)
+    return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,3 +22,7 @@ class Observation:
     incidents: tuple[str, ...] = ()
     """Attempts discarded because the infrastructure failed under them, one line each; the
     outcomes are the last attempt's, on a fresh cluster."""
+    evidence: Callable[[Collection[str]], str] | None = field(default=None, repr=False)
+    """Evidence about these workloads (scenario names): their conditions, events and Kueue's
+    log lines, read on request while the cluster still holds them (until the backend's next
+    run), so a run that agrees costs no reads."""

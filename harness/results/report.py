@@ -13,7 +13,11 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.fit import FitResult, fit
-from harness.results.comparison import against_expectations, against_prediction
+from harness.results.comparison import (
+    against_expectations,
+    against_prediction,
+    differing_workloads,
+)
 from harness.results.observation import Observation
 from harness.results.outcome import Outcome
 from harness.scenario.model import Scenario
@@ -131,17 +135,39 @@ def observed_against_both(
     scenario: Scenario, predicted: FitResult | None, observed: Observation, no_model: str = ""
 ) -> Comparison:
     """What Kueue did (on a backend) against the file's expectations and the fit model;
-    `predicted` is None when the fit model could not predict, `no_model` saying why."""
+    `predicted` is None when the fit model could not predict, `no_model` saying why. When
+    they disagree, the backend's evidence about the workloads that differ or wait is read."""
+    vs_expect = expectation_lines(scenario, observed.outcomes, observed.steps)
+    vs_model = (
+        [] if predicted is None else prediction_lines(predicted, observed.outcomes, observed.steps)
+    )
+    details = observed.details
+    if (vs_expect or vs_model) and observed.evidence is not None:
+        found = observed.evidence(_suspects(scenario, predicted, observed))
+        details = "\n".join(part for part in (details, found) if part)
     return Comparison(
         scenario,
-        expectation_lines(scenario, observed.outcomes, observed.steps),
-        [] if predicted is None else prediction_lines(predicted, observed.outcomes, observed.steps),
+        vs_expect,
+        vs_model,
         on_kueue=True,
         no_model=no_model,
-        details=observed.details,
+        details=details,
         artifacts=observed.artifacts,
         incidents=observed.incidents,
     )
+
+
+def _suspects(scenario: Scenario, predicted: FitResult | None, observed: Observation) -> set[str]:
+    """Workloads worth evidence: those still waiting, and those that differ, in any state."""
+    states = [observed.outcomes, *observed.steps]
+    names = {n for state in states for n, o in state.items() if not o.admitted and not o.rejected}
+    expects = [scenario.expect or {}, *(step.expect or {} for step in scenario.steps)]
+    wanted = [] if predicted is None else [predicted.outcomes, *predicted.steps]
+    for index, got in enumerate(states):
+        expect = expects[index] if index < len(expects) else {}
+        want = wanted[index] if index < len(wanted) else None
+        names |= differing_workloads(expect, want, got)
+    return names
 
 
 def _indented(lines: list[str]) -> list[str]:

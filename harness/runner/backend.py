@@ -16,7 +16,7 @@ import re
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,7 @@ from harness.kueue.versions import version_key
 from harness.logtail import lines_about
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
-from harness.results.comparison import against_expectations, against_prediction
 from harness.results.observation import Observation
-from harness.results.outcome import Outcome
 from harness.runner import evidence, incidents, shaping
 from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
@@ -346,9 +344,14 @@ class ClusterBackend:
                 + "\n"
             )
         self._write_artifacts(kube, names, slicer, out_dir)
-        details = self._details(kube, names, scenario, session, outcomes, steps)
         version = self.kueue_version or ""
-        return Observation(outcomes, steps, details=details, artifacts=out_dir, kueue=version)
+        return Observation(
+            outcomes,
+            steps,
+            artifacts=out_dir,
+            kueue=version,
+            evidence=lambda wanted: self._evidence_of(kube, names, session, wanted),
+        )
 
     def _live_kueue_log(self) -> Path | None:
         """Kueue's log file where it grows as Kueue runs (evidence of its reaction to a
@@ -410,26 +413,20 @@ class ClusterBackend:
             (out_dir / "objects.yaml").write_text(f"# could not read objects: {err}\n")
         slicer.write(out_dir / "logs")
 
-    def _details(
-        self,
-        kube: Kube,
-        names: Names,
-        scenario: Scenario,
-        session: Session,
-        outcomes: dict[str, Outcome],
-        steps: list[dict[str, Outcome]],
+    def _evidence_of(
+        self, kube: Kube, names: Names, session: Session, wanted: Collection[str]
     ) -> str:
-        """Evidence for every workload that is pending or differs from expect or the model."""
-        suspects = {n for n, o in outcomes.items() if not o.admitted and not o.rejected}
-        for after in steps:
-            suspects |= {n for n, o in after.items() if not o.admitted and not o.rejected}
-        suspects |= _differing(scenario, outcomes, steps)
+        """Evidence about the wanted workloads of the last run (on request: the report asks
+        for the ones that differ or wait)."""
         kueue_names = {
-            n: e.kueue_name for n, e in session.entries.items() if n in suspects and e.kueue_name
+            n: e.kueue_name for n, e in session.entries.items() if n in wanted and e.kueue_name
         }
         if not kueue_names:
             return ""
-        return self.evidence(kube, names, kueue_names)
+        try:
+            return self.evidence(kube, names, kueue_names)
+        except HarnessError as err:
+            return f"(evidence unavailable: {err})"
 
     def evidence(self, kube: Kube, names: Names, kueue_names: Mapping[str, str]) -> str:
         """What a mismatch prints about these Workloads (name -> Kueue's name): conditions,
@@ -465,25 +462,6 @@ class Phases:
     def __str__(self) -> str:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in self.spent.items())
         return f"{self.total():.2f}s ({parts})"
-
-
-def _differing(
-    scenario: Scenario, outcomes: dict[str, Outcome], steps: list[dict[str, Outcome]]
-) -> set[str]:
-    names: set[str] = set()
-    lines = against_expectations(scenario.expect or {}, outcomes)
-    try:
-        from harness.fit import fit
-
-        predicted = fit(scenario)
-        lines += against_prediction(predicted.outcomes, outcomes)
-        for want, got in zip(predicted.steps, steps, strict=False):
-            lines += against_prediction(want, got)
-    except HarnessError:
-        pass
-    for line in lines:
-        names.add(line.split(":", 1)[0].split("/", 1)[0])
-    return names
 
 
 def _refuse_unsupported(scenario: Scenario) -> None:

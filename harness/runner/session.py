@@ -248,7 +248,7 @@ class Session:
         """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).
         When the fit model's webhook rules refuse it and Kueue's own Workload webhook lets
         it through (server-side dry run), the cluster cannot show that refusal."""
-        from harness.fit.webhook import webhook_rejection
+        from harness.kueue.webhook_rules import webhook_rejection
 
         why = webhook_rejection(w)
         if why is None:
