@@ -42,9 +42,12 @@ def run_command(args: argparse.Namespace) -> int:
         scenario = dataclasses.replace(scenario, kueue=args.kueue_version)
     else:
         args.kueue_version = kueue_version_for(args.cluster, scenario.kueue)
+    predicted, no_model = predict(scenario)
     backend = create_backend(args.cluster, **backend_options(lambda name: getattr(args, name)))
     try:
         observed = backend.run(scenario)
+        # Compared while the cluster still holds the workloads: evidence is read on request.
+        comparison = observed_against_both(scenario, predicted, observed, no_model)
     except Unsupported as why:
         print(
             f"{args.file}: the {args.cluster} backend cannot run this scenario: {why}",
@@ -61,8 +64,6 @@ def run_command(args: argparse.Namespace) -> int:
         payload["_steps"] = [outcomes_to_json(s) for s in observed.steps]
     print(json.dumps(payload, indent=2))
     print(f"ran on Kueue {observed.kueue or '(version not known)'} (--cluster={args.cluster})")
-    predicted, no_model = predict(scenario)
-    comparison = observed_against_both(scenario, predicted, observed, no_model)
     print(comparison.render() if not comparison.agrees else comparison.summary())
     if comparison.agrees and observed.artifacts is not None:
         print(f"artifacts: {observed.artifacts}")
