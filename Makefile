@@ -28,17 +28,22 @@ venv: $(VENV)/.installed
 binaries: venv
 	$(PY) -m harness build binaries sim
 
-## test: the project's own tests: unit, fit model, every suite on in-process Kueue (sim),
-## and the real-cluster tests (embedded cluster: guide and version-2 scenarios, lifecycle,
-## signals).
-## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
-## actionlint), so only the tests that need Docker are skipped.
+## test: the gate (what CI runs). Pass 1: the unit tests, every suite on the fit model and on
+## in-process Kueue (sim), the examples, and the harness's own cluster tests (lifecycle,
+## signals, live cluster, fixtures). Pass 2: every suite on the embedded cluster, once, with
+## E2E_WORKERS clusters. Builds (or reuses) the binaries and the CLI tools the tests drive
+## (kind, helm, kubectl, actionlint), so only the tests that need Docker are skipped. Each
+## pass prints its 10 slowest items (scenarios with where their time went).
 test: binaries tools
 	mkdir -p $(RUN_DIR)
-	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests \
-		--junitxml=$(RUN_DIR)/junit-test.xml --kth-report=$(RUN_DIR)/report.html $(PYTEST_ARGS)
+	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests --durations=10 \
+		--junitxml=$(RUN_DIR)/junit-test.xml --kth-report=$(RUN_DIR)/report-test.html \
+		--store-durations=$(RUN_DIR)/durations-test.json $(PYTEST_ARGS)
+	$(PY) -m pytest $(E2E_PATHS) --cluster=local -n $(E2E_WORKERS) --durations=10 \
+		--junitxml=$(RUN_DIR)/junit-e2e.xml --kth-report=$(RUN_DIR)/report.html \
+		--store-durations=$(RUN_DIR)/durations-e2e.json $(PYTEST_ARGS)
 
-## unit: tests that need neither Go builds nor a cluster
+## unit: tests that need neither Go builds nor a cluster, and every suite on the fit model
 unit: venv
 	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
 

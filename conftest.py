@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,18 +48,3 @@ def sim_binary() -> Path:
     if shutil.which("go") is None:
         pytest.skip("the sim backend needs Go >= 1.26 on PATH to build sim/")
     return build_sim()
-
-
-@pytest.fixture
-def suite_runs_as_items(request: pytest.FixtureRequest) -> Callable[[str], bool]:
-    """`suite_runs_as_items("faults")`: True when this session already runs suites/faults on
-    a real cluster as scenario items (`pytest tests suites --cluster=local`), so a test that
-    repeats them can skip."""
-
-    def collected(folder: str) -> bool:
-        if request.config.getoption("--cluster", None) not in ("local", "kind", "existing"):
-            return False
-        root = REPO / "suites" / folder
-        return any(Path(str(i.path)).is_relative_to(root) for i in request.session.items)
-
-    return collected

@@ -7,6 +7,7 @@ Without a backend an item checks the fit model against the file's `expect`; with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from harness.scenario.model import Scenario
 BACKEND_KEY = pytest.StashKey[Any]()
 
 RERUN_PROPERTY = "kth-rerun"
+PHASES_PROPERTY = "kth-phases"
+"""A scenario's seconds per phase on a cluster (JSON: {"shape": 0.51, "steps": 8.75}),
+relayed by xdist workers like every user property, for the slowest-scenarios summary."""
 """An item's user property (junit <property>) per attempt discarded because the
 infrastructure failed under it; the plugin's terminal summary lists them."""
 
@@ -97,6 +101,8 @@ class ScenarioItem(pytest.Item):
                 pytest.skip(f"{backend.name} backend: {why}{self._model_still_agrees(predicted)}")
             self.observed = observed
             self.user_properties += [(RERUN_PROPERTY, line) for line in observed.incidents]
+            if observed.phases:
+                self.user_properties.append((PHASES_PROPERTY, json.dumps(observed.phases)))
             comparison = observed_against_both(scenario, predicted, observed, no_model)
         if not comparison.agrees:
             raise ScenarioMismatch(comparison.render())

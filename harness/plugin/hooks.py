@@ -7,6 +7,7 @@ with the package installed. No cluster starts unless `--cluster` asks for one.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from harness.kueue.gates import GateError, parse_gates
 from harness.plugin import xdist as distribute
 from harness.plugin.collect import (
     BACKEND_KEY,
+    PHASES_PROPERTY,
     RERUN_PROPERTY,
     NotAScenario,
     ScenarioFile,
@@ -232,7 +234,35 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         stash[RUNNING_VERSION_KEY] = version
 
 
+SLOWEST_SHOWN = 10
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    _slowest_scenarios(terminalreporter)
+    _reruns(terminalreporter)
+
+
+def _slowest_scenarios(terminalreporter: Any) -> None:
+    """The scenarios that took a cluster longest, with the seconds of each phase (shaping,
+    submission, reading, steps): where a suite's time goes, run after run."""
+    timed = [
+        (sum(phases.values()), report.nodeid, phases)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for key, text in getattr(report, "user_properties", ())
+        if key == PHASES_PROPERTY
+        for phases in [json.loads(text)]
+    ]
+    if not timed:
+        return
+    terminalreporter.section(f"slowest {min(SLOWEST_SHOWN, len(timed))} scenarios on the cluster")
+    for total, nodeid, phases in sorted(timed, key=lambda t: (-t[0], t[1]))[:SLOWEST_SHOWN]:
+        spent = ", ".join(f"{k} {v:.2f}" for k, v in phases.items() if v >= 0.01)
+        terminalreporter.write_line(f"{total:7.2f}s {nodeid} ({spent})")
+
+
+def _reruns(terminalreporter: Any) -> None:
     """Scenarios that passed or failed only after an attempt was discarded because the
     infrastructure failed under it (say so, even when they passed)."""
     reruns = [

@@ -22,6 +22,9 @@ class Observation:
     incidents: tuple[str, ...] = ()
     """Attempts discarded because the infrastructure failed under them, one line each; the
     outcomes are the last attempt's, on a fresh cluster."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase of the run (clear, shape, admit, submit, read, steps): where the
+    time went, for the slowest-scenarios summary and the benchmarks."""
     evidence: Callable[[Collection[str]], str] | None = field(default=None, repr=False)
     """Evidence about these workloads (scenario names): their conditions, events and Kueue's
     log lines, read on request while the cluster still holds them (until the backend's next

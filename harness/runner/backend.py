@@ -350,6 +350,7 @@ class ClusterBackend:
             steps,
             artifacts=out_dir,
             kueue=version,
+            phases=dict(phases.spent),
             evidence=lambda wanted: self._evidence_of(kube, names, session, wanted),
         )
 

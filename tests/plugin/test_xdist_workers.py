@@ -186,3 +186,47 @@ def test_two_workers_each_run_a_cluster_like_a_serial_run(
     assert list(run_root.glob("kth-local-*")) == []
     etcd_after = set(shm.glob("kth-etcd-*")) if shm.is_dir() else set()
     assert etcd_after - etcd_before == set()
+
+
+TIMED_STAND_IN_BACKEND = """
+\"\"\"A stand-in for the cluster backend (no Docker or cluster needed to test the summary): it
+answers with the fit model's outcomes and phases whose steps take `x-steps` seconds.\"\"\"
+import harness.plugin.hooks
+from harness.fit import fit
+from harness.results.observation import Observation
+
+
+class Timed:
+    name = "stand-in"
+
+    def run(self, scenario):
+        predicted = fit(scenario)
+        steps = float(scenario.name.removeprefix("s"))
+        return Observation(predicted.outcomes, predicted.steps, phases={"shape": 0.5, "steps": steps})
+
+    def close(self):
+        pass
+
+
+harness.plugin.hooks.create_backend = lambda cluster, **options: Timed()
+"""
+
+
+def test_the_slowest_scenarios_are_listed_with_their_phases(pytester: pytest.Pytester) -> None:
+    """Relayed from the xdist workers: the list has the phases of each scenario, at most 10."""
+    for i in range(12):
+        data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+        data["name"] = f"s{i}"
+        path = pytester.path / "suites" / f"s{i}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    pytester.makeconftest(TIMED_STAND_IN_BACKEND)
+    result = pytester.runpytest_subprocess(
+        "--cluster=local", "-n", "2", "-p", "no:cacheprovider", "--kth-report="
+    )
+    result.assert_outcomes(passed=12)
+    text = result.stdout.str()
+    section = text[text.index("slowest 10 scenarios on the cluster") :]
+    listed = re.findall(r"s(\d+)\.yaml::s\d+ \(shape 0\.50, steps (\d+)\.00\)", section)
+    assert [int(a) for a, _ in listed] == list(range(11, 1, -1)), section
+    assert all(a == b for a, b in listed), section

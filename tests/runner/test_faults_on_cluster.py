@@ -1,17 +1,13 @@
-"""Fault scenarios on real Kueue (the embedded cluster): every file under suites/faults, the
-steps done as a failing node or kubelet would (harness/runner/faults.py), and one planted wrong
-expectation that must fail with a readable difference.
+"""Fault steps on real Kueue (the embedded cluster): a planted wrong expectation must fail with
+a readable difference. Every file under suites/faults runs as a scenario item in `make test`'s
+pass on the embedded cluster (and `make e2e`), once.
 
-Marked `cluster` (enable with --cluster-tests or --cluster=local): `make test` runs them.
-Expectations come from the scenario files, never from a previous run. Only the file's
-expectations are compared here: the fit model's prediction of faults is tested against the
-same files elsewhere, and real Kueue is the truth both answer to.
+Marked `cluster` (enable with --cluster-tests or --cluster=local).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,19 +19,6 @@ from harness.scenario.model import Expectation
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
-FAULTS = sorted((REPO / "suites" / "faults").glob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", FAULTS, ids=[p.stem for p in FAULTS])
-def test_fault_scenario_holds_on_real_kueue(
-    path: Path, runner: ClusterBackend, suite_runs_as_items: Callable[[str], bool]
-) -> None:
-    if suite_runs_as_items("faults"):
-        pytest.skip("suites/faults runs on this cluster as scenario items in this session")
-    scenario = load_scenario(path)
-    observed = runner.run(scenario)
-    lines = expectation_lines(scenario, observed.outcomes, observed.steps)
-    assert not lines, "\n".join([*lines, observed.details, f"artifacts: {observed.artifacts}"])
 
 
 def test_wrong_replacement_node_fails_with_the_nodes_named(runner: ClusterBackend) -> None:

@@ -1,5 +1,6 @@
-"""Version-2 scenarios on real Kueue (the embedded cluster): every file under suites/v2 through
-the path `pytest suites --cluster=local` takes, and the pre-admission a preemption must undo.
+"""Version-2 details on real Kueue (the embedded cluster): the pre-admission a preemption must
+undo, and one applied under another field manager. Every file under suites/v2 runs as a
+scenario item in `make test`'s pass on the embedded cluster (and `make e2e`), once.
 
 Marked `cluster` (enable with --cluster-tests or --cluster=local): `make test` runs them.
 Expectations come from the scenario files and the fit model, never from a previous run.
@@ -7,34 +8,19 @@ Expectations come from the scenario files and the fit model, never from a previo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.kube import KUEUE_API, Obj
-from harness.results.report import observed_against_both, predict
 from harness.runner import session
 from harness.runner.backend import ClusterBackend, namespace_for
-from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.loader import scenario_from_data
 from harness.scenario.model import Scenario
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
-V2 = sorted((REPO / "suites" / "v2").rglob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", V2, ids=[p.stem for p in V2])
-def test_v2_scenario_holds_on_real_kueue(
-    path: Path, runner: ClusterBackend, suite_runs_as_items: Callable[[str], bool]
-) -> None:
-    if suite_runs_as_items("v2"):
-        pytest.skip("suites/v2 runs on this cluster as scenario items in this session")
-    scenario = load_scenario(path)
-    predicted, no_model = predict(scenario)
-    comparison = observed_against_both(scenario, predicted, runner.run(scenario), no_model)
-    assert comparison.agrees, comparison.render()
 
 
 def _preemption(name: str) -> Scenario:
