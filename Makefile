@@ -12,7 +12,7 @@ KUEUE_VERSION ?=
 # What e2e runs (suite folders or files).
 E2E_PATHS ?= suites
 
-.PHONY: all venv binaries test unit e2e examples e2e-twice bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test own-tests version-tests unit e2e examples e2e-twice bench lint fmt typecheck tools clean
 
 all: test
 
@@ -28,24 +28,37 @@ venv: $(VENV)/.installed
 binaries: venv
 	$(PY) -m harness build binaries sim
 
-## test: the gate (what CI runs). Pass 1: the unit tests, every suite on the fit model and on
-## in-process Kueue (sim), the examples, and the harness's own cluster tests (lifecycle,
-## signals, live cluster, fixtures). Pass 2: every suite on the embedded cluster, once, with
-## E2E_WORKERS clusters. Builds (or reuses) the binaries and the CLI tools the tests drive
-## (kind, helm, kubectl, actionlint), so only the tests that need Docker are skipped. Each
-## pass prints its 10 slowest items (scenarios with where their time went).
-test: binaries tools
+## test: the gate (what CI runs): own-tests, then every suite on the embedded cluster, once
+## (e2e with E2E_WORKERS clusters). Each pass prints its 10 slowest items (scenarios with
+## where their time went) and records every item's duration in $(RUN_DIR)/durations-*.json.
+test: own-tests
+	$(MAKE) --no-print-directory e2e CLUSTER=local RUN_DIR=$(RUN_DIR)
+
+## own-tests: the unit tests, every suite on the fit model and on in-process Kueue (sim), the
+## examples, and the harness's own cluster tests (lifecycle, signals, live cluster, fixtures).
+## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
+## actionlint), so only the tests that need Docker are skipped. The tests that need another
+## Kueue version built are `make version-tests` (GitHub's version-matrix job runs them).
+own-tests: binaries tools
 	mkdir -p $(RUN_DIR)
-	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests --durations=10 \
-		--junitxml=$(RUN_DIR)/junit-test.xml --kth-report=$(RUN_DIR)/report-test.html \
-		--store-durations=$(RUN_DIR)/durations-test.json $(PYTEST_ARGS)
-	$(PY) -m pytest $(E2E_PATHS) --cluster=local -n $(E2E_WORKERS) --durations=10 \
-		--junitxml=$(RUN_DIR)/junit-e2e.xml --kth-report=$(RUN_DIR)/report.html \
-		--store-durations=$(RUN_DIR)/durations-e2e.json $(PYTEST_ARGS)
+	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests -m "not kueue_versions" \
+		--durations=10 --junitxml=$(RUN_DIR)/junit-test.xml \
+		--kth-report=$(RUN_DIR)/report-test.html --store-durations=$(RUN_DIR)/durations-test.json \
+		$(PYTEST_ARGS)
+
+## version-tests: the cluster tests that run Kueue v0.18.2 beside v0.19.2 (version start,
+## upgrade), after building v0.18.2 (~9 min on 2 cores the first time)
+version-tests: binaries
+	mkdir -p $(RUN_DIR)
+	$(PY) -m harness build binaries sim --kueue-version v0.18.2
+	$(PY) -m pytest tests -m kueue_versions --cluster-tests --junitxml=$(RUN_DIR)/junit-versions.xml \
+		$(PYTEST_ARGS)
 
 ## unit: tests that need neither Go builds nor a cluster, and every suite on the fit model
 unit: venv
-	$(PY) -m pytest tests suites -m "not cluster and not sim" $(PYTEST_ARGS)
+	mkdir -p $(RUN_DIR)
+	$(PY) -m pytest tests suites -m "not cluster and not sim" --junitxml=$(RUN_DIR)/junit-unit.xml \
+		$(PYTEST_ARGS)
 
 # pytest-xdist workers for e2e, each with an embedded cluster of its own (-n; 0 = serial, in
 # one process). 2 on local: a scenario mostly waits on Kueue's 1 s batches, so a second
@@ -59,8 +72,8 @@ E2E_WORKERS ?= $(if $(filter local,$(CLUSTER)),2,0)
 e2e: binaries
 	mkdir -p $(RUN_DIR)
 	$(if $(KUEUE_VERSION),$(PY) -m harness build binaries --kueue-version $(KUEUE_VERSION))
-	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) -n $(E2E_WORKERS) \
-		--junitxml=$(RUN_DIR)/junit-e2e.xml \
+	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) -n $(E2E_WORKERS) --durations=10 \
+		--junitxml=$(RUN_DIR)/junit-e2e.xml --store-durations=$(RUN_DIR)/durations-e2e.json \
 		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
 		$(PYTEST_ARGS)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +68,19 @@ def _steps(job: dict[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def test_jobs_lint_unit_embedded_and_kind(ci: dict[str, Any]) -> None:
+def test_jobs_run_every_tier_of_the_gate(ci: dict[str, Any]) -> None:
+    """Nothing runs only on a developer's machine: unit, own tests (sim and the harness's
+    cluster tests), e2e on the embedded cluster, the version tests, kind."""
     jobs = ci["jobs"]
-    assert set(jobs) == {"lint-unit", "e2e-embedded", "e2e-kueue-versions", "e2e-kind"}
+    assert set(jobs) == {"lint-unit", "own-tests", "e2e-embedded", "e2e-kueue-versions", "e2e-kind"}
     runs = {name: [s["run"] for s in _steps(job) if "run" in s] for name, job in jobs.items()}
     assert "make lint" in runs["lint-unit"] and any(r.startswith("make unit") for r in
                                                     runs["lint-unit"])  # fmt: skip
     assert any(r.startswith("make e2e CLUSTER=local") for r in runs["e2e-embedded"])
     assert any(r.startswith("make e2e CLUSTER=kind") for r in runs["e2e-kind"])
     assert jobs["e2e-embedded"]["needs"] == "lint-unit" == jobs["e2e-kind"]["needs"]
+    assert any(r.startswith("make own-tests") for r in runs["own-tests"])
+    assert any(r.startswith("make version-tests") for r in runs["e2e-kueue-versions"])
 
 
 def test_ci_calls_make_targets_only(ci: dict[str, Any]) -> None:
@@ -109,10 +114,12 @@ def test_failures_upload_the_run_directory(ci: dict[str, Any]) -> None:
             assert "RUN_DIR=run" in runs, name
 
 
-def test_every_run_uploads_the_html_report(ci: dict[str, Any]) -> None:
+def test_every_run_uploads_the_html_report_and_junit(ci: dict[str, Any]) -> None:
     for name, job in ci["jobs"].items():
         (upload,) = _uploads(job, "always()")
-        assert "run/report.html" in upload["with"]["path"].split(), name
+        paths = upload["with"]["path"].split()
+        for written in ("run/report.html", "run/report-test.html", "run/junit-e2e.xml"):
+            assert any(fnmatch(written, path) for path in paths), (name, written)
 
 
 def test_embedded_e2e_runs_as_a_matrix_of_shards_covering_the_suite(ci: dict[str, Any]) -> None:

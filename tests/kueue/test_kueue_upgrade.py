@@ -89,6 +89,7 @@ def _built(version: str) -> bool:
 
 
 @pytest.mark.cluster
+@pytest.mark.kueue_versions
 def test_kueue_v0_18_2_replaced_by_v0_19_2_under_the_scenarios_workloads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

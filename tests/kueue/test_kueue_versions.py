@@ -242,6 +242,7 @@ def _built(version: str) -> bool:
 
 
 @pytest.mark.cluster
+@pytest.mark.kueue_versions
 def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
     """The guide's first scenario on real Kueue v0.18.2, started through the backend the way
     --kueue-version starts it: Kueue's log names v0.18.2 and the job lands where the file
@@ -267,6 +268,7 @@ def test_v0_18_2_starts_and_admits_a_guide_scenario(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.cluster
+@pytest.mark.kueue_versions
 def test_v0_18_2_counts_a_workload_admitted_before_the_scenario(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
