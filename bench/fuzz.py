@@ -1,7 +1,7 @@
 """Benchmark of differential fuzzing: generator, fit model, sim and the campaign end to end.
 
 Prints numbers; asserts nothing. `python bench/fuzz.py [CASES]` (default 1000; seed 1).
-Needs Go to build sim/ the first time.
+Needs Go to build harness/sim/go/ the first time.
 """
 
 from __future__ import annotations

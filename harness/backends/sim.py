@@ -28,7 +28,7 @@ from harness.sim.process import SimProcess
 from harness.toolchain import kueue_module_dir, pins_for
 from harness.toolchain.pins import PINS
 
-# kueue-sim's note for a workload whose message alternates (sim/run.go noteAlternating):
+# kueue-sim's note for a workload whose message alternates (harness/sim/go/run.go noteAlternating):
 # `NAME[ (after steps[I])]: its message changes ...: "m1" | "m2"`, each message Go-quoted.
 _ALTERNATING = re.compile(
     r"^(?P<name>[^ :]+)(?: \(after steps\[(?P<step>\d+)\]\))?: "
@@ -52,7 +52,8 @@ class SimBackend:
     for the whole session (a scenario on another version gets a new backend)."""
 
     kueue_versions = sim_versions()
-    """The Kueue versions kueue-sim builds against (sim/go.mod, sim/versions/go.*.mod)."""
+    """The Kueue versions kueue-sim builds against (harness/sim/go/go.mod and
+    versions/go.*.mod there)."""
 
     def __init__(
         self,

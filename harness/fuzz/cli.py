@@ -91,7 +91,7 @@ def register(sub: Any) -> None:
         "--sim-binary",
         type=Path,
         default=None,
-        help="a built kueue-sim to use (default: build sim/ as it is in the work tree)",
+        help="a built kueue-sim to use (default: build harness/sim/go/ as it is in the work tree)",
     )
     fuzz.add_argument(
         "--kueue-version",

@@ -33,7 +33,6 @@ from harness.plugin.collect import (
     ScenarioItem,
     refuse_duplicate_names,
 )
-from harness.plugin.html_report import DEFAULT_PATH as DEFAULT_REPORT
 from harness.plugin.html_report import HtmlReport
 from harness.providers.local.lifecycle import sigterm_interrupts
 from harness.scenario.discover import SUFFIXES, why_not_a_scenario
@@ -57,6 +56,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folders (relative to the ini file) whose every .yaml/.yml file is a scenario, "
         "as in any folder named suites (default: none)",
     )
+    parser.addini(
+        "kth_report",
+        type="string",
+        default="",
+        help="write the HTML report of the scenarios here (relative to where pytest runs); "
+        "--kth-report overrides it (default: none, nothing is written into your tree unasked)",
+    )
     group = parser.getgroup("kueue-tas-harness")
     add_backend_options(
         group.addoption,
@@ -77,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="PATH",
         help="write the HTML report of the scenarios (a rack-and-GPU map of each) to PATH; "
-        "an empty PATH writes none (default: run/report.html when scenarios ran)",
+        "an empty PATH writes none (default: the kth_report ini setting, else none)",
     )
 
 
@@ -97,8 +103,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if found.problems:
             raise pytest.UsageError(found.message())
     report = config.getoption("kth_report")
-    if report != "":
-        path = Path(report) if report else config.invocation_params.dir / DEFAULT_REPORT
+    if report is None:
+        report = config.getini("kth_report")
+    if report:
+        path = config.invocation_params.dir / report
         # An xdist worker relays its results; the controller writes the one page.
         writer = HtmlReport(path, config.getoption("--cluster"), relay=distribute.is_worker(config))
         config.pluginmanager.register(writer, "kth-html-report")

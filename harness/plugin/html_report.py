@@ -25,7 +25,6 @@ from harness.kueue.versions import DEFAULT_KUEUE, version_key
 from harness.plugin.collect import ScenarioItem
 from harness.results.report import rerun_note
 
-DEFAULT_PATH = Path("run") / "report.html"
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
 
 

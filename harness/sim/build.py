@@ -1,12 +1,12 @@
-"""Build kueue-sim (the Go program in sim/) once per Kueue version and source hash into the
-build cache.
+"""Build kueue-sim (the Go program in harness/sim/go/) once per Kueue version and source hash
+into the build cache.
 
-The sim builds against each Kueue version the harness runs. The pinned one uses sim/go.mod;
-another uses sim/versions/go.<version>.mod (+ .sum) through `go build -modfile`, with the build
-tag `kueue_v0_<minor>` that picks that version's glue file (sim/kueue_v0_<minor>.go: the few
-calls whose package or signature differs). `make binaries` runs
+The sim builds against each Kueue version the harness runs. The pinned one uses go/go.mod;
+another uses go/versions/go.<version>.mod (+ .sum) through `go build -modfile`, with the
+build tag `kueue_v0_<minor>` that picks that version's glue file (go/kueue_v0_<minor>.go:
+the few calls whose package or signature differs). `make binaries` runs
 `python -m harness build binaries sim`; a changed source means a new build directory, and
-old ones are pruned so edits of sim/ do not fill the disk.
+old ones are pruned so edits of harness/sim/go/ do not fill the disk.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from harness.toolchain.cache import cache_root, is_current, locked, populate
 from harness.toolchain.gocmd import run_go
 from harness.toolchain.pins import PINS
 
-SIM_DIR = Path(__file__).resolve().parents[2] / "sim"
+SIM_DIR = Path(__file__).resolve().parent / "go"
+"""kueue-sim's Go module, shipped in the package (wheel and sdist): an installed harness
+builds it as a work tree does."""
 VERSIONS_DIR = "versions"
 BINARY = "kueue-sim"
 _VERSION = re.compile(r"^v0\.(?P<minor>\d+)\.\d+$")
@@ -32,12 +34,12 @@ logger = progress.logger("sim")
 
 
 class SimVersionError(HarnessError):
-    """The sim cannot be built against this Kueue version (no go.mod for it in sim/)."""
+    """The sim cannot be built against this Kueue version (no go.mod for it in harness/sim/go/)."""
 
 
 def sim_versions(src: Path = SIM_DIR) -> tuple[str, ...]:
     """The Kueue versions the sim builds against: the pinned one, then those with a go.mod
-    in sim/versions/, newest first."""
+    in harness/sim/go/versions/, newest first."""
     others = {p.name[len("go.") : -len(".mod")] for p in (src / VERSIONS_DIR).glob("go.v*.mod")}
     others.discard(PINS.kueue)
     return (PINS.kueue, *sorted(others, key=_minor_patch, reverse=True))
@@ -54,7 +56,8 @@ def _modfile(version: str, src: Path) -> Path:
     if version not in sim_versions(src) or _VERSION.match(version) is None:
         raise SimVersionError(
             f"--kueue-version {version}: the sim builds against Kueue "
-            f"{', '.join(sim_versions(src))} only (no sim/{VERSIONS_DIR}/go.{version}.mod)"
+            f"{', '.join(sim_versions(src))} only "
+            f"(no harness/sim/go/{VERSIONS_DIR}/go.{version}.mod)"
         )
     return src / VERSIONS_DIR / f"go.{version}.mod"
 
@@ -75,7 +78,10 @@ def source_hash(src: Path = SIM_DIR, version: str = PINS.kueue) -> str:
     modfile = _modfile(version, src)
     files = sorted(p for p in src.glob("*.go") if p.is_file())
     if not files:
-        raise HarnessError(f"no Go sources in {src}: the sim backend needs the repo's sim/ folder")
+        raise HarnessError(
+            f"no Go sources in {src}: the package's sim sources are missing "
+            "(reinstall kueue-tas-harness; a wheel carries them as package data)"
+        )
     digest = hashlib.sha256(version.encode() + b"\0")
     for path in [*files, modfile, modfile.with_suffix(".sum")]:
         digest.update(path.relative_to(src).as_posix().encode() + b"\0")
@@ -114,7 +120,7 @@ def build_sim(src: Path = SIM_DIR, version: str | None = None) -> Path:
 
 def prune_old_sims(keep: Path, newest: int = 3) -> list[Path]:
     """Remove sim builds of older sources of the same Kueue version (75 MB each), all but the
-    `newest` by build time: every edit of sim/ makes a new one, and a few stay for other
+    `newest` by build time: every edit of harness/sim/go/ makes a new one, and a few stay for other
     checkouts. Builds for other versions are kept."""
     prefix = keep.name.rsplit("-", 1)[0] + "-"
     builds = sorted(

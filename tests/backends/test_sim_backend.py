@@ -1,7 +1,7 @@
 """The in-process backend runs Kueue's real scheduler: outcomes reasoned from the TAS rules.
 
 Each case states what Kueue v0.19.2 must do and why; none is copied from a run. Needs Go to
-build sim/ the first time (a few minutes cold, seconds after).
+build harness/sim/go/ the first time (a few minutes cold, seconds after).
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def test_with_a_rack_lowest_topology_kueue_sees_no_node_fail(sim_binary: Path) -
 
 
 def test_fault_steps_reach_the_sim_in_the_shape_it_reads() -> None:
-    """sim/steps.go reads a taint step as {node, key, value, effect} and a pod step as
+    """harness/sim/go/steps.go reads a taint step as {node, key, value, effect} and a pod step as
     {workload | usage, node, count}, only the keys given."""
     taint = {"node": "n1", "key": "k", "value": "v", "effect": "NoExecute"}
     steps = world(

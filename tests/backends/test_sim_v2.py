@@ -2,7 +2,7 @@
 carried out, admitted workloads, flushes), the sim's clock, and how it reports.
 
 Each case says what Kueue v0.19.2 must do and why (docs/dev/kueue-v0.19.2-rules-v2.md);
-none is copied from a run. Needs Go to build sim/ the first time.
+none is copied from a run. Needs Go to build harness/sim/go/ the first time.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The sim built against an older Kueue (v0.18.2) runs that version's scheduler, not v0.19.2's.
 
 Building the v0.18.2 binary takes ~30 s once the v0.19.2 sim is built (only Kueue's own
-packages and the link differ: sim/versions/go.v0.18.2.mod changes nothing but the Kueue
+packages and the link differ: harness/sim/go/versions/go.v0.18.2.mod changes nothing but the Kueue
 module), so these tests build it rather than skip when it is not cached.
 """
 
@@ -120,7 +120,7 @@ def test_sim_runs_the_versions_it_builds_for() -> None:
     assert SimBackend.kueue_versions == sim_versions()
     assert kueue_version_for("sim", OLD) == OLD
     select_kueue_version("sim", "v0.17.1")  # no error: the sim builds it
-    with pytest.raises(SimVersionError, match=r"no sim/versions/go\.v0\.18\.1\.mod"):
+    with pytest.raises(SimVersionError, match=r"no harness/sim/go/versions/go\.v0\.18\.1\.mod"):
         build_sim(version="v0.18.1")
 
 

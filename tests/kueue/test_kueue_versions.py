@@ -144,7 +144,7 @@ def test_kind_runs_only_the_pinned_version_local_and_sim_run_each(
     monkeypatch.setenv(toolchain.KUEUE_VERSION_ENV, "")
     with pytest.raises(BackendError, match=r"^--kueue-version v0\.18\.2: --cluster=kind runs"):
         select_kueue_version("kind", "v0.18.2")
-    select_kueue_version("sim", "v0.18.2")  # the sim builds per version (sim/versions)
+    select_kueue_version("sim", "v0.18.2")  # the sim builds per version (harness/sim/go/versions)
     with pytest.raises(toolchain.KueueVersionError):
         select_kueue_version("sim", "v0.18.0")
     with pytest.raises(toolchain.KueueVersionError):

@@ -40,7 +40,7 @@ def test_the_run_writes_a_report_with_a_summary_and_a_map_per_scenario(
     copy(pytester, "guide-required-host", "wrong-expect", "beta",
          {"train": {"admitted": True, "placement": {"main": {"gpu-node-1": 4}}}})  # fmt: skip
     copy(pytester, "guide-required-host-waits-for-freed-node", "waits", "beta")
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kth-report=run/report.html")
     result.assert_outcomes(passed=2, failed=1)
     report = pytester.path / "run" / "report.html"
     result.stdout.fnmatch_lines([f"HTML report: {report} (3 scenarios, * KiB)"])
@@ -69,9 +69,21 @@ def test_the_path_is_an_option_and_empty_writes_none(pytester: pytest.Pytester) 
     assert not (pytester.path / "run").exists()
 
 
+def test_a_users_project_gets_no_report_unless_it_asks(pytester: pytest.Pytester) -> None:
+    """Scenarios in someone else's repository: nothing written into their tree by default;
+    `kth_report` in their pytest configuration asks for one, --kth-report overrides it."""
+    copy(pytester, "guide-required-host", "one", "alpha")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert sorted(p.name for p in pytester.path.iterdir()) == ["suites"]
+    pytester.makeini("[pytest]\nkth_report = reports/kth.html\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert (pytester.path / "reports" / "kth.html").is_file()
+    pytester.runpytest("-p", "no:cacheprovider", "--kth-report=").assert_outcomes(passed=1)
+
+
 def test_no_report_without_scenarios(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kth-report=run/report.html")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "run").exists()
     result.stdout.no_fnmatch_line("HTML report*")
@@ -83,7 +95,9 @@ def test_a_file_that_does_not_load_is_listed_with_the_loaders_error(
     bad = pytester.path / "suites" / "broken.yaml"
     bad.parent.mkdir(parents=True)
     bad.write_text("name: broken\ntopology: {name: t, levels: []}\nnodes: []\nworkloads: []\n")
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(failed=1)
+    pytester.runpytest("-p", "no:cacheprovider", "--kth-report=run/report.html").assert_outcomes(
+        failed=1
+    )
     page = (pytester.path / "run" / "report.html").read_text()
     section = sections(page)["broken"]
     assert 'class="sc failed"' in section and "levels" in section and "<svg" not in section
@@ -95,7 +109,9 @@ def test_on_the_sim_the_report_shows_kueues_column(
 ) -> None:
     copy(pytester, "guide-required-host", "on-sim", "alpha")
     monkeypatch.setenv("HOME", REAL_HOME)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=sim", timeout=900)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--cluster=sim", "--kth-report=run/report.html", timeout=900
+    )
     result.assert_outcomes(passed=1)
     page = (pytester.path / "run" / "report.html").read_text()
     assert "backend: <b>sim</b> · Kueue v0.19.2" in page

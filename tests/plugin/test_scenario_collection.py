@@ -115,13 +115,13 @@ def test_two_scenarios_with_one_name_fail_in_one_line(pytester: pytest.Pytester)
 
 def test_the_repository_collects_no_test_data_or_cluster_shapes() -> None:
     """`pytest` walks tests/ and suites/ (testpaths): tests/data holds scenarios that are wrong
-    on purpose and clusters/ holds kind shapes; neither may become a test."""
+    on purpose and harness/providers/kind/shapes/ holds kind shapes; neither may become a test."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "tests", "clusters", "suites/guide"],
+         "tests", "harness/providers/kind/shapes", "suites/guide"],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     assert done.returncode == 0, done.stdout[-2000:]
-    assert not [i for i in ids if i.startswith(("tests/data", "clusters"))]
+    assert not [i for i in ids if i.startswith(("tests/data", "harness/"))]
     assert "suites/guide/guide-required-host.yaml::guide-required-host" in ids

@@ -39,7 +39,7 @@ def _raw_workers(path: Path) -> list[tuple[dict[str, str], str]]:
 
 
 def test_there_are_shapes_and_the_default_exists() -> None:
-    assert SHAPES, "clusters/ holds no shapes"
+    assert SHAPES, "harness/providers/kind/shapes/ holds no shapes"
     assert (REPO_CLUSTERS / "gpu-2blocks-4racks.yaml") in SHAPES
 
 

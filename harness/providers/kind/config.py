@@ -1,7 +1,7 @@
 """kind-specific rendering of a cluster shape: the kind config, and the node patches that
 give workers their labels and fake GPUs again before each scenario.
 
-The shape (clusters/*.yaml) is data; everything kind-specific is derived here.
+The shape (harness/providers/kind/shapes/*.yaml) is data; everything kind-specific is derived here.
 """
 
 from __future__ import annotations

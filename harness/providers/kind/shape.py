@@ -1,4 +1,5 @@
-"""Cluster shapes (clusters/*.yaml): which workers a kind cluster has, their labels and GPUs.
+"""Cluster shapes (harness/providers/kind/shapes/*.yaml): which workers a kind cluster has,
+their labels and GPUs.
 
 A shape is data a user edits without reading Python; kind-specific rendering lives in
 config.py and helm_values.py. GPU counts belong to pools (as in fake-gpu-operator's
@@ -17,7 +18,7 @@ from harness.errors import InputError
 from harness.k8s.rules import is_dns_label
 from harness.scenario.keypath import KeyPath, yaml_text
 
-REPO_CLUSTERS = Path(__file__).resolve().parents[3] / "clusters"
+REPO_CLUSTERS = Path(__file__).resolve().parent / "shapes"
 DEFAULT_SHAPE = "gpu-2blocks-4racks"
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "run.ai/simulated-gpu-node-pool"  # fake-gpu-operator's topology.nodePoolLabelKey
@@ -148,7 +149,7 @@ def parse_shape(data: Any, file: str) -> ClusterShape:
 
 
 def load_shape(name_or_path: str | Path) -> ClusterShape:
-    """A shape by name (clusters/NAME.yaml) or by path."""
+    """A shape by name (harness/providers/kind/shapes/NAME.yaml) or by path."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = REPO_CLUSTERS / f"{name_or_path}.yaml"
