@@ -54,6 +54,8 @@ COMMANDS = (
     "harness.cli.build",
     "harness.fuzz.cli",
     "harness.cli.leftovers",
+    "harness.cli.summary",
+    "harness.cli.init",
 )
 """Every command's module, in --help order; each has `register(subparsers)`. A module that
 fails to import is an error, never a command silently missing."""
