@@ -8,14 +8,13 @@ until they are gone); a provider on someone else's cluster clears the same way w
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterable, Sequence
 
 import tenacity
 
 from harness.install.kueue import JOBSET_API
 from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, NotFound, Obj, in_parallel
-from harness.kube.errors import WaitTimeout
+from harness.kube.wait import poll_until
 
 NAMESPACED = (
     ("batch/v1", "Job"),
@@ -68,19 +67,15 @@ def clear_run(
     awaited = _replace_kueue_objects(kube, sel, reuse)
     for ns in namespaces:
         kube.delete("v1", "Namespace", ns)
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def gone() -> tuple[bool, str]:
         left = _leftovers(kube, namespaces, sel, awaited, everything)
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(
-                f"waited {timeout:.0f}s for run {run_id}'s objects to be deleted; "
-                f"still there: {', '.join(left[:12])}"
-            )
-        for ns in namespaces:
-            _force_pods(kube, ns, sel)
-        time.sleep(0.2)
+        if left:  # a pod whose node went away stays Terminating: take it off again
+            for ns in namespaces:
+                _force_pods(kube, ns, sel)
+        return not left, f"still there: {', '.join(left[:12])}"
+
+    poll_until(gone, what=f"run {run_id}'s objects to be deleted", timeout=timeout, interval=0.2)
 
 
 def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:

@@ -26,11 +26,12 @@ from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import parse_quantity
-from harness.kube import KUEUE_API, Kube, has_condition, poll_until, wait_for
+from harness.kube import KUEUE_API, Kube, poll_until, wait_for
 from harness.kube import condition as get_condition
 from harness.kueue.admission_status import admission_conditions, admission_status
 from harness.runner import world
 from harness.runner.objects import Names, Obj
+from harness.runner.shaping import await_local_queue
 from harness.runner.waits import Timeouts
 from harness.scenario.model import AdmittedWorkload, Scenario
 
@@ -210,17 +211,7 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=names.namespace,
         )
-        wait_for(
-            kube,
-            KUEUE_API,
-            "LocalQueue",
-            queue,
-            has_condition("Active"),
-            namespace=names.namespace,
-            what="Active after its hold was lifted",
-            timeout=t.settle,
-            interval=t.interval,
-        )
+        await_local_queue(kube, queue, names, t, "Active after its hold was lifted")
 
 
 def check_bound(

@@ -191,3 +191,18 @@ def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
     status = (obj or {}).get("status") or {}
     counts = (status.get("reservingWorkloads", 0), status.get("pendingWorkloads", 0))
     return active and counts == (0, 0), f"{seen}; reserving/pending {counts}"
+
+
+def await_local_queue(kube: Kube, queue: str, names: Names, t: Timeouts, what: str) -> None:
+    """A LocalQueue of the run is Active (Kueue admits nothing through one that is not)."""
+    wait_for(
+        kube,
+        KUEUE_API,
+        "LocalQueue",
+        queue,
+        has_condition("Active"),
+        namespace=names.namespace,
+        what=what,
+        timeout=t.settle,
+        interval=t.interval,
+    )
