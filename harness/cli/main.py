@@ -49,6 +49,7 @@ COMMANDS = (
     "harness.cli.check",
     "harness.cli.run",
     "harness.cli.compare_versions",
+    "harness.cli.replay",
     "harness.live.cli",
     "harness.cli.cluster",
     "harness.cli.build",

@@ -170,3 +170,14 @@ class KeyPath:
     def positive_int(self) -> int:
         """A count Kubernetes keeps in int32: 1 to 2147483647."""
         return self.integer(1)
+
+    def seconds(self, *, above_zero: bool) -> float:
+        """A time on a stream's clock, in seconds (whole or fractional)."""
+        if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+            self.fail(f"must be a number of seconds, got {kind(self.value)}")
+        value = float(self.value)
+        if value != value or value in (float("inf"), float("-inf")):
+            self.fail("must be a finite number of seconds")
+        if value < 0 or (above_zero and value == 0):
+            self.fail(f"must be {'above' if above_zero else 'at least'} 0, got {self.value}")
+        return value

@@ -553,7 +553,9 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
 
 
 def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Workload:
-    fields = at.mapping(("name", "podSets", "queue", "priorityClass"), ("name", "podSets"))
+    fields = at.mapping(
+        ("name", "podSets", "queue", "priorityClass", "submitAt", "runFor"), ("name", "podSets")
+    )
     pod_sets = [_pod_set(p, levels) for p in fields["podSets"].items()]
     if not pod_sets:
         fields["podSets"].fail("must list at least one pod set")
@@ -562,7 +564,14 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
     if len(name) > 63:
         fields["name"].fail("at most 63 characters")
     queue, priority_class = world.references(at, fields)
-    return Workload(name=name, pod_sets=tuple(pod_sets), queue=queue, priority_class=priority_class)
+    return Workload(
+        name=name,
+        pod_sets=tuple(pod_sets),
+        queue=queue,
+        priority_class=priority_class,
+        submit_at=fields["submitAt"].seconds(above_zero=False) if "submitAt" in fields else None,
+        run_for=fields["runFor"].seconds(above_zero=True) if "runFor" in fields else None,
+    )
 
 
 POD_SET_KEYS = ("name", "count", "requests", "topology", "nodeSelector", "tolerations")

@@ -198,12 +198,16 @@ class PodSet:
 @dataclass(frozen=True)
 class Workload:
     """`queue`: its ClusterQueue (always filled in by the loader); `priority_class`: None for
-    no class (priority 0)."""
+    no class (priority 0). `submit_at` / `run_for`: a stream's clock (docs/replay.md): when it
+    is submitted, and how long it runs once admitted (None: it never finishes); only `replay`
+    reads them, every other engine submits workloads at once in file order."""
 
     name: str
     pod_sets: tuple[PodSet, ...]
     queue: str = ""
     priority_class: str | None = None
+    submit_at: float | None = None
+    run_for: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,114 @@
+"""`replay FILE [--compare OTHER] [--format json|text]`: a stream of workloads (`submitAt`,
+`runFor` on a scenario's workloads) replayed on the fit model: when each was admitted, where,
+when it finished or was preempted, and the stream's figures. `--compare OTHER` replays the
+same stream on another world (OTHER's topology, flavors, queues, nodes and usage; OTHER's
+own workloads instead when it has some, e.g. required vs preferred) and prints both."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+from harness.errors import InputError
+from harness.scenario.model import Scenario
+
+ENGINES = ("fit",)
+"""Engines that replay today; the sim and the embedded cluster do not yet (docs/replay.md)."""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add the `replay` command."""
+    cmd = sub.add_parser(
+        "replay", help="replay a stream of workloads over time: when each ran, where"
+    )
+    cmd.add_argument("file", help="scenario whose workloads carry submitAt / runFor")
+    cmd.add_argument(
+        "--compare",
+        metavar="OTHER.yaml",
+        help="replay the same stream on this world too (its own workloads when it has some) "
+        "and print both (default: one world)",
+    )
+    cmd.add_argument("--engine", choices=ENGINES, default="fit", help="what decides admissions")
+    cmd.add_argument("--format", choices=("json", "text"), default="text", help="output form")
+    cmd.set_defaults(handler=_replay)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from harness.scenario.loader import load_scenario
+
+    base = load_scenario(args.file)
+    runs = {"base": base}
+    if args.compare:
+        runs["other"] = _same_stream(base, load_scenario(args.compare))
+    results = {name: run(scenario) for name, scenario in runs.items()}
+    if args.format == "json":
+        payload = results["base"] if len(results) == 1 else results
+        print(json.dumps(payload, indent=2))
+    else:
+        for name, result in results.items():
+            if len(results) > 1:
+                print(f"== {name}: {runs[name].path}")
+            print(render_text(result))
+    return 0
+
+
+def run(scenario: Scenario) -> dict[str, Any]:
+    """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
+    from harness.replay.engine import replay
+    from harness.replay.summary import summary
+
+    timeline = replay(scenario)
+    return {
+        "jobs": {name: job.to_json() for name, job in timeline.jobs.items()},
+        "summary": summary(scenario, timeline),
+    }
+
+
+def _same_stream(base: Scenario, other: Scenario) -> Scenario:
+    """OTHER's world with the base stream, unless OTHER brings workloads of its own."""
+    if other.workloads:
+        return other
+    queues = {cq.name for cq in other.cluster_queues}
+    for w in base.workloads:
+        if w.queue not in queues:
+            raise InputError(
+                str(other.path),
+                "clusterQueues",
+                f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.path}",
+            )
+    return dataclasses.replace(other, workloads=base.workloads)
+
+
+def render_text(result: dict[str, Any]) -> str:
+    """One line a workload, then the figures."""
+    lines = []
+    for name, job in result["jobs"].items():
+        where = " / ".join(
+            f"{a['at']:g}s " + ", ".join(f"{n}={c}" for ps in a["placement"].values()
+                                        for n, c in ps.items())
+            for a in job["admissions"]
+        )  # fmt: skip
+        end = f", finished {job['finishedAt']:g}s" if job["finishedAt"] is not None else ""
+        pre = f", preempted at {', '.join(f'{t:g}s' for t in job['preemptedAt'])}" if job[
+            "preemptedAt"] else ""  # fmt: skip
+        lines.append(
+            f"{name}: submitted {job['submittedAt']:g}s, "
+            + (f"admitted {where}" if where else "never admitted")
+            + pre
+            + end
+        )
+    s = result["summary"]
+    tta = s["timeToAdmission"]
+    if tta.get("admitted"):
+        lines.append(
+            f"time to admission: p50 {tta['p50']:g}s, p90 {tta['p90']:g}s, p99 {tta['p99']:g}s, "
+            f"max {tta['max']:g}s ({tta['admitted']} of {s['jobs']} admitted)"
+        )
+    util = s["gpuUtilisation"]
+    lines.append(
+        f"GPU utilisation: {'n/a' if util is None else f'{util:.1%}'}; preemptions: "
+        f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""Figures of a replayed stream: time to admission per ClusterQueue (p50/p90/p99/max), GPU
+utilisation over time, preemptions, workloads never admitted."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from harness.replay.engine import JobRecord, Timeline
+from harness.scenario.model import Scenario
+
+GPU_SUFFIX = "/gpu"
+"""Extended resources named like nvidia.com/gpu or amd.com/gpu count as GPUs."""
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (the smallest value with at least `share` of them at or
+    below it): a value some workload really waited, never an interpolation."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(share * len(ordered)))
+    return ordered[rank - 1]
+
+
+def waits(jobs: Mapping[str, JobRecord]) -> dict[str, float]:
+    """Seconds from submission to first admission, per admitted workload."""
+    return {n: j.admissions[0].at - j.submitted_at for n, j in jobs.items() if j.admissions}
+
+
+def wait_figures(values: Sequence[float]) -> dict[str, float | int]:
+    if not values:
+        return {"admitted": 0}
+    return {
+        "admitted": len(values),
+        "p50": percentile(values, 0.5),
+        "p90": percentile(values, 0.9),
+        "p99": percentile(values, 0.99),
+        "max": max(values),
+        "mean": round(sum(values) / len(values), 3),
+    }
+
+
+def gpu_utilisation(scenario: Scenario, timeline: Timeline) -> float | None:
+    """Allocated GPUs over allocatable GPUs, averaged over time from the first submission to
+    the last event (None when the cluster has no GPUs or the stream takes no time)."""
+    allocatable = sum(
+        (q for n in scenario.nodes if n.ready for r, q in n.allocatable.items()
+         if r.endswith(GPU_SUFFIX)),
+        Fraction(0),
+    )  # fmt: skip
+    moments = timeline.moments
+    if not allocatable or len(moments) < 2:
+        return None
+    used_time = Fraction(0)
+    for now, after in itertools.pairwise(moments):
+        used = sum((_gpus(timeline.jobs[n]) for n in now.running), Fraction(0))
+        used_time += used * Fraction(after.at - now.at)
+    span = Fraction(moments[-1].at - moments[0].at)
+    return round(float(used_time / (allocatable * span)), 4) if span else None
+
+
+def _gpus(job: JobRecord) -> Fraction:
+    return sum(
+        (q * ps.count for ps in job.workload.pod_sets for r, q in ps.requests.items()
+         if r.endswith(GPU_SUFFIX)),
+        Fraction(0),
+    )  # fmt: skip
+
+
+def summary(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
+    """The stream's figures, as `replay --format json` prints them under "summary"."""
+    jobs = timeline.jobs
+    waited = waits(jobs)
+    queues = sorted({j.workload.queue for j in jobs.values()})
+    finished = [j.finished_at for j in jobs.values() if j.finished_at is not None]
+    return {
+        "jobs": len(jobs),
+        "timeToAdmission": wait_figures(list(waited.values())),
+        "timeToAdmissionByClusterQueue": {
+            q: wait_figures([w for n, w in waited.items() if jobs[n].workload.queue == q])
+            for q in queues
+        },
+        "preemptions": sum(len(j.preempted_at) for j in jobs.values()),
+        "neverAdmitted": sorted(n for n, j in jobs.items() if not j.admissions),
+        "gpuUtilisation": gpu_utilisation(scenario, timeline),
+        "lastFinish": max(finished) if finished else None,
+        "maxPending": max((len(m.pending) for m in timeline.moments), default=0),
+    }

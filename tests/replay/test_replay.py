@@ -1,0 +1,128 @@
+"""Replaying a stream on the fit model (harness/replay/). Every expectation is worked out by
+hand from Kueue's rules in each test's docstring, never copied from a run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.errors import ScenarioError
+from harness.replay.engine import replay
+from harness.replay.summary import percentile, summary
+from harness.scenario.loader import load_scenario, scenario_from_data
+
+REPO = Path(__file__).resolve().parents[2]
+GUIDE = REPO / "suites" / "guide" / "guide-required-host.yaml"
+PREEMPT = REPO / "tests" / "data" / "streams" / "preempt-and-requeue.yaml"
+
+
+def _guide_stream(level: str = "kubernetes.io/hostname") -> dict[str, Any]:
+    """The guide's three 4-GPU hosts, 2 GPUs busy on gpu-node-1 and gpu-node-2 (rack-1)."""
+    data = yaml.safe_load(GUIDE.read_text())
+    for key in ("expect", "description", "source"):
+        data.pop(key, None)
+    four = {"name": "main", "count": 4, "requests": {"nvidia.com/gpu": 1},
+            "topology": {"mode": "required", "level": level}}  # fmt: skip
+    data["workloads"] = [
+        {"name": "train", "podSets": [four], "submitAt": 0, "runFor": 100},
+        {"name": "train-2", "podSets": [four], "submitAt": 10, "runFor": 50},
+        {"name": "small", "submitAt": 20, "runFor": 30,
+         "podSets": [{"name": "main", "count": 2, "requests": {"nvidia.com/gpu": 1}}]},
+    ]  # fmt: skip
+    return data
+
+
+def test_a_job_waits_for_the_only_host_that_fits_to_be_freed() -> None:
+    """Only gpu-node-3 has 4 free GPUs: train takes it at 0; train-2 (same shape) waits until
+    train finishes at 100 and runs 100-150; small (2 GPUs, any nodes) starts at once at 20
+    on the 2 free GPUs of rack-1."""
+    timeline = replay(scenario_from_data(_guide_stream(), "stream.yaml"))
+    train, train2, small = (timeline.jobs[n] for n in ("train", "train-2", "small"))
+    assert [(a.at, a.placement) for a in train.admissions] == [(0.0, {"main": {"gpu-node-3": 4}})]
+    assert train.finished_at == 100.0
+    assert [(a.at, a.placement) for a in train2.admissions] == [
+        (100.0, {"main": {"gpu-node-3": 4}})
+    ]
+    assert train2.finished_at == 150.0
+    (only,) = small.admissions
+    assert only.at == 20.0 and small.finished_at == 50.0
+    assert set(only.placement["main"]) <= {"gpu-node-1", "gpu-node-2"}
+    assert sum(only.placement["main"].values()) == 2
+    assert {m.at: m.pending for m in timeline.moments}[50.0] == ("train-2",)
+
+
+def test_required_rack_instead_of_host_lets_both_trains_run_at_once() -> None:
+    """Rack-1 has 2 + 2 free GPUs: with `required` at rack level train fits there (BestFit
+    takes the tightest rack that fits, rack-1 with exactly 4 free), so train-2 gets
+    gpu-node-3 at once; small then waits for the first free GPUs: train-2's end at 60."""
+    timeline = replay(scenario_from_data(_guide_stream("example.com/rack"), "stream.yaml"))
+    train, train2, small = (timeline.jobs[n] for n in ("train", "train-2", "small"))
+    assert train.admissions[0].placement == {"main": {"gpu-node-1": 2, "gpu-node-2": 2}}
+    assert (train2.admissions[0].at, train2.admissions[0].placement) == (
+        10.0, {"main": {"gpu-node-3": 4}}
+    )  # fmt: skip
+    assert small.admissions[0].at == 60.0
+
+
+def test_a_preempted_job_is_requeued_and_runs_its_full_duration_again() -> None:
+    """See the file's description: low 0-10, preempted; high 10-30; low again 30-130."""
+    timeline = replay(load_scenario(PREEMPT))
+    low, high = timeline.jobs["low"], timeline.jobs["high"]
+    assert [a.at for a in low.admissions] == [0.0, 30.0] and low.preempted_at == [10.0]
+    assert low.finished_at == 130.0
+    assert [a.at for a in high.admissions] == [10.0] and high.finished_at == 30.0
+    figures = summary(load_scenario(PREEMPT), timeline)
+    assert figures["preemptions"] == 1 and figures["gpuUtilisation"] == 1.0
+
+
+def test_the_same_stream_gives_the_same_timeline() -> None:
+    scenario = scenario_from_data(_guide_stream(), "stream.yaml")
+    first, second = replay(scenario), replay(scenario)
+    assert [j.to_json() for j in first.jobs.values()] == [j.to_json() for j in second.jobs.values()]
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0]
+    assert percentile(values, 0.5) == 40.0
+    assert percentile(values, 0.9) == 80.0
+    assert percentile(values, 0.99) == 90.0
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("submitAt", -1, "must be at least 0, got -1"),
+        ("runFor", 0, "must be above 0, got 0"),
+        ("runFor", "1h", "must be a number of seconds, got '1h'"),
+    ],
+)
+def test_bad_stream_times_are_one_line_naming_the_key(key: str, value: Any, problem: str) -> None:
+    data = _guide_stream()
+    data["workloads"][1][key] = value
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_data(data, "stream.yaml")
+    assert str(err.value) == f"stream.yaml: workloads[1].{key}: {problem}"
+
+
+def test_replay_command_prints_the_json_contract(tmp_path: Path) -> None:
+    path = tmp_path / "stream.yaml"
+    path.write_text(yaml.safe_dump(_guide_stream(), sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "harness", "replay", str(path), "--format",
+                           "json"], capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert set(payload) == {"jobs", "summary"}
+    assert payload["jobs"]["train-2"] == {
+        "submittedAt": 10.0,
+        "admissions": [{"at": 100.0, "flavors": {"main": "gpu"},
+                        "placement": {"main": {"gpu-node-3": 4}}}],
+        "preemptedAt": [],
+        "finishedAt": 150.0,
+    }  # fmt: skip
+    assert payload["summary"]["timeToAdmission"]["max"] == 90.0
