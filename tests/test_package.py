@@ -18,6 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "suites" / "guide" / "guide-required-host.yaml"
 SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"
+SNAPSHOT = REPO / "tests" / "data" / "explain" / "rack-short.yaml"
+JOB = REPO / "tests" / "data" / "explain" / "train-job.yaml"
 
 FIXTURES_TEST = '''
 from pathlib import Path
@@ -115,6 +117,23 @@ def test_kth_checks_a_scenario_on_the_fit_model(installed: Path, project: Path) 
     assert sorted(p.name for p in project.iterdir()) == [
         "gpu-racks.yaml", "my-job.yaml", "test_my_jobs.py"
     ]  # fmt: skip  # nothing written into the user's tree
+
+
+def test_kth_simulates_a_job_on_a_snapshot_and_replays_a_stream(
+    installed: Path, project: Path
+) -> None:
+    shutil.copy(SNAPSHOT, project / "now.yaml")
+    shutil.copy(JOB, project / "train.yaml")
+    done = _run([str(installed / "kth"), "simulate", "train.yaml", "--from", "now.yaml"], project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "train-job" in done.stdout
+    stream = project / "stream.yaml"
+    stream.write_text(
+        GUIDE.read_text().replace("  - name: train\n", "  - name: train\n    runFor: 60\n")
+    )
+    done = _run([str(installed / "kth"), "replay", "stream.yaml", "--format", "json"], project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"finishedAt": 60.0' in done.stdout
 
 
 @pytest.mark.sim
