@@ -251,3 +251,37 @@ def test_the_sim_engine_answers_as_the_fit_model() -> None:
     fit = simulate.to_json(simulate.predict(snapshot(), subs, "fit", "snap.yaml"))
     assert sim == fit
     assert sim["urgent"]["preempts"] == ["ml/job-old-x1y2z"]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from harness.cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_misspelt_kueue_annotation_is_a_warning_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kueue ignores `podset-requierd-topology` (so the prediction is unconstrained), but the
+    user hears of it: on stderr and in the JSON, and the exit code stays 0 (issue 32 item 2)."""
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    doc = job("typo", count=1)
+    doc["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-requierd-topology": HOST
+    }
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(doc))
+    argv = ["simulate", str(tmp_path / "job.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0
+    warning = (
+        f"{tmp_path / 'job.yaml'}: spec.template.metadata.annotations."
+        "kueue.x-k8s.io/podset-requierd-topology: not a Kueue key, Kueue ignores it; "
+        "did you mean 'kueue.x-k8s.io/podset-required-topology'?"
+    )
+    assert f"simulate: warning: {warning}" in err.splitlines()
+    got = json.loads(out)
+    assert got["typo"]["admitted"] is True and got["typo"]["warnings"] == [warning]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0 and f"simulate: warning: {warning}" in err.splitlines()

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,7 @@ def _simulate(args: argparse.Namespace) -> int:
     data, file, namespace = _snapshot_data(args)
     read = [m for path in args.manifests for m in manifests.read(Path(path))]
     subs = submissions(read, Cluster.of(data), args.namespace or namespace)
+    _warn(dict.fromkeys(w for s in subs for w in s.warnings))
     started = time.monotonic()
     world = simulate.scenario(data, subs, file)
     states = simulate.run_engine(world, args.engine)
@@ -165,6 +167,12 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.explain_domains:
         _dump_domains(world)
     return 0
+
+
+def _warn(warnings: Iterable[str]) -> None:
+    """Each warning once, on stderr: it never changes the exit code by itself."""
+    for line in warnings:
+        print(f"simulate: warning: {line}", file=sys.stderr)
 
 
 def _dump_domains(world: Scenario) -> None:

@@ -31,6 +31,7 @@ class Prediction:
     outcome: Outcome
     preempts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         o = self.outcome
@@ -43,6 +44,8 @@ class Prediction:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 
@@ -87,7 +90,7 @@ def predictions_of(
     for sub in subs:
         if sub.workload is None:
             assert sub.outcome is not None
-            out[sub.key] = Prediction(sub.outcome, notes=list(sub.notes))
+            out[sub.key] = Prediction(sub.outcome, notes=list(sub.notes), warnings=sub.warnings)
             continue
         step += 1
         before, after = states[step - 1], states[step]
@@ -97,7 +100,7 @@ def predictions_of(
             if o.preempted and not before.get(n, NOT_SEEN).preempted
         ]
         final = states[-1].get(sub.workload["name"], NOT_SEEN)
-        out[sub.key] = Prediction(final, sorted(victims), list(sub.notes))
+        out[sub.key] = Prediction(final, sorted(victims), list(sub.notes), list(sub.warnings))
     return out
 
 

@@ -41,6 +41,8 @@ class Submission:
     workload: dict[str, Any] | None = None
     outcome: Outcome | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What Kueue would ignore or do otherwise than the prediction assumes (told on stderr)."""
 
 
 @dataclass
@@ -91,7 +93,7 @@ def submissions(
 
 
 def _submission(m: Manifest, key: str, cluster: Cluster, namespace: str) -> Submission:
-    sub = Submission(key, m)
+    sub = Submission(key, m, warnings=m.warnings())
     queue = _cluster_queue(m, cluster, namespace, sub)
     if queue is None:
         return sub
