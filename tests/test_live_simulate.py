@@ -135,6 +135,7 @@ def test_a_missing_local_queue_is_what_kueue_reports() -> None:
     lost, left = subs_of(doc, gone)
     assert lost.workload is None and lost.outcome is not None
     assert lost.outcome.message == "LocalQueue nope doesn't exist"
+    assert lost.notes == ["LocalQueues in namespace ml: lq-a, lq-gone"]
     assert left.outcome is not None and left.outcome.message.startswith("ClusterQueue team-z ")
 
 
@@ -143,8 +144,9 @@ def test_a_missing_local_queue_is_what_kueue_reports() -> None:
     [
         ({"kueue.x-k8s.io/queue-name": None},
          "<manifest>[0]: metadata.labels.kueue.x-k8s.io/queue-name: missing: Kueue manages only "
-         "workloads with a queue (manageJobsWithoutQueueName is off by default); LocalQueues in "
-         "namespace ml: lq-a, lq-gone"),
+         "workloads with a queue (manageJobsWithoutQueueName is off by default); applied as it "
+         "is, it would run outside Kueue, its pods taking capacity Kueue counts on; LocalQueues "
+         "in namespace ml: lq-a, lq-gone"),
         ({"kueue.x-k8s.io/priority-class": "urgent"},
          "<manifest>[0]: metadata.labels.kueue.x-k8s.io/priority-class: no WorkloadPriorityClass "
          "'urgent' on the cluster (known: high, low)"),
@@ -218,7 +220,8 @@ def test_the_command_reads_manifest_files_and_a_snapshot_file(tmp_path: Path) ->
     assert done.stderr.strip().splitlines() == [
         f"{tmp_path / 'bad.yaml'}: metadata.labels.kueue.x-k8s.io/queue-name: missing: Kueue "
         "manages only workloads with a queue (manageJobsWithoutQueueName is off by default); "
-        "LocalQueues in namespace ml: lq-a, lq-gone"
+        "applied as it is, it would run outside Kueue, its pods taking capacity Kueue counts "
+        "on; LocalQueues in namespace ml: lq-a, lq-gone"
     ]
 
 
@@ -285,3 +288,64 @@ def test_a_misspelt_kueue_annotation_is_a_warning_not_an_error(
     assert got["typo"]["admitted"] is True and got["typo"]["warnings"] == [warning]
     code, out, err = run_cli(capsys, *argv)
     assert code == 0 and f"simulate: warning: {warning}" in err.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("docs", "fail_on", "code"),
+    [
+        ([job("small", count=1)], "pending,preempts,unschedulable", 0),
+        ([job("huge", cpus="6", count=1)], "pending", 1),
+        ([job("huge", cpus="6", count=1)], "preempts,unschedulable", 0),
+        ([job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"})], "preempts", 1),
+        ([job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"})], "pending", 0),
+    ],
+)  # fmt: skip
+def test_fail_on_turns_a_condition_into_exit_1(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    docs: list[dict[str, Any]],
+    fail_on: str,
+    code: int,
+) -> None:
+    """`--fail-on` (issue 32 item 3): exit 1 when a named condition holds for any submitted
+    job, 0 otherwise; without it a waiting job is exit 0 as before."""
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    (tmp_path / "jobs.yaml").write_text(yaml.safe_dump_all(docs))
+    argv = ["simulate", str(tmp_path / "jobs.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    assert run_cli(capsys, *argv)[0] == 0
+    got, _, err = run_cli(capsys, *argv, "--fail-on", fail_on)
+    assert got == code
+    if code:
+        assert "simulate: failing (--fail-on " in err
+
+
+def test_fail_on_refuses_an_unknown_condition(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, "simulate", "x.yaml", "--fail-on", "pending,pendng")
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "--fail-on: unknown condition 'pendng'" in err and "did you mean 'pending'?" in err
+
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "simulate", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit codes: 0" in text and "1 when a --fail-on condition holds" in text
+    assert "2 bad input" in text
+
+
+def test_unschedulable_pods_are_shown_and_fail_on_them() -> None:
+    """Admitted, but a pod never runs (docs/scenario-extensions.md): said in text and JSON,
+    and `--fail-on unschedulable` holds."""
+    from harness.live import fail_on
+    from harness.results.outcome import Outcome
+
+    wide = simulate.Prediction(Outcome(
+        admitted=True, placement={"main": {"r1": 1}}, unschedulable={"main": 1},
+        unschedulable_reasons={"main": "kube-scheduler: 0/2 nodes are available"}))  # fmt: skip
+    assert wide.to_json()["unschedulable"] == {"main": 1}
+    assert simulate.render_text({"wide": wide}).splitlines()[-1] == (
+        "  unschedulable: main: 1 pod(s) would never run (kube-scheduler: 0/2 nodes are available)"
+    )
+    assert fail_on.failing({"wide": wide}, ("pending", "unschedulable")) == ["wide: unschedulable"]

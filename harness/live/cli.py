@@ -10,13 +10,14 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.oracle import NOTHING_TO_EXPLAIN, add_explain_options
 from harness.errors import HarnessError
-from harness.live.simulate import ENGINES
+from harness.live import fail_on
+from harness.live.simulate import ENGINES, Prediction
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
@@ -50,6 +51,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         description="Predict, for each manifest (batch/v1 Job, JobSet, LeaderWorkerSet or "
         "Workload), whether Kueue admits it now and where, or why it waits, and which "
         "admitted workloads it preempts. Nothing is created on the cluster.",
+        epilog="exit codes: 0 predicted (whatever the prediction, unless --fail-on says "
+        "otherwise); 1 when a --fail-on condition holds for a submitted job; 2 bad input "
+        "(a manifest, snapshot or option: one line naming the file, the key and the problem). "
+        "Warnings (stderr) never change it.",
     )
     sim.add_argument("manifests", nargs="+", metavar="MANIFEST.yaml", help="what you would apply")
     source = sim.add_mutually_exclusive_group()
@@ -82,6 +87,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default="text",
         help="output form (html: one self-contained page with the rack-and-GPU map of every "
         "flavor after each submission)",
+    )
+    sim.add_argument(
+        "--fail-on",
+        type=fail_on.parse,
+        default=(),
+        metavar="CONDITIONS",
+        help="exit 1 when any of these holds for any submitted job (comma list): pending (not "
+        "admitted), preempts (admitted by preempting others), unschedulable (admitted, but "
+        "some pods would never run) (default: none, exit 0 whatever the prediction)",
     )
     add_explain_options(sim)
     sim.set_defaults(handler=_simulate)
@@ -166,6 +180,16 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     if args.explain_domains:
         _dump_domains(world)
+    return _exit_code(predictions, args.fail_on)
+
+
+def _exit_code(predictions: Mapping[str, Prediction], conditions: tuple[str, ...]) -> int:
+    """1 when a --fail-on condition holds (each named on stderr), else 0."""
+    failing = fail_on.failing(predictions, conditions)
+    if failing:
+        print(f"simulate: failing (--fail-on {','.join(conditions)}): {'; '.join(failing)}",
+              file=sys.stderr)  # fmt: skip
+        return fail_on.EXIT_FAILING
     return 0
 
 

@@ -42,6 +42,8 @@ class Prediction:
             "preempts": list(self.preempts),
             "message": o.message,
         }
+        if o.unschedulable:
+            out["unschedulable"] = dict(o.unschedulable)
         if self.notes:
             out["notes"] = list(self.notes)
         if self.warnings:
@@ -145,6 +147,12 @@ def render_text(predictions: Mapping[str, Prediction]) -> str:
             for pod_set, per_domain in o.placement.items():
                 spread = ", ".join(f"{d}={n}" for d, n in sorted(per_domain.items()))
                 lines.append(f"  {pod_set}: {spread}")
+            for pod_set, pods in o.unschedulable.items():
+                why = o.unschedulable_reasons.get(pod_set, "")
+                lines.append(
+                    f"  unschedulable: {pod_set}: {pods} pod(s) would never run"
+                    + (f" ({why})" if why else "")
+                )
         else:
             lines.append(f"{key}: pending: {o.message or '(no message: not evaluated yet)'}")
         if p.preempts:

@@ -120,13 +120,14 @@ def _cluster_queue(m: Manifest, cluster: Cluster, namespace: str, sub: Submissio
         where = m.at().child("metadata", None).child("labels", None)
         where.child(kueue_keys.QUEUE_LABEL, None).fail(
             "missing: Kueue manages only workloads with a queue (manageJobsWithoutQueueName is "
-            f"off by default); LocalQueues in namespace {namespace}: "
-            f"{', '.join(q['name'] for q in in_namespace) or 'none'}"
+            "off by default); applied as it is, it would run outside Kueue, its pods taking "
+            f"capacity Kueue counts on; {_local_queues(namespace, in_namespace)}"
         )
     found = [q for q in in_namespace if q["name"] == lq]
     if not found:
         # Kueue's words (pkg/controller/core/workload_controller.go).
         sub.outcome = Outcome(admitted=False, message=f"LocalQueue {lq} doesn't exist")
+        sub.notes.append(_local_queues(namespace, in_namespace))
         return None
     cq = found[0]["clusterQueue"]
     if cq not in cluster.cluster_queues:
@@ -136,6 +137,11 @@ def _cluster_queue(m: Manifest, cluster: Cluster, namespace: str, sub: Submissio
         )
         return None
     return str(cq)
+
+
+def _local_queues(namespace: str, queues: Sequence[Mapping[str, str]]) -> str:
+    """The LocalQueues a manifest of the namespace could name (what a user picks from)."""
+    return f"LocalQueues in namespace {namespace}: {', '.join(q['name'] for q in queues) or 'none'}"
 
 
 def _priority_class(m: Manifest, cluster: Cluster) -> str | None:
