@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from harness.scenario.model import Scenario
 
 
+SNAPSHOT_STATE = "the cluster now (the snapshot, before the manifests)"
+
+
 class SnapshotDoesNotLoad(HarnessError):
     """A snapshot was written but does not load as a scenario (a gap not yet caught)."""
 
@@ -86,7 +89,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         choices=("text", "json", "html"),
         default="text",
         help="output form (html: one self-contained page with the rack-and-GPU map of every "
-        "flavor after each submission)",
+        "flavor as the snapshot has it, then after each submission; warnings and, with "
+        "--explain, why a job waits under it)",
     )
     sim.add_argument(
         "--fail-on",
@@ -164,14 +168,17 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.format == "html":
         from harness.html import outcomes_page
 
-        print(outcomes_page(world, states[0], states[1:], label=args.engine))
+        page = outcomes_page(
+            world, states[0], states[1:], label=args.engine, first_title=SNAPSHOT_STATE,
+            notes=simulate.notes_by_workload(subs, whys),
+        )  # fmt: skip
+        print(page)
     elif args.format == "json":
         print(json.dumps(simulate.to_json(predictions, whys), indent=2))
     else:
         print(simulate.render_text(predictions))
-    if whys is not None and args.format != "json":
-        to = sys.stdout if args.format == "text" else sys.stderr
-        print(whys.text() or f"explain: {NOTHING_TO_EXPLAIN}", file=to)
+    if whys is not None and args.format == "text":
+        print(whys.text() or f"explain: {NOTHING_TO_EXPLAIN}")
     print(
         f"simulate: {len(subs)} workload(s) predicted by the {args.engine} engine"
         + (" and explained by the fit model" if whys is not None else "")

@@ -129,6 +129,18 @@ def explain(
     return Whys.of(world, final, mine, shown_names(snapshot, subs))
 
 
+def notes_by_workload(subs: Sequence[Submission], whys: Whys | None) -> dict[str, list[str]]:
+    """Scenario workload name -> what the page says under it: warnings, notes, and with
+    --explain the verdict and the checked options."""
+    explained = whys.json() if whys is not None else {}
+    out: dict[str, list[str]] = {}
+    for sub in subs:
+        if sub.workload is not None:
+            lines = (explained.get(sub.key) or {}).get("lines") or []
+            out[sub.workload["name"]] = [*sub.warnings, *sub.notes, *lines]
+    return out
+
+
 def to_json(predictions: Mapping[str, Prediction], whys: Whys | None = None) -> dict[str, Any]:
     out = {key: p.to_json() for key, p in predictions.items()}
     for key, explained in (whys.json() if whys is not None else {}).items():
