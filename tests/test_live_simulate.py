@@ -45,6 +45,7 @@ def snapshot() -> dict[str, Any]:
             "podPriorityClasses": {"critical": 100, "batch": 5},
             "globalDefaultPriorityClass": None,
             "workloads": {"old": "ml/job-old-x1y2z"},
+            "owners": {"ml/Job/old": "old"},
         },
     }  # fmt: skip
 
@@ -80,6 +81,55 @@ def test_a_job_goes_to_its_local_queues_cluster_queue_with_its_class() -> None:
 def test_a_name_the_snapshot_uses_is_kept_apart() -> None:
     (sub,) = subs_of(job("old"))
     assert sub.key == "old" and sub.workload is not None and sub.workload["name"] == "old-2"
+
+
+EXISTING = (
+    "<manifest>[0]: Job ml/old is already on the cluster (its Workload ml/job-old-x1y2z is "
+    "admitted): `kubectl apply` would not create a new workload, it would update that Job "
+    "(or be refused: a Job's pod template cannot change); predicted here as a new one, 'old-2'"
+)
+
+
+def test_a_job_already_on_the_cluster_is_a_warning() -> None:
+    """Issue 32 item 4: the answer is for a new workload; applied, the name is taken."""
+    (sub,) = subs_of(job("old"))
+    assert sub.warnings == [EXISTING]
+    other_namespace = job("old")
+    other_namespace["metadata"]["namespace"] = "other"
+    other_namespace["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+    data = snapshot()
+    data["x-snapshot"]["localQueues"].append(
+        {"namespace": "other", "name": "team-a", "clusterQueue": "team-a"}
+    )
+    (sub,) = subs_of(other_namespace, data=data)
+    assert sub.warnings == []  # another namespace: another Job
+
+
+def test_a_hand_written_scenario_warns_on_its_own_workload_names() -> None:
+    data = snapshot()
+    del data["x-snapshot"]
+    doc = job("old")
+    doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+    (sub,) = subs_of(doc, data=data)
+    assert sub.warnings == [
+        "<manifest>[0]: the scenario already has a workload named 'old' (admitted): on a "
+        "cluster `kubectl apply` would update that object, not create a new workload; "
+        "predicted here as a new one, 'old-2'"
+    ]
+
+
+def test_the_json_and_html_carry_the_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job("old", count=1)))
+    argv = ["simulate", str(tmp_path / "job.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    warning = EXISTING.replace("<manifest>[0]", str(tmp_path / "job.yaml"))
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0 and json.loads(out)["old"]["warnings"] == [warning]
+    assert f"simulate: warning: {warning}" in err.splitlines()
+    code, out, err = run_cli(capsys, *argv, "--format", "html")
+    assert code == 0 and "is already on the cluster" in out and "predicted here as a new one" in out
 
 
 def test_priority_from_the_pod_priority_class_or_the_global_default() -> None:
