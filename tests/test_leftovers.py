@@ -111,3 +111,26 @@ def test_an_orphaned_component_is_left_behind(
         for line in found.processes:
             os_pid = int(line.split()[0])
             subprocess.run(["kill", str(os_pid)], check=False)
+
+
+def test_a_run_dir_without_an_owner_file_is_in_use_by_its_components_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster started by a harness that does not record owners yet: its components'
+    running Python parent owns it, and with them its run dir and etcd dir."""
+    import os
+
+    binary = _cache_binary(tmp_path, monkeypatch)
+    runs = tmp_path / "runs"
+    (runs / "kth-local-old").mkdir(parents=True)
+    (runs / "kth-etcd-kth-local-old").mkdir()
+    mine = subprocess.Popen(["etcd-of-kth-local-old", "30"], executable=binary)
+    try:
+        found = leftovers.find(runs, shm=runs)
+        assert not found
+        (cluster,) = found.in_use
+        assert cluster.owner == os.getpid()
+        assert cluster.paths == [str(runs / "kth-etcd-kth-local-old"), str(runs / "kth-local-old")]
+    finally:
+        mine.kill()
+        mine.wait()

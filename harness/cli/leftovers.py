@@ -90,8 +90,13 @@ def find(run_root: Path | None = None, shm: Path | None = None) -> Leftovers:
 
     for pid, line in _processes(cache.cache_root().resolve()):
         named = _RUN_DIR.search(owner.command(pid))
-        by = user(owners.get(named.group(0)) if named else owner.parent(pid))
+        # The run dir's recorded owner; else its parent, if a harness (Python) process: a
+        # component dies with its owner, so a live parent is the owner (a run dir written
+        # before owners were recorded has none).
+        by = user((owners.get(named.group(0)) if named else None) or owner.parent(pid))
         (by.processes if by else left.processes).append(line)
+        if by and named:
+            owners.setdefault(named.group(0), by.owner)
     for path in _paths(root, shm):
         named = _RUN_DIR.search(Path(path).name)
         by = user(owners.get(named.group(0)) if named else None)
