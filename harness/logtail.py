@@ -45,10 +45,11 @@ workload reconciler, with no MultiKueue admission check, logs `Skip Workload` at
 _NOISY_SOURCE = "multikueue"
 _PLUMBING = frozenset(
     ("ts", "level", "msg", "caller", "logger", "controller", "controllerGroup", "controllerKind",
-     "reconcileID", "namespace", "name", "Workload", "stacktrace")
+     "reconcileID", "namespace", "name", "Workload", "stacktrace", "replica-role",
+     "apiVersion")
 )  # fmt: skip
-"""controller-runtime's fields on every reconcile line; the workload is said once, as
-`workload=NAMESPACE/NAME`."""
+"""controller-runtime's fields on every reconcile line (and Kueue's `replica-role`, the same
+on each); the workload is said once, as `workload=NAMESPACE/NAME`."""
 
 
 def log_lines_about(text: str, names: Iterable[str], limit: int = 25) -> list[str]:
@@ -90,8 +91,10 @@ def format_entry(entry: Mapping[str, Any]) -> str:
     if level.startswith("Level(-"):
         level = "V" + level[len("Level(-") :].rstrip(")")
     fields = []
-    if isinstance(entry.get("Workload"), Mapping) and "workload" not in entry:
+    if "workload" not in entry and isinstance(entry.get("Workload"), Mapping):
         fields.append(f"workload={_value(entry['Workload'])}")
+    elif "workload" not in entry and entry.get("namespace") and entry.get("name"):
+        fields.append(f"workload={entry['namespace']}/{entry['name']}")  # a reconcile line
     fields += [f"{k}={_value(v)}" for k, v in entry.items() if k not in _PLUMBING]
     return " ".join([clock, f"{level:<5}", str(entry.get("msg", "")), *fields])
 
