@@ -58,3 +58,75 @@ def test_a_crash_quotes_the_tail_the_same_way(tmp_path: Path) -> None:
         proc.check()
     assert str(err.value) == f"crasher exited with code 3; {quoted_tail(log)}"
     assert "boom" in str(err.value)
+
+
+def _entry(msg: str, reconciled: str = "", level: str = "Level(-2)", **more: object) -> str:
+    import json
+
+    entry: dict[str, object] = {"level": level, "ts": "2026-05-09T07:33:22.123456789Z",
+                                "caller": "x/y.go:1", "msg": msg, **more}  # fmt: skip
+    if reconciled:  # controller-runtime's fields on a reconcile line
+        entry.update({"controller": more.get("controller", "workload"), "controllerGroup": "kueue.x-k8s.io",
+                      "controllerKind": "Workload", "Workload": {"name": reconciled, "namespace": "ns1"},
+                      "namespace": "ns1", "name": reconciled, "reconcileID": "0f3a"})  # fmt: skip
+    return json.dumps(entry)
+
+
+KUEUE_LOG = "\n".join(
+    [_entry("Skip Workload", "job-train-1a2b3", controller="multikueue_workload", isDeleted=False)]
+    * 12
+    + [_entry("Reconcile Workload", "job-other-9z8y7")] * 4
+    + [
+        _entry("Reconcile Workload", "job-train-1a2b3"),
+        _entry(
+            "couldn't assign flavors",
+            level="info",
+            workload={"name": "job-train-1a2b3", "namespace": "ns1"},
+            clusterQueue={"name": "team-a"},
+            podset="main",
+        ),
+        _entry(
+            "Failed to admit",
+            level="error",
+            workload={"name": "job-train-1a2b3", "namespace": "ns1"},
+            error="the object has been modified",
+        ),
+        "I0509 07:33:22 plain text about job-train-1a2b3",
+    ]
+)
+
+
+def test_kueue_log_lines_about_a_workload_are_few_and_readable() -> None:
+    """Issue 32 item 9: the failing workload's lines, formatted (time, level, message, key
+    fields), without MultiKueue's `Skip Workload` for every Workload or other workloads'."""
+    from harness.logtail import log_lines_about
+
+    assert log_lines_about(KUEUE_LOG, ["job-train-1a2b3"]) == [
+        "07:33:22.123 V2    Reconcile Workload workload=ns1/job-train-1a2b3",
+        "07:33:22.123 info  couldn't assign flavors workload=ns1/job-train-1a2b3 "
+        "clusterQueue=team-a podset=main",
+        "07:33:22.123 error Failed to admit workload=ns1/job-train-1a2b3 "
+        "error=the object has been modified",
+        "I0509 07:33:22 plain text about job-train-1a2b3",
+    ]
+    assert log_lines_about(KUEUE_LOG, ["job-train-1a2b3"], limit=1) == [
+        "I0509 07:33:22 plain text about job-train-1a2b3"
+    ]
+    assert log_lines_about(KUEUE_LOG, ["nobody"]) == []
+
+
+def test_the_evidence_section_quotes_the_formatted_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.runner import backend as backend_module
+    from harness.runner.backend import ClusterBackend
+    from harness.runner.objects import Names
+
+    class Logs(ProviderBase):
+        def log_tail(self, component: str = "kueue", lines: int = 50) -> str:
+            return KUEUE_LOG
+
+    monkeypatch.setattr(backend_module.evidence, "workload_details", lambda *a: "workload train:")
+    backend = ClusterBackend("local")
+    backend.provider = Logs()  # type: ignore[assignment]
+    text = backend.evidence(None, Names("r", "ns1"), {"train": "job-train-1a2b3"})  # type: ignore[arg-type]
+    assert "Skip Workload" not in text and "job-other" not in text and '{"level"' not in text
+    assert "  07:33:22.123 error Failed to admit workload=ns1/job-train-1a2b3" in text

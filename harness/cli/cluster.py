@@ -24,13 +24,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "up",
         help="leave an embedded cluster running, shaped as a scenario says",
         description="Start the embedded cluster (real Kueue, no Docker), shape it as the "
-        "scenario says (its workloads submitted and settled), add a LocalQueue in namespace "
-        "default per ClusterQueue, named as it, print KUBECONFIG=<path> and leave it running "
-        "until `down`. With --bare: the cluster alone (no scenario, no queues), its "
-        "kubeconfig, processes and ports printed, in the foreground until Ctrl-C unless "
-        "--detach.",
+        "scenario says (its workloads submitted and settled; a state with none is fine), add "
+        "a LocalQueue in namespace default per ClusterQueue, named as it, print "
+        "KUBECONFIG=<path> and leave it running until `down`. A version-1 scenario's "
+        "ClusterQueue covers every resource its nodes offer. One `up` left running already: "
+        "refused (exit 2, naming its KUBECONFIG) unless --another. With --bare: the cluster "
+        "alone (no scenario, no queues), its kubeconfig, processes and ports printed, in the "
+        "foreground until Ctrl-C unless --detach.",
     )
-    up.add_argument("scenario", nargs="?", help="scenario YAML file (default: an empty cluster)")
+    up.add_argument(
+        "scenario",
+        nargs="?",
+        help="scenario YAML file (default: suites/guide/guide-required-host.yaml's cluster "
+        "without its workloads: 3 nodes of 4 GPUs in 2 racks)",
+    )
+    up.add_argument(
+        "--another",
+        action="store_true",
+        help="start one even though a cluster `up` started is still running",
+    )
     up.add_argument("--cluster", choices=("local",), default="local", help="where to run it")
     up.add_argument("--feature-gates", default="", help="extra Kueue gates, e.g. A=true,B=false")
     up.add_argument(
@@ -63,7 +75,7 @@ def _up(args: argparse.Namespace) -> int:
         raise _usage("--detach and --keep-run-dir go with --bare (`up` always detaches)")
     from harness.live.updown import up
 
-    kubeconfig = up(args.scenario, args.feature_gates)
+    kubeconfig = up(args.scenario, args.feature_gates, another=args.another)
     print(f"KUBECONFIG={kubeconfig}")
     print(f"up: left running; stop it with: {_prog()} down", file=sys.stderr)
     return 0

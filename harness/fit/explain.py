@@ -8,6 +8,7 @@ scenarios.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from harness.fit.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, Assignment, Mode
@@ -23,7 +24,7 @@ class Explainer:
 
     def trace(self, label: str, tree: Tree | None, verdict: str) -> None:
         if tree is None:
-            self.lines.append(f"== {label}: {verdict}")
+            self.lines += _verdict_lines(label, verdict)
             return
         self.lines.append(f"-- {label}: {verdict} (pods and slices that fit, per domain)")
         for name, reason in sorted(tree.dropped.items()):
@@ -36,6 +37,23 @@ class Explainer:
 
     def render(self) -> str:
         return "\n".join(self.lines)
+
+
+def _verdict_lines(label: str, verdict: str) -> list[str]:
+    """`== NAME: VERDICT`; a placement the model hands over as a Python mapping's text
+    (`admitted: {'main': {'n1': 4}}`) is written as YAML beneath it."""
+    head, _, rest = verdict.partition(": ")
+    try:
+        placement = ast.literal_eval(rest) if rest.startswith("{") else None
+    except (ValueError, SyntaxError):
+        placement = None
+    if not isinstance(placement, dict):
+        return [f"== {label}: {verdict}"]
+    lines = [f"== {label}: {head}"]
+    for pod_set, per_domain in placement.items():
+        lines.append(f"   {pod_set}:")
+        lines += [f"     {domain}: {pods}" for domain, pods in sorted(dict(per_domain).items())]
+    return lines
 
 
 def _describe(tree: Tree, domain: Domain) -> str:

@@ -8,6 +8,7 @@ outcomes on a scenario's cluster (a snapshot and what Kueue's scheduler did with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from harness.fit import FitResult
 from harness.html.page import page
@@ -38,9 +39,17 @@ def outcomes_page(
     outcomes: Mapping[str, Outcome],
     steps: Sequence[Mapping[str, Outcome]] = (),
     label: str = "",
+    *,
+    first_title: str = "",
+    notes: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """What a backend did (`label` names it, e.g. "sim"), drawn on the scenario's cluster,
-    e.g. for `harness simulate --format html` on a snapshot of a live cluster."""
+    e.g. for `harness simulate --format html` on a snapshot of a live cluster. `first_title`
+    names the first state; `notes`, per workload, lines shown under it in the last state."""
     observed = Observation(dict(outcomes), [dict(s) for s in steps])
-    result = scenario_result(scenario, None, observed, backend=label)
+    result = replace(
+        scenario_result(scenario, None, observed, backend=label),
+        first_title=first_title,
+        notes={name: tuple(lines) for name, lines in (notes or {}).items()},
+    )
     return page(f"{scenario.name}: placement", "", [scenario_section(result, "s0")])

@@ -6,10 +6,10 @@ fit model's verdict; per map the largest free slot per level."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
-from harness.html.fragmentation import largest_free
+from harness.html.fragmentation import Slot, largest_free
 from harness.html.palette import Palette
 from harness.html.sources import Disagreement, Source, State, disagreement
 from harness.html.svgmap import num, render_map
@@ -24,6 +24,7 @@ from harness.html.world import (
 )
 from harness.results.comparison import message_matches
 from harness.scenario.model import Node, Scenario, Step, Usage, Workload
+from harness.whatif.verdict import level_word
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class ScenarioResult:
     text: str = ""
     duration: float = 0.0
     folder: str = ""
+    first_title: str = ""
+    """The first state's title ("after the submissions" unless given: a snapshot's first
+    state is the cluster before anything is submitted)."""
+    notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Workload -> lines shown under it in the last state (warnings, --explain's verdict)."""
 
 
 def scenario_section(result: ScenarioResult, key: str) -> str:
@@ -52,7 +58,8 @@ def scenario_section(result: ScenarioResult, key: str) -> str:
     )
     body = []
     if scenario is not None:
-        body.append(f'<p class="meta">{escape(scenario.path)}</p>')
+        if not scenario.description.startswith(scenario.path):  # a snapshot says it once
+            body.append(f'<p class="meta">{escape(scenario.path)}</p>')
         if scenario.description:
             body.append(f"<p>{escape(scenario.description)}</p>")
     if result.text:
@@ -63,7 +70,7 @@ def scenario_section(result: ScenarioResult, key: str) -> str:
             _state(scenario, result, palette, index, world, f"{key}s{index}")
             for index, world in enumerate(worlds(scenario))
         ]
-        body += [_legend(palette), *states]
+        body += [_legend(palette, _drawn(result, len(states))), *states]
     return f'<details class="sc {result.status}" id="{key}"{opened}>{head}{"".join(body)}</details>'
 
 
@@ -83,6 +90,7 @@ def _state(
     shown = speaking if failed else speaking[-1:]
     resource = cell_resource(scenario)
     verdicts = next((s.verdicts[index] for s in speaking if index < len(s.verdicts)), {})
+    notes = result.notes if index == len(scenario.steps) else {}
     columns = []
     for number, source in enumerate(shown):
         state = source.state(index)
@@ -94,9 +102,10 @@ def _state(
         ]
         columns.append(
             f'<div class="col"><h4>{escape(source.label)}</h4>{"".join(maps)}'
-            f"{_waiting(source, index, state, differs, verdicts)}</div>"
+            f"{_waiting(source, index, state, differs, verdicts, notes)}</div>"
         )
-    title = "after the submissions" if index == 0 else _step_title(index, scenario.steps[index - 1])
+    first = result.first_title or "after the submissions"
+    title = first if index == 0 else _step_title(index, scenario.steps[index - 1])
     return (
         f'<div class="state"><h3>{escape(title)}</h3>'
         f'<div class="cols">{"".join(columns)}</div></div>'
@@ -105,16 +114,45 @@ def _state(
 
 def _map(view: MapView, palette: Palette, key: str, differs: Disagreement) -> str:
     levels = " → ".join([*view.levels, "node"])
-    slots = " · ".join(
-        f"{escape(s.level)} {num(s.largest)}"
-        + (f" ({escape(s.domain)}; free in {s.with_free} of {s.domains})" if s.largest else "")
-        for s in largest_free(view)
-    )
+    slots = " · ".join(escape(_slot_text(s, view.resource)) for s in largest_free(view))
     caption = (
         f'<p class="cap">flavor <b>{escape(view.flavor)}</b> ({escape(levels)}; one cell per '
         f"{escape(view.resource)})<br>largest free slot: {slots}</p>"
     )
     return caption + render_map(view, palette, key, differs.domains)
+
+
+def _slot_text(slot: Slot, resource: str) -> str:
+    """`4 GPUs free together in rack r1; 1 of 2 racks has any free`."""
+    word = level_word(slot.level)
+    if not slot.largest:
+        return f"no {word} has any {_unit(resource)} free"
+    where = f"on node {slot.domain}" if word == "node" else f"in {word} {slot.domain}"
+    verb = "has" if slot.with_free == 1 else "have"
+    return (
+        f"{num(slot.largest)} {_unit(resource)} free together {where}; "
+        f"{slot.with_free} of {slot.domains} {word}s {verb} any free"
+    )
+
+
+def _unit(resource: str) -> str:
+    return "GPUs" if resource.endswith("gpu") else resource
+
+
+def _why(lines: tuple[str, ...]) -> str:
+    """What the caller says under a workload (a warning, why it waits and what would help)."""
+    return f'<pre class="why">{escape(chr(10).join(lines))}</pre>' if lines else ""
+
+
+def _drawn(result: ScenarioResult, states: int) -> set[str]:
+    """Workloads with cells on some map: admitted with a placement in some state."""
+    return {
+        name
+        for source in result.sources
+        for index in range(states)
+        for name, outcome in (source.state(index) or {}).items()
+        if outcome.admitted and outcome.placement
+    }
 
 
 def _waiting(
@@ -123,16 +161,20 @@ def _waiting(
     state: State,
     differs: Disagreement,
     verdicts: Mapping[str, str],
+    notes: Mapping[str, tuple[str, ...]],
 ) -> str:
-    """Workloads not admitted (with Kueue's message and the fit model's verdict), and those
-    admitted without a drawn placement."""
+    """Workloads not admitted (with Kueue's message and the fit model's verdict), those
+    admitted without a drawn placement, and any the caller has notes on (under each)."""
     items = []
     for name, outcome in state.items():
         cls = ' class="d"' if name in differs.workloads else ""
+        why = _why(notes.get(name, ()))
         if outcome.admitted:
             note = _admitted_note(source, index, name, outcome.placement, outcome.unschedulable)
-            if note:
-                items.append(f"<li{cls}><b>{escape(name)}</b>: {escape(note)}</li>")
+            if note or why:
+                items.append(
+                    f"<li{cls}><b>{escape(name)}</b>: {escape(note or 'admitted')}{why}</li>"
+                )
             continue
         what = "rejected" if outcome.rejected else "pending"
         if outcome.preempted:
@@ -143,7 +185,7 @@ def _waiting(
         verdict = verdicts.get(name, "")
         if verdict and not message_matches(verdict.removeprefix("pending: "), outcome.message):
             text += f'<br><span class="meta">fit model: {escape(verdict)}</span>'
-        items.append(text + "</li>")
+        items.append(text + why + "</li>")
     return f'<ul class="wl">{"".join(items)}</ul>' if items else ""
 
 
@@ -174,9 +216,11 @@ def _step_title(index: int, step: Step) -> str:
     return f"after step {index}: {step.action} {named}"
 
 
-def _legend(palette: Palette) -> str:
+def _legend(palette: Palette, drawn: set[str]) -> str:
     swatches = "".join(
         f'<span class="sw" style="background:{colour}"></span>{escape(name)} '
+        if name in drawn
+        else f"{escape(name)} (pending, no cells) "
         for name, colour in palette.items()
     )
     return (

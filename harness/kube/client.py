@@ -161,7 +161,9 @@ class Kube:
             return self._pool(creds.cert).request(method, url, body=data, headers=sent)
         except urllib3.exceptions.HTTPError as err:
             path = url[len(self.host) :].split("?")[0]
-            raise KubeError(f"{method} {path}: cannot reach API server {self.host}: {err}") from err
+            raise KubeError(
+                f"cannot connect to {self.host} ({transport.unreachable(err)}); {method} {path}"
+            ) from err
 
     # -- discovery ---------------------------------------------------------------------
 

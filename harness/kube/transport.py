@@ -102,3 +102,37 @@ def pool(
         headers = urllib3.make_headers(proxy_basic_auth=auth)
         proxy = proxy.replace(f"{parsed.netloc.rsplit('@', 1)[0]}@", "", 1)
     return urllib3.ProxyManager(proxy, proxy_headers=headers, **options)  # type: ignore[arg-type]
+
+
+def unreachable(err: urllib3.exceptions.HTTPError) -> str:
+    """Why a request never got an answer, in words (`connection refused`), not urllib3's
+    retry wrapper with its pool and object addresses."""
+    reason: BaseException = err
+    if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
+        reason = err.reason
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        host = str(reason).split("'")[1] if str(reason).count("'") >= 2 else "(unknown)"
+        return f"cannot resolve host {host}"  # "Failed to resolve 'HOST' (...)"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        cause = reason.__cause__
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror.lower()
+        text = str(reason).rsplit("] ", 1)[-1]  # "...: [Errno 111] Connection refused"
+        return text.lower() if "]" in str(reason) else "cannot open a connection"
+    if isinstance(reason, urllib3.exceptions.ConnectTimeoutError):
+        return "timed out connecting"
+    if isinstance(reason, urllib3.exceptions.ProxyError):
+        return f"proxy: {_plain(reason.original_error)}"
+    if isinstance(reason, urllib3.exceptions.SSLError):
+        return f"TLS: {_plain(reason.args[0] if reason.args else reason)}"
+    return _plain(reason)
+
+
+def _plain(err: object) -> str:
+    """An error's own words, without urllib3's `(Caused by ...)` tail."""
+    verify = getattr(err, "verify_message", "")  # set by OpenSSL, absent when made by hand
+    if isinstance(err, ssl.SSLCertVerificationError) and verify:
+        return f"certificate verify failed: {verify}"
+    if isinstance(err, OSError) and not err.strerror and err.args:
+        return str(err.args[-1])  # an OSError made with one message prints as a tuple
+    return str(err).split(" (Caused by ", 1)[0]

@@ -10,15 +10,20 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.oracle import NOTHING_TO_EXPLAIN, add_explain_options
 from harness.errors import HarnessError
-from harness.live.simulate import ENGINES
+from harness.live import fail_on
+from harness.live.simulate import ENGINES, Prediction
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
+
+
+SNAPSHOT_STATE = "the cluster now (the snapshot, before the manifests)"
 
 
 class SnapshotDoesNotLoad(HarnessError):
@@ -49,6 +54,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         description="Predict, for each manifest (batch/v1 Job, JobSet, LeaderWorkerSet or "
         "Workload), whether Kueue admits it now and where, or why it waits, and which "
         "admitted workloads it preempts. Nothing is created on the cluster.",
+        epilog="exit codes: 0 predicted (whatever the prediction, unless --fail-on says "
+        "otherwise); 1 when a --fail-on condition holds for a submitted job; 2 bad input "
+        "(a manifest, snapshot or option: one line naming the file, the key and the problem). "
+        "Warnings (stderr) never change it.",
     )
     sim.add_argument("manifests", nargs="+", metavar="MANIFEST.yaml", help="what you would apply")
     source = sim.add_mutually_exclusive_group()
@@ -80,7 +89,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         choices=("text", "json", "html"),
         default="text",
         help="output form (html: one self-contained page with the rack-and-GPU map of every "
-        "flavor after each submission)",
+        "flavor as the snapshot has it, then after each submission; warnings and, with "
+        "--explain, why a job waits under it)",
+    )
+    sim.add_argument(
+        "--fail-on",
+        type=fail_on.parse,
+        default=(),
+        metavar="CONDITIONS",
+        help="exit 1 when any of these holds for any submitted job (comma list): pending (not "
+        "admitted), preempts (admitted by preempting others), unschedulable (admitted, but "
+        "some pods would never run) (default: none, exit 0 whatever the prediction)",
     )
     add_explain_options(sim)
     sim.set_defaults(handler=_simulate)
@@ -140,6 +159,7 @@ def _simulate(args: argparse.Namespace) -> int:
     data, file, namespace = _snapshot_data(args)
     read = [m for path in args.manifests for m in manifests.read(Path(path))]
     subs = submissions(read, Cluster.of(data), args.namespace or namespace)
+    _warn(dict.fromkeys(w for s in subs for w in s.warnings))
     started = time.monotonic()
     world = simulate.scenario(data, subs, file)
     states = simulate.run_engine(world, args.engine)
@@ -148,14 +168,17 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.format == "html":
         from harness.html import outcomes_page
 
-        print(outcomes_page(world, states[0], states[1:], label=args.engine))
+        page = outcomes_page(
+            world, states[0], states[1:], label=args.engine, first_title=SNAPSHOT_STATE,
+            notes=simulate.notes_by_workload(subs, whys),
+        )  # fmt: skip
+        print(page)
     elif args.format == "json":
         print(json.dumps(simulate.to_json(predictions, whys), indent=2))
     else:
         print(simulate.render_text(predictions))
-    if whys is not None and args.format != "json":
-        to = sys.stdout if args.format == "text" else sys.stderr
-        print(whys.text() or f"explain: {NOTHING_TO_EXPLAIN}", file=to)
+    if whys is not None and args.format == "text":
+        print(whys.text() or f"explain: {NOTHING_TO_EXPLAIN}")
     print(
         f"simulate: {len(subs)} workload(s) predicted by the {args.engine} engine"
         + (" and explained by the fit model" if whys is not None else "")
@@ -164,7 +187,23 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     if args.explain_domains:
         _dump_domains(world)
+    return _exit_code(predictions, args.fail_on)
+
+
+def _exit_code(predictions: Mapping[str, Prediction], conditions: tuple[str, ...]) -> int:
+    """1 when a --fail-on condition holds (each named on stderr), else 0."""
+    failing = fail_on.failing(predictions, conditions)
+    if failing:
+        print(f"simulate: failing (--fail-on {','.join(conditions)}): {'; '.join(failing)}",
+              file=sys.stderr)  # fmt: skip
+        return fail_on.EXIT_FAILING
     return 0
+
+
+def _warn(warnings: Iterable[str]) -> None:
+    """Each warning once, on stderr: it never changes the exit code by itself."""
+    for line in warnings:
+        print(f"simulate: warning: {line}", file=sys.stderr)
 
 
 def _dump_domains(world: Scenario) -> None:

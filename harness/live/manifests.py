@@ -24,6 +24,7 @@ from harness.errors import InputError
 from harness.k8s.quantity import QuantityError, format_quantity, parse_quantity
 from harness.k8s.rules import is_dns_label
 from harness.kueue import keys as kueue_keys
+from harness.kueue.key_check import unknown_kueue_keys
 from harness.kueue.keys import JOBSET_API as JOBSET_API
 from harness.scenario.keypath import KeyPath
 from harness.scenario.strict_yaml import parse_yaml
@@ -94,6 +95,11 @@ class Manifest:
 
     def at(self) -> KeyPath:
         return KeyPath(self.file, "", self.obj, UserManifestError)
+
+    def warnings(self) -> list[str]:
+        """`FILE: key.path: problem` for what Kueue would silently ignore: labels and
+        annotations with its prefix that it does not know (a misspelling, most likely)."""
+        return [f"{self.file}: {u.text()}" for u in unknown_kueue_keys(self.obj)]
 
     def queue_name(self) -> str | None:
         """The LocalQueue it goes to (a Workload's spec.queueName, else the queue label)."""

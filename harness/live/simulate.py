@@ -31,6 +31,7 @@ class Prediction:
     outcome: Outcome
     preempts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         o = self.outcome
@@ -41,8 +42,12 @@ class Prediction:
             "preempts": list(self.preempts),
             "message": o.message,
         }
+        if o.unschedulable:
+            out["unschedulable"] = dict(o.unschedulable)
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 
@@ -87,7 +92,7 @@ def predictions_of(
     for sub in subs:
         if sub.workload is None:
             assert sub.outcome is not None
-            out[sub.key] = Prediction(sub.outcome, notes=list(sub.notes))
+            out[sub.key] = Prediction(sub.outcome, notes=list(sub.notes), warnings=sub.warnings)
             continue
         step += 1
         before, after = states[step - 1], states[step]
@@ -97,7 +102,7 @@ def predictions_of(
             if o.preempted and not before.get(n, NOT_SEEN).preempted
         ]
         final = states[-1].get(sub.workload["name"], NOT_SEEN)
-        out[sub.key] = Prediction(final, sorted(victims), list(sub.notes))
+        out[sub.key] = Prediction(final, sorted(victims), list(sub.notes), list(sub.warnings))
     return out
 
 
@@ -124,6 +129,18 @@ def explain(
     return Whys.of(world, final, mine, shown_names(snapshot, subs))
 
 
+def notes_by_workload(subs: Sequence[Submission], whys: Whys | None) -> dict[str, list[str]]:
+    """Scenario workload name -> what the page says under it: warnings, notes, and with
+    --explain the verdict and the checked options."""
+    explained = whys.json() if whys is not None else {}
+    out: dict[str, list[str]] = {}
+    for sub in subs:
+        if sub.workload is not None:
+            lines = (explained.get(sub.key) or {}).get("lines") or []
+            out[sub.workload["name"]] = [*sub.warnings, *sub.notes, *lines]
+    return out
+
+
 def to_json(predictions: Mapping[str, Prediction], whys: Whys | None = None) -> dict[str, Any]:
     out = {key: p.to_json() for key, p in predictions.items()}
     for key, explained in (whys.json() if whys is not None else {}).items():
@@ -142,6 +159,12 @@ def render_text(predictions: Mapping[str, Prediction]) -> str:
             for pod_set, per_domain in o.placement.items():
                 spread = ", ".join(f"{d}={n}" for d, n in sorted(per_domain.items()))
                 lines.append(f"  {pod_set}: {spread}")
+            for pod_set, pods in o.unschedulable.items():
+                why = o.unschedulable_reasons.get(pod_set, "")
+                lines.append(
+                    f"  unschedulable: {pod_set}: {pods} pod(s) would never run"
+                    + (f" ({why})" if why else "")
+                )
         else:
             lines.append(f"{key}: pending: {o.message or '(no message: not evaluated yet)'}")
         if p.preempts:

@@ -97,6 +97,7 @@ def snapshot(
                 None,
             ),
             "workloads": written.names,
+            "owners": written.owners,
             "notRepresented": list(gaps.lines),
         },
     }

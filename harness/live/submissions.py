@@ -26,6 +26,8 @@ from harness.live.workload_objects import class_for_value
 from harness.results.outcome import Outcome
 from harness.scenario.keypath import KeyPath
 
+FIXED = ("Job", "JobSet", "Workload")
+"""Kinds whose pod templates the API server keeps as created (a LeaderWorkerSet rolls)."""
 ANY = "*"
 """The namespace of a scenario's own LocalQueues: every one."""
 
@@ -41,6 +43,8 @@ class Submission:
     workload: dict[str, Any] | None = None
     outcome: Outcome | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What Kueue would ignore or do otherwise than the prediction assumes (told on stderr)."""
 
 
 @dataclass
@@ -55,6 +59,11 @@ class Cluster:
     global_default: str | None
     names: set[str]
     """Workload names the snapshot already uses."""
+    admitted: set[str] = field(default_factory=set)
+    shown: Mapping[str, str] = field(default_factory=dict)
+    """Scenario name -> the cluster's NAMESPACE/WORKLOAD (x-snapshot.workloads)."""
+    owners: Mapping[str, str] | None = None
+    """NAMESPACE/KIND/NAME -> scenario name (x-snapshot.owners; None: not recorded)."""
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Cluster:
@@ -74,6 +83,9 @@ class Cluster:
             pod_priority_classes=dict(extra.get("podPriorityClasses") or {}),
             global_default=extra.get("globalDefaultPriorityClass"),
             names={w["name"] for w in [*data.get("admitted", []), *data.get("workloads", [])]},
+            admitted={w["name"] for w in data.get("admitted") or []},
+            shown=dict(extra.get("workloads") or {}),
+            owners=extra.get("owners"),
         )
 
 
@@ -91,18 +103,45 @@ def submissions(
 
 
 def _submission(m: Manifest, key: str, cluster: Cluster, namespace: str) -> Submission:
-    sub = Submission(key, m)
+    sub = Submission(key, m, warnings=m.warnings())
     queue = _cluster_queue(m, cluster, namespace, sub)
     if queue is None:
         return sub
     data = workload_data(m, unmodelled=lambda at: _note_unmodelled(at, sub))
+    existing = _existing(m, namespace, cluster)
     data["name"] = naming.unique_label(m.name, cluster.names)
+    if existing:
+        sub.warnings.append(f"{m.file}: {existing}; predicted here as a new one, {data['name']!r}")
     data["queue"] = queue
     priority_class = _priority_class(m, cluster)
     if priority_class:
         data["priorityClass"] = priority_class
     sub.workload = data
     return sub
+
+
+def _existing(m: Manifest, namespace: str, cluster: Cluster) -> str:
+    """Why applying it would not make a new workload: an object of that kind, namespace and
+    name is already on the cluster ("" when none is known)."""
+    if cluster.owners is None:  # a scenario written by hand: its own names are all we know
+        if m.name not in cluster.names:
+            return ""
+        state = "admitted" if m.name in cluster.admitted else "pending"
+        return (
+            f"the scenario already has a workload named {m.name!r} ({state}): on a cluster "
+            "`kubectl apply` would update that object, not create a new workload"
+        )
+    ref = f"{namespace}/{m.kind}/{m.name}"
+    name = cluster.owners.get(ref)
+    if name is None:
+        return ""
+    state = "admitted" if name in cluster.admitted else "pending"
+    return (
+        f"{m.kind} {namespace}/{m.name} is already on the cluster (its Workload "
+        f"{cluster.shown.get(name, name)} is {state}): `kubectl apply` would not create a new "
+        f"workload, it would update that {m.kind}"
+        + (f" (or be refused: a {m.kind}'s pod template cannot change)" if m.kind in FIXED else "")
+    )
 
 
 def _note_unmodelled(at: KeyPath, sub: Submission) -> None:
@@ -118,13 +157,14 @@ def _cluster_queue(m: Manifest, cluster: Cluster, namespace: str, sub: Submissio
         where = m.at().child("metadata", None).child("labels", None)
         where.child(kueue_keys.QUEUE_LABEL, None).fail(
             "missing: Kueue manages only workloads with a queue (manageJobsWithoutQueueName is "
-            f"off by default); LocalQueues in namespace {namespace}: "
-            f"{', '.join(q['name'] for q in in_namespace) or 'none'}"
+            "off by default); applied as it is, it would run outside Kueue, its pods taking "
+            f"capacity Kueue counts on; {_local_queues(namespace, in_namespace)}"
         )
     found = [q for q in in_namespace if q["name"] == lq]
     if not found:
         # Kueue's words (pkg/controller/core/workload_controller.go).
         sub.outcome = Outcome(admitted=False, message=f"LocalQueue {lq} doesn't exist")
+        sub.notes.append(_local_queues(namespace, in_namespace))
         return None
     cq = found[0]["clusterQueue"]
     if cq not in cluster.cluster_queues:
@@ -134,6 +174,11 @@ def _cluster_queue(m: Manifest, cluster: Cluster, namespace: str, sub: Submissio
         )
         return None
     return str(cq)
+
+
+def _local_queues(namespace: str, queues: Sequence[Mapping[str, str]]) -> str:
+    """The LocalQueues a manifest of the namespace could name (what a user picks from)."""
+    return f"LocalQueues in namespace {namespace}: {', '.join(q['name'] for q in queues) or 'none'}"
 
 
 def _priority_class(m: Manifest, cluster: Cluster) -> str | None:

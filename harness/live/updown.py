@@ -11,6 +11,7 @@ Job with `kueue.x-k8s.io/queue-name: <ClusterQueue>` needs no namespace. It prin
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.kube import KUEUE_API, RUN_LABEL, Kube
 from harness.providers.local import detached
-from harness.providers.local.cluster import LocalCluster
+from harness.scenario.model import Scenario, Workload
 
 DEFAULT_NAMESPACE = "default"
 
@@ -31,30 +32,88 @@ def registry() -> Path:
     return root / "kth-up"
 
 
-def up(scenario_file: str | None, feature_gates: str) -> Path:
-    """Start and shape a cluster, leave it running; returns its kubeconfig."""
+class AlreadyUp(HarnessError):
+    """A cluster `up` started still runs, and a second one was not asked for."""
+
+
+def up(scenario_file: str | None, feature_gates: str, *, another: bool = False) -> Path:
+    """Start and shape a cluster, leave it running; returns its kubeconfig. Without a
+    scenario: the default shape (said on stderr). One already up: refused unless `another`
+    (a second cluster costs about a GiB and minutes of 2 cores; most often it was forgotten)."""
+    first = running()
+    if first and not another:
+        raise AlreadyUp(
+            f"up: a cluster `up` started is already running: KUBECONFIG={first[0] / 'kubeconfig'}"
+            " (export it to use it; `down` stops it; --another starts a second one)"
+        )
     if scenario_file is None:
-        cluster = LocalCluster(keep=True, feature_gates=feature_gates)
-        try:
-            handle = cluster.start()
-        except BaseException:
-            _discard(cluster.layout.run_dir if cluster.layout else None)
-            raise
-        _record(handle.run_dir)
-        kube = Kube(handle.kubeconfig)
-        try:
-            return _with_default_queues(kube, "up")
-        finally:
-            kube.close()
-    return _up_scenario(scenario_file, feature_gates)
-
-
-def _up_scenario(scenario_file: str, feature_gates: str) -> Path:
-    from harness.results.text import render_text
-    from harness.runner.backend import ClusterBackend
+        scenario, said = default_scenario()
+        print(f"up: {said}", file=sys.stderr)
+        return _up_scenario(scenario, feature_gates)
     from harness.scenario.loader import load_scenario
 
-    scenario = load_scenario(scenario_file)
+    return _up_scenario(load_scenario(scenario_file), feature_gates)
+
+
+def running() -> list[Path]:
+    """The run dirs of clusters `up` recorded whose processes still run."""
+    markers = sorted(registry().glob("*")) if registry().is_dir() else []
+    dirs = [Path(m.read_text().strip()) for m in markers]
+    return [d for d in dirs if detached.is_running(d)]
+
+
+DEFAULT_SHAPE = (
+    Path(__file__).resolve().parents[2] / "suites" / "guide" / "guide-required-host.yaml"
+)
+"""`up` without a scenario: the guide's first cluster (three 4-GPU nodes in two racks, two of
+them half busy), the one docs/getting-started.md starts from."""
+
+
+def default_scenario() -> tuple[Scenario, str]:
+    """The default shape without its workloads, and the line that says so."""
+    from harness.scenario.loader import scenario_from_data
+    from harness.scenario.strict_yaml import parse_yaml
+
+    try:
+        text = DEFAULT_SHAPE.read_text(encoding="utf-8")
+    except OSError as err:
+        raise HarnessError(f"up: no scenario given and no default shape ({err})") from None
+    data = {k: v for k, v in parse_yaml(text, str(DEFAULT_SHAPE)).items()
+            if k not in ("workloads", "expect", "steps")}  # fmt: skip
+    data["name"] = "up-default"
+    scenario = covering_nodes(scenario_from_data(data, str(DEFAULT_SHAPE)))
+    said = (
+        f"no scenario given: the shape of {DEFAULT_SHAPE.relative_to(DEFAULT_SHAPE.parents[2])} "
+        f"without its workloads ({len(scenario.nodes)} nodes of 4 GPUs in 2 racks, "
+        f"{len(scenario.usage)} of them half busy); `up SCENARIO.yaml` brings up your own"
+    )
+    return scenario, said
+
+
+def covering_nodes(scenario: Scenario) -> Scenario:
+    """A version-1 scenario whose ClusterQueue also covers every resource its nodes offer
+    (ample quota): the Jobs a user will apply are not in the file (as for the fixtures)."""
+    if scenario.shorthand is None:
+        return scenario
+    from harness.scenario import shorthand
+
+    quota = dict(scenario.shorthand.nominal_quota)
+    known = {r for cq in scenario.cluster_queues for g in cq.resource_groups for r in g.covered}
+    for resource in sorted({r for n in scenario.nodes for r in n.allocatable} - known - set(quota)):
+        quota[resource] = shorthand.ample(resource, scenario.workloads)
+    queue = dataclasses.replace(scenario.shorthand, nominal_quota=quota)
+    submitted = [s.target for s in scenario.steps if isinstance(s.target, Workload)]
+    _, _, queues = shorthand.world(
+        scenario.topology, scenario.flavor, queue, [*scenario.workloads, *submitted]
+    )
+    return dataclasses.replace(scenario, shorthand=queue, cluster_queues=queues)
+
+
+def _up_scenario(scenario: Scenario, feature_gates: str) -> Path:
+    from harness.results.text import render_text
+    from harness.runner.backend import ClusterBackend
+
+    scenario = covering_nodes(scenario)
     backend = ClusterBackend("local", keep=True, feature_gates=feature_gates)
     try:
         seen = backend.run(scenario)
@@ -85,9 +144,11 @@ def _record(run_dir: Path) -> None:
 
 
 def _with_default_queues(kube: Kube, run_id: str) -> Path:
-    """A LocalQueue in `default` per ClusterQueue, named as it; the kubeconfig's path."""
+    """A LocalQueue in `default` per ClusterQueue, named as it (each said on stderr); the
+    kubeconfig's path."""
     for cq in kube.list(KUEUE_API, "ClusterQueue"):
         name = cq["metadata"]["name"]
+        print(f"up: LocalQueue {DEFAULT_NAMESPACE}/{name} -> ClusterQueue {name}", file=sys.stderr)
         kube.apply(
             {
                 "apiVersion": KUEUE_API,

@@ -52,6 +52,9 @@ class Written:
     pending: list[Obj] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
     """scenario name -> NAMESPACE/WORKLOAD."""
+    owners: dict[str, str] = field(default_factory=dict)
+    """NAMESPACE/KIND/NAME of the object that owns each (the Workload itself when nothing
+    does) -> scenario name: what a manifest of that name would update, not create."""
 
 
 class _Skip(Exception):
@@ -86,6 +89,7 @@ def workloads(items: Iterable[Obj], world: World, gaps: Gaps) -> Written:
             continue
         entry["name"] = naming.unique_label(_preferred_name(wl), taken)
         out.names[entry["name"]] = _ref(wl)
+        out.owners[_owner_ref(wl)] = entry["name"]
         (out.admitted if reserved else out.pending).append(entry)
     if inactive:
         gaps.add(f"{inactive} deactivated Workload(s) left out (spec.active: false)")
@@ -102,6 +106,13 @@ def _condition(status: Mapping[str, Any], kind: str) -> bool:
     return any(
         c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or []
     )
+
+
+def _owner_ref(wl: Obj) -> str:
+    refs = wl["metadata"].get("ownerReferences") or []
+    owner = next((r for r in refs if r.get("controller")), None)
+    kind, name = (owner["kind"], owner["name"]) if owner else ("Workload", wl["metadata"]["name"])
+    return f"{wl['metadata'].get('namespace', '')}/{kind}/{name}"
 
 
 def _preferred_name(wl: Obj) -> str:

@@ -28,7 +28,7 @@ from harness.install import kueue as kueue_install
 from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
 from harness.kueue.gates import merged, parse_gates
 from harness.kueue.versions import version_key
-from harness.logtail import lines_about
+from harness.logtail import lines_about, log_lines_about
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
 from harness.results.observation import Observation
@@ -438,10 +438,9 @@ class ClusterBackend:
                 log = self.provider.log_tail("kueue", 400)
             except HarnessError:
                 log = ""
-            wanted = lines_about(log, kueue_names.values()).splitlines()[-25:]
-            text += "\nkueue log (lines about these workloads):\n" + "\n".join(
-                f"  {line}" for line in wanted
-            )
+            wanted = log_lines_about(log, kueue_names.values(), 25)
+            text += "\nkueue log (its last 400 lines about these workloads, noise left out):\n"
+            text += "\n".join(f"  {line}" for line in wanted) if wanted else "  (none)"
         return text
 
 

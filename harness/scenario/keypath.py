@@ -13,7 +13,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NoReturn
 
-from harness.errors import ScenarioError
+from harness.errors import ScenarioError, did_you_mean
 from harness.k8s.rules import is_label_value, is_qualified_name
 
 INT32_MAX = 2**31 - 1
@@ -110,7 +110,12 @@ class KeyPath:
             if key not in allowed:  # a key that is not a string never is
                 if not isinstance(key, str):
                     self.fail(f"keys must be strings, got {kind(key)}")
-                self.fail(f"unknown key {yaml_text(key)} (allowed: {', '.join(allowed)})")
+                hint = did_you_mean(key, allowed)
+                self.fail(
+                    f"unknown key {yaml_text(key)}"
+                    + (f": {hint}" if hint else "")
+                    + f" (allowed: {', '.join(allowed)})"
+                )
         for key in required:
             if key not in value:
                 self.fail(f"missing required key {yaml_text(key)}")

@@ -168,7 +168,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML/JSON data against the contract."""
     root = _At(file, "", _without_scratch(data))
     load_queues.refuse_not_in_v2(root, load_queues.NOT_IN_V2)
-    top = root.mapping(TOP_KEYS, ("name", "workloads"))
+    top = root.mapping(TOP_KEYS, ("name",))  # no `workloads`: none queued (a state to bring up)
     if "nodes" not in top and "nodeGroups" not in top:
         root.fail("missing required key 'nodes' (or 'nodeGroups')")
     world = _world(root, top)
@@ -194,14 +194,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         top.get("admitted"),
         "workload",
     )
-    workloads = _unique(
-        [_workload(w, levels, world) for w in top["workloads"].items()],
-        top["workloads"],
-        "workload",
-    )
+    listed = top.get("workloads") or _At(file, "workloads", [])
+    workloads = _unique([_workload(w, levels, world) for w in listed.items()], listed, "workload")
     for index, w in enumerate(workloads):
         if any(h.name == w.name for h in held):
-            top["workloads"].child(index, None).child("name", None).fail(
+            listed.child(index, None).child("name", None).fail(
                 f"{yaml_text(w.name)} is also the name of an admitted workload"
             )
     lowest = world.lowest

@@ -93,3 +93,23 @@ def test_a_reader_that_stops_early_gets_no_traceback() -> None:
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == 141, err
     assert err == ""
+
+
+def test_the_domain_dump_says_placements_as_yaml_not_python(tmp_path: Path) -> None:
+    """`--explain-domains` ends with each workload's verdict: a placement reads as YAML
+    (`main:` / `gpu-node-3: 4`), not a Python dict (issue 32 item 8)."""
+    from harness.fit.explain import Explainer
+
+    explainer = Explainer()
+    explainer.trace("train", None, "admitted: {'main': {'gpu-node-3': 4, 'gpu-node-1': 2}}")
+    explainer.trace("other", None, "pending: couldn't assign flavors to pod set main")
+    assert explainer.render().splitlines() == [
+        "== train: admitted",
+        "   main:",
+        "     gpu-node-1: 2",
+        "     gpu-node-3: 4",
+        "== other: pending: couldn't assign flavors to pod set main",
+    ]
+    done = oracle(tmp_path, scenario(busy_node3=False), "--format", "text", "--explain-domains")
+    assert done.returncode == 0, done.stderr
+    assert "{'" not in done.stdout + done.stderr

@@ -28,8 +28,12 @@ def test_one_map_per_flavor_with_its_nodes_and_the_largest_free_slots() -> None:
     # old-job holds 6 of h100-1's 8 GPUs; train takes 4 of a100-1's
     assert "old-job: 6 pod(s), 6 nvidia.com/gpu" in page
     assert "train: 4 pod(s), 4 nvidia.com/gpu" in page
-    assert "largest free slot: node 2 (h100-1; free in 1 of 1)" in page
-    assert "largest free slot: node 4 (a100-1; free in 1 of 1)" in page
+    assert (
+        "largest free slot: 2 GPUs free together on node h100-1; 1 of 1 nodes has any free" in page
+    )
+    assert (
+        "largest free slot: 4 GPUs free together on node a100-1; 1 of 1 nodes has any free" in page
+    )
 
 
 def test_the_page_needs_no_network() -> None:

@@ -291,3 +291,59 @@ def test_environment_proxies_skip_loopback(tmp_path: Path, monkeypatch: pytest.M
         assert transport.proxy_for(load(tmp_path, config({}, {"server": server}))) is None
     given = config({}, {"server": SERVER, "proxy-url": "http://other:8080"})
     assert transport.proxy_for(load(tmp_path, given)) == "http://other:8080"
+
+
+def test_a_dead_server_is_one_plain_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listens on port 1: the user reads what failed, not urllib3's retry internals
+    (issue 32 item 8)."""
+    from harness.cli.main import main
+    from harness.kube import Kube, KubeError
+
+    path = write(tmp_path / "kubeconfig", config({"token": "t"}, {"server": "https://127.0.0.1:1"}))
+    with pytest.raises(KubeError) as err:
+        Kube(path).server_version()
+    message = str(err.value)
+    assert message.startswith("cannot connect to https://127.0.0.1:1 (connection refused)")
+    for internal in ("HTTPSConnectionPool", "Max retries", "NewConnectionError", "object at 0x"):
+        assert internal not in message
+    assert main(["snapshot", "--kubeconfig", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        "cannot connect to https://127.0.0.1:1 (connection refused)"
+    )
+
+
+def test_unreachable_reasons_in_words() -> None:
+    import socket
+    import ssl
+
+    import urllib3
+
+    def refused() -> Exception:
+        conn = urllib3.connection.HTTPSConnection("127.0.0.1", 1)
+        return urllib3.exceptions.MaxRetryError(
+            None,
+            "/",
+            urllib3.exceptions.NewConnectionError(
+                conn, "Failed to establish a new connection: [Errno 111] Connection refused"
+            ),
+        )
+
+    assert transport.unreachable(refused()) == "connection refused"
+    timeout = urllib3.exceptions.ConnectTimeoutError(None, "timed out")
+    assert transport.unreachable(urllib3.exceptions.MaxRetryError(None, "/", timeout)) == (
+        "timed out connecting"
+    )
+    dns = urllib3.exceptions.NameResolutionError(
+        "nope.example", None, socket.gaierror(-2, "Name or service not known")
+    )
+    assert transport.unreachable(urllib3.exceptions.MaxRetryError(None, "/", dns)) == (
+        "cannot resolve host nope.example"
+    )
+    bad_tls = urllib3.exceptions.SSLError(
+        ssl.SSLCertVerificationError("certificate verify failed: Hostname mismatch")
+    )
+    assert transport.unreachable(urllib3.exceptions.MaxRetryError(None, "/", bad_tls)).startswith(
+        "TLS: certificate verify failed"
+    )

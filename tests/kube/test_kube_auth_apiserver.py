@@ -126,7 +126,7 @@ def test_tls_server_name_is_the_name_checked(tmp_path: Path, api: Any) -> None:
     bad = kubeconfig(
         tmp_path, api, {"token": "tok-alice"}, **{"tls-server-name": "not-the-server.example"}
     )
-    with pytest.raises(KubeError, match=r"cannot reach API server .*not-the-server\.example"):
+    with pytest.raises(KubeError, match=r"cannot connect to .*TLS: .*not-the-server\.example"):
         Kube(bad).server_version()
 
 

@@ -45,6 +45,7 @@ def snapshot() -> dict[str, Any]:
             "podPriorityClasses": {"critical": 100, "batch": 5},
             "globalDefaultPriorityClass": None,
             "workloads": {"old": "ml/job-old-x1y2z"},
+            "owners": {"ml/Job/old": "old"},
         },
     }  # fmt: skip
 
@@ -80,6 +81,55 @@ def test_a_job_goes_to_its_local_queues_cluster_queue_with_its_class() -> None:
 def test_a_name_the_snapshot_uses_is_kept_apart() -> None:
     (sub,) = subs_of(job("old"))
     assert sub.key == "old" and sub.workload is not None and sub.workload["name"] == "old-2"
+
+
+EXISTING = (
+    "<manifest>[0]: Job ml/old is already on the cluster (its Workload ml/job-old-x1y2z is "
+    "admitted): `kubectl apply` would not create a new workload, it would update that Job "
+    "(or be refused: a Job's pod template cannot change); predicted here as a new one, 'old-2'"
+)
+
+
+def test_a_job_already_on_the_cluster_is_a_warning() -> None:
+    """Issue 32 item 4: the answer is for a new workload; applied, the name is taken."""
+    (sub,) = subs_of(job("old"))
+    assert sub.warnings == [EXISTING]
+    other_namespace = job("old")
+    other_namespace["metadata"]["namespace"] = "other"
+    other_namespace["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+    data = snapshot()
+    data["x-snapshot"]["localQueues"].append(
+        {"namespace": "other", "name": "team-a", "clusterQueue": "team-a"}
+    )
+    (sub,) = subs_of(other_namespace, data=data)
+    assert sub.warnings == []  # another namespace: another Job
+
+
+def test_a_hand_written_scenario_warns_on_its_own_workload_names() -> None:
+    data = snapshot()
+    del data["x-snapshot"]
+    doc = job("old")
+    doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+    (sub,) = subs_of(doc, data=data)
+    assert sub.warnings == [
+        "<manifest>[0]: the scenario already has a workload named 'old' (admitted): on a "
+        "cluster `kubectl apply` would update that object, not create a new workload; "
+        "predicted here as a new one, 'old-2'"
+    ]
+
+
+def test_the_json_and_html_carry_the_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job("old", count=1)))
+    argv = ["simulate", str(tmp_path / "job.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    warning = EXISTING.replace("<manifest>[0]", str(tmp_path / "job.yaml"))
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0 and json.loads(out)["old"]["warnings"] == [warning]
+    assert f"simulate: warning: {warning}" in err.splitlines()
+    code, out, err = run_cli(capsys, *argv, "--format", "html")
+    assert code == 0 and "is already on the cluster" in out and "predicted here as a new one" in out
 
 
 def test_priority_from_the_pod_priority_class_or_the_global_default() -> None:
@@ -135,6 +185,7 @@ def test_a_missing_local_queue_is_what_kueue_reports() -> None:
     lost, left = subs_of(doc, gone)
     assert lost.workload is None and lost.outcome is not None
     assert lost.outcome.message == "LocalQueue nope doesn't exist"
+    assert lost.notes == ["LocalQueues in namespace ml: lq-a, lq-gone"]
     assert left.outcome is not None and left.outcome.message.startswith("ClusterQueue team-z ")
 
 
@@ -143,8 +194,9 @@ def test_a_missing_local_queue_is_what_kueue_reports() -> None:
     [
         ({"kueue.x-k8s.io/queue-name": None},
          "<manifest>[0]: metadata.labels.kueue.x-k8s.io/queue-name: missing: Kueue manages only "
-         "workloads with a queue (manageJobsWithoutQueueName is off by default); LocalQueues in "
-         "namespace ml: lq-a, lq-gone"),
+         "workloads with a queue (manageJobsWithoutQueueName is off by default); applied as it "
+         "is, it would run outside Kueue, its pods taking capacity Kueue counts on; LocalQueues "
+         "in namespace ml: lq-a, lq-gone"),
         ({"kueue.x-k8s.io/priority-class": "urgent"},
          "<manifest>[0]: metadata.labels.kueue.x-k8s.io/priority-class: no WorkloadPriorityClass "
          "'urgent' on the cluster (known: high, low)"),
@@ -218,7 +270,8 @@ def test_the_command_reads_manifest_files_and_a_snapshot_file(tmp_path: Path) ->
     assert done.stderr.strip().splitlines() == [
         f"{tmp_path / 'bad.yaml'}: metadata.labels.kueue.x-k8s.io/queue-name: missing: Kueue "
         "manages only workloads with a queue (manageJobsWithoutQueueName is off by default); "
-        "LocalQueues in namespace ml: lq-a, lq-gone"
+        "applied as it is, it would run outside Kueue, its pods taking capacity Kueue counts "
+        "on; LocalQueues in namespace ml: lq-a, lq-gone"
     ]
 
 
@@ -251,3 +304,98 @@ def test_the_sim_engine_answers_as_the_fit_model() -> None:
     fit = simulate.to_json(simulate.predict(snapshot(), subs, "fit", "snap.yaml"))
     assert sim == fit
     assert sim["urgent"]["preempts"] == ["ml/job-old-x1y2z"]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from harness.cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_misspelt_kueue_annotation_is_a_warning_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kueue ignores `podset-requierd-topology` (so the prediction is unconstrained), but the
+    user hears of it: on stderr and in the JSON, and the exit code stays 0 (issue 32 item 2)."""
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    doc = job("typo", count=1)
+    doc["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-requierd-topology": HOST
+    }
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(doc))
+    argv = ["simulate", str(tmp_path / "job.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    code, out, err = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0
+    warning = (
+        f"{tmp_path / 'job.yaml'}: spec.template.metadata.annotations."
+        "kueue.x-k8s.io/podset-requierd-topology: not a Kueue key, Kueue ignores it; "
+        "did you mean 'kueue.x-k8s.io/podset-required-topology'?"
+    )
+    assert f"simulate: warning: {warning}" in err.splitlines()
+    got = json.loads(out)
+    assert got["typo"]["admitted"] is True and got["typo"]["warnings"] == [warning]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0 and f"simulate: warning: {warning}" in err.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("docs", "fail_on", "code"),
+    [
+        ([job("small", count=1)], "pending,preempts,unschedulable", 0),
+        ([job("huge", cpus="6", count=1)], "pending", 1),
+        ([job("huge", cpus="6", count=1)], "preempts,unschedulable", 0),
+        ([job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"})], "preempts", 1),
+        ([job("urgent", labels={"kueue.x-k8s.io/priority-class": "high"})], "pending", 0),
+    ],
+)  # fmt: skip
+def test_fail_on_turns_a_condition_into_exit_1(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    docs: list[dict[str, Any]],
+    fail_on: str,
+    code: int,
+) -> None:
+    """`--fail-on` (issue 32 item 3): exit 1 when a named condition holds for any submitted
+    job, 0 otherwise; without it a waiting job is exit 0 as before."""
+    (tmp_path / "snap.yaml").write_text(yaml.safe_dump(snapshot()))
+    (tmp_path / "jobs.yaml").write_text(yaml.safe_dump_all(docs))
+    argv = ["simulate", str(tmp_path / "jobs.yaml"), "--from", str(tmp_path / "snap.yaml")]
+    assert run_cli(capsys, *argv)[0] == 0
+    got, _, err = run_cli(capsys, *argv, "--fail-on", fail_on)
+    assert got == code
+    if code:
+        assert "simulate: failing (--fail-on " in err
+
+
+def test_fail_on_refuses_an_unknown_condition(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, "simulate", "x.yaml", "--fail-on", "pending,pendng")
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "--fail-on: unknown condition 'pendng'" in err and "did you mean 'pending'?" in err
+
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "simulate", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit codes: 0" in text and "1 when a --fail-on condition holds" in text
+    assert "2 bad input" in text
+
+
+def test_unschedulable_pods_are_shown_and_fail_on_them() -> None:
+    """Admitted, but a pod never runs (docs/scenario-extensions.md): said in text and JSON,
+    and `--fail-on unschedulable` holds."""
+    from harness.live import fail_on
+    from harness.results.outcome import Outcome
+
+    wide = simulate.Prediction(Outcome(
+        admitted=True, placement={"main": {"r1": 1}}, unschedulable={"main": 1},
+        unschedulable_reasons={"main": "kube-scheduler: 0/2 nodes are available"}))  # fmt: skip
+    assert wide.to_json()["unschedulable"] == {"main": 1}
+    assert simulate.render_text({"wide": wide}).splitlines()[-1] == (
+        "  unschedulable: main: 1 pod(s) would never run (kube-scheduler: 0/2 nodes are available)"
+    )
+    assert fail_on.failing({"wide": wide}, ("pending", "unschedulable")) == ["wide: unschedulable"]

@@ -246,6 +246,9 @@ def test_a_cluster_becomes_a_loadable_version2_scenario() -> None:
     assert scenario.priority(scenario.workloads[1]) == 50
     assert data["x-snapshot"]["workloads"] == {"old": "ml/job-old-abc12", "next": "ml/job-next-def34",
                                                "urgent": "ml/job-pc-1"}  # fmt: skip
+    # Which object owns each (issue 32 item 4: simulate tells a name already in use).
+    assert data["x-snapshot"]["owners"] == {"ml/Job/old": "old", "ml/Job/next": "next",
+                                            "ml/Job/urgent": "urgent"}  # fmt: skip
     assert data["x-snapshot"]["localQueues"][0] == {
         "namespace": "ml",
         "name": "lq-a",
@@ -315,13 +318,15 @@ def test_a_large_snapshot_file_reads_its_long_lists_as_json(tmp_path: Path) -> N
     nodes, usage and admitted one JSON line each, in a form the strict YAML reader hands to
     `json` (harness/scenario/json_items.py). A change to that form would pass every other test."""
     big = state()
-    big.nodes += [node(f"x{i}", f"r{i // 8}") for i in range(100)]
-    big.pods += [pod(f"p{i}", f"x{i}", {GPU: "1"}, owner=("DaemonSet", "d")) for i in range(100)]
+    # 200 nodes: the YAML remainder (x-snapshot's names and owners of the 3 workloads, the
+    # ClusterQueues) stays a small share of a large file, as it is of a real one.
+    big.nodes += [node(f"x{i}", f"r{i // 8}") for i in range(200)]
+    big.pods += [pod(f"p{i}", f"x{i}", {GPU: "1"}, owner=("DaemonSet", "d")) for i in range(200)]
     text = render(snapshot(big))
     fast = json_items.substitute(text)
     assert fast is not None
     remainder, runs = fast
-    assert sum(len(run.values) for run in runs.values()) >= 200 + 2  # nodes, usage, admitted
+    assert sum(len(run.values) for run in runs.values()) >= 400 + 2  # nodes, usage, admitted
     assert len(remainder) < len(text) / 10
     path = tmp_path / "snap.yaml"
     path.write_text(text)

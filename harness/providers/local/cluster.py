@@ -41,7 +41,7 @@ from harness.logtail import quoted_tail
 from harness.providers import health
 from harness.providers.base import ClusterError, ClusterHandle, ComponentCrashed, ProviderBase
 from harness.providers.kwok import stages_yaml
-from harness.providers.local import detached, lifecycle
+from harness.providers.local import detached, lifecycle, owner
 from harness.providers.local import spec as localspec
 from harness.providers.local.janitor import Janitor
 from harness.providers.process import Process
@@ -318,6 +318,7 @@ class LocalCluster(ProviderBase):
         root.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="kth-local-", dir=root))
         layout = self.layout = localspec.Layout(run_dir, _shm_dir(run_dir.name))
+        owner.write_owner(run_dir)  # `leftovers` tells a cluster in use from one left behind
         if not self.keep:  # a kept cluster outlives this process on purpose
             kept = () if self.keep_run_dir else (run_dir,)
             self._janitor = Janitor((layout.etcd_data, *kept))

@@ -30,6 +30,15 @@ def _ours(pid: int, run_dir: Path) -> bool:
         return False
 
 
+def is_running(run_dir: Path) -> bool:
+    """Some process of the kept cluster in `run_dir` still runs."""
+    try:
+        state = json.loads((run_dir / STATE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return any(_ours(int(pid), run_dir) for pid in (state.get("pids") or {}).values())
+
+
 def _stop_pid(pid: int, run_dir: Path, grace: float) -> None:
     if not _ours(pid, run_dir):
         return
