@@ -16,7 +16,7 @@ from harness.html import outcomes_page
 from harness.results.outcome import Outcome
 from harness.scenario.loader import scenario_from_data
 
-DATA = Path(__file__).resolve().parent / "data" / "explain"
+DATA = Path(__file__).resolve().parents[1] / "data" / "explain"
 
 
 @pytest.fixture(scope="module")
