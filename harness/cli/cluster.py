@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     up.add_argument(
         "scenario",
         nargs="?",
-        help="scenario YAML file (default: suites/guide/guide-required-host.yaml's cluster "
+        help="scenario YAML file (default: the guide's example cluster "
         "without its workloads: 3 nodes of 4 GPUs in 2 racks)",
     )
     up.add_argument(

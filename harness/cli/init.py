@@ -16,10 +16,15 @@ import yaml
 from harness.errors import InputError
 
 STARTER = Path(__file__).resolve().parent / "starter"
-"""The starter's files, shipped as package data and copied as they are (the example too,
-unless a snapshot makes it). Stored names lose `.tmpl` (so this package's own pytest and ruff
-leave them alone) and turn a leading `dot-` into `.` (package data skips dot files)."""
+"""The starter's files, shipped as package data and copied as they are (the example scenario
+comes from GUIDE_EXAMPLE, or from a snapshot). Stored names lose `.tmpl` (so this package's
+own pytest and ruff leave them alone) and turn a leading `dot-` into `.` (package data skips
+dot files)."""
 EXAMPLE = Path("scenarios") / "example.yaml"
+GUIDE_EXAMPLE = (
+    Path(__file__).resolve().parents[1] / "scenario" / "examples" / "guide-required-host.yaml"
+)
+"""The example scenario (the guide's first cluster and job), also `up`'s default shape."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -59,8 +64,9 @@ def starter_files(snapshot: Path | None) -> dict[Path, str]:
         for path in sorted(STARTER.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     }
-    if snapshot is not None:
-        files[EXAMPLE] = example_from_snapshot(snapshot)
+    files[EXAMPLE] = (
+        GUIDE_EXAMPLE.read_text() if snapshot is None else example_from_snapshot(snapshot)
+    )
     return files
 
 

@@ -63,7 +63,7 @@ def running() -> list[Path]:
 
 
 DEFAULT_SHAPE = (
-    Path(__file__).resolve().parents[2] / "suites" / "guide" / "guide-required-host.yaml"
+    Path(__file__).resolve().parents[1] / "scenario" / "examples" / "guide-required-host.yaml"
 )
 """`up` without a scenario: the guide's first cluster (three 4-GPU nodes in two racks, two of
 them half busy), the one docs/getting-started.md starts from."""
@@ -83,7 +83,7 @@ def default_scenario() -> tuple[Scenario, str]:
     data["name"] = "up-default"
     scenario = covering_nodes(scenario_from_data(data, str(DEFAULT_SHAPE)))
     said = (
-        f"no scenario given: the shape of {DEFAULT_SHAPE.relative_to(DEFAULT_SHAPE.parents[2])} "
+        "no scenario given: the guide's example cluster (suites/guide/guide-required-host) "
         f"without its workloads ({len(scenario.nodes)} nodes of 4 GPUs in 2 racks, "
         f"{len(scenario.usage)} of them half busy); `up SCENARIO.yaml` brings up your own"
     )

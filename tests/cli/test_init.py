@@ -31,6 +31,16 @@ def test_init_writes_a_starter_whose_scenarios_pass_on_the_fit_model(tmp_path: P
     assert (tmp_path / ".kth" / "report.html").is_file()  # where pytest.ini says, git-ignored
 
 
+def test_the_example_is_the_guides_first_scenario() -> None:
+    """One example (also `up`'s default shape), kept equal to the suite file it copies."""
+    from harness.cli.init import GUIDE_EXAMPLE
+
+    example = yaml.safe_load(GUIDE_EXAMPLE.read_text())
+    suite = yaml.safe_load((REPO / "suites" / "guide" / "guide-required-host.yaml").read_text())
+    for key in ("topology", "flavor", "nodes", "usage", "workloads", "expect"):
+        assert example[key] == suite[key], key
+
+
 def test_init_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     assert main(["init", str(tmp_path)]) == 2

@@ -9,7 +9,7 @@ import pytest
 
 from harness.live import updown
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_down_forgets_what_it_cannot_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +43,7 @@ def test_up_without_a_scenario_has_the_guide_shape_with_queues_for_any_job() -> 
     scenario, said = updown.default_scenario()
     assert [n.name for n in scenario.nodes] == ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
     assert scenario.workloads == () and scenario.expect is None
-    assert "suites/guide/guide-required-host.yaml" in said and "without its workloads" in said
+    assert "suites/guide/guide-required-host" in said and "without its workloads" in said
     (cq,) = scenario.cluster_queues
     assert set(cq.resource_groups[0].covered) == {"cpu", "memory", "nvidia.com/gpu", "pods"}
 
@@ -107,7 +107,7 @@ def test_up_alone_brings_up_the_default_shape_once(tmp_path: Path) -> None:
     try:
         assert done.returncode == 0, done.stderr
         assert (
-            "up: no scenario given: the shape of suites/guide/guide-required-host.yaml"
+            "up: no scenario given: the guide's example cluster (suites/guide/guide-required-host)"
             in done.stderr
         )
         queue = re.search(r"^up: LocalQueue default/(\S+) -> ClusterQueue \1$", done.stderr, re.M)
