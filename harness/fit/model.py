@@ -15,11 +15,13 @@ from harness.errors import UnsupportedVersionError
 from harness.fit.binding import Binder, Unplaceable
 from harness.fit.cycle import fit_v2
 from harness.fit.faults import Faults, Gates, Held, StepReport
+from harness.fit.flavors import pod_set_groups
 from harness.fit.placement import PlacementFailed, place
 from harness.fit.queueing import scheduling_hash
 from harness.fit.quota import quota_reasons, quota_request, requests_something
 from harness.fit.request import placement_request
 from harness.fit.resources import ResourceVector, add_into, from_quantities
+from harness.fit.tas_step import lowest_values
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
@@ -147,9 +149,8 @@ def _after_step(state: _State) -> dict[str, Outcome]:
 
 
 def _placement_of(state: _State, name: str, held: Held) -> Placement:
-    tree = state.tree()
     return {
-        ps.name: _by_lowest_value(tree, held.per_leaf[ps.name])
+        ps.name: lowest_values(held.per_leaf[ps.name])
         for ps in state.workloads[name].pod_sets
         if ps.name in held.per_leaf
     }
@@ -188,12 +189,7 @@ def _stuck_at_head(outcome: Outcome | None) -> bool:
 
 
 def _groups(workload: Workload) -> list[list[PodSet]]:
-    groups: dict[str, list[PodSet]] = {}
-    for index, pod_set in enumerate(workload.pod_sets):
-        tr = pod_set.topology
-        key = tr.group if tr is not None and tr.group is not None else f"#{index}"
-        groups.setdefault(key, []).append(pod_set)
-    return list(groups.values())
+    return [[workload.pod_sets[i] for i in g] for g in pod_set_groups(workload)]
 
 
 def _schedule(
@@ -260,7 +256,7 @@ def _schedule(
                 if not state.rules.assumed_usage_counts_pods:
                     usage = {name: value * count for name, value in per_pod.items()}
                 add_into(assumed.setdefault(key, {}), usage)
-            placement[pod_set.name] = _by_lowest_value(tree, per_leaf)
+            placement[pod_set.name] = lowest_values(per_leaf)
             per_leaf_by_pod_set[pod_set.name] = dict(per_leaf)
     placed = [p for members in groups for p in members]
     asks_a_slot = state.rules.pod_slots_held("pods" in scenario.queue.nominal_quota) > 1
@@ -327,14 +323,6 @@ def _with_binding(outcome: Outcome, bound: Unplaceable) -> Outcome:
 def _usage_of(per_pod: ResourceVector, count: int) -> ResourceVector:
     out = {name: value * count for name, value in per_pod.items()}
     out["pods"] = out.get("pods", 0) + count
-    return out
-
-
-def _by_lowest_value(tree: Tree, per_leaf: dict[LeafKey, int]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for key, count in per_leaf.items():
-        label = key if isinstance(key, str) else key[-1]
-        out[label] = out.get(label, 0) + count
     return out
 
 
