@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain
+from harness.fit.binding import Binder
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -30,7 +31,6 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
-from harness.fit.shared_nodes import NodeBinder
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -122,7 +122,7 @@ class Model:
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
-        self.binder = NodeBinder(scenario)
+        self.binder = Binder(scenario)
 
     # -- the world outside the scheduler ------------------------------------------------------
 
@@ -132,6 +132,7 @@ class Model:
         cq = self.scenario.cluster_queue(a.queue)
         quota: dict[tuple[str, str], int] = {}
         tas: dict[str, dict[LeafKey, dict[str, int]]] = {}
+        per_leaf: dict[str, dict[LeafKey, int]] = {}
         for aps in a.pod_sets:
             ps = aps.pod_set
             units = {r: kueue_units(r, q) for r, q in ps.requests.items()}
@@ -149,6 +150,7 @@ class Model:
             per_pod["pods"] = per_pod.get("pods", 0) + slots
             for node, count in (aps.placement or {}).items():
                 key = leaf_key(self.nodes[node], topology.levels)
+                per_leaf.setdefault(ps.name, {})[key] = count
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count
@@ -172,6 +174,7 @@ class Model:
                 tas=tas,
                 flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
                 placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+                per_leaf=per_leaf,
             )
         )
 
@@ -259,16 +262,27 @@ class Model:
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
     def _hold(self, held: Holding) -> None:
-        """The workload holds quota and TAS capacity; its pods on nodes are released and
-        bound (shared_nodes: a node Kueue over-commits leaves some waiting)."""
+        """The workload holds quota and TAS capacity; its pods are released and bound
+        (harness.fit.binding: a node Kueue over-commits leaves some waiting)."""
         self.snap.hold(held)
-        shapes = {
-            ps.name: (ps, held.flavors[ps.name])
-            for ps in self.workloads[held.name].pod_sets
-            if held.flavors.get(ps.name)
-        }
-        self.binder.admit(held.name, shapes, held.placement, self.nodes, self.usage)
+        w = self.workloads[held.name]
+        self.binder.admit(w, self._released(w, held), held.per_leaf, self.nodes, self.usage)
         self._note_unschedulable(held.name)
+
+    def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
+        """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
+        (None where none was assigned: their pods stay gated)."""
+        cq = self.scenario.cluster_queue(held.cq)
+        out: dict[str, str | None] = {}
+        for ps in w.pod_sets:
+            if requests_tas(cq, self.scenario, ps):
+                names = held.flavors.get(ps.name, "").split(",")
+                tas = [f for f in names if f and self._is_tas(f)]
+                out[ps.name] = tas[0] if tas else None
+        return out
+
+    def _is_tas(self, flavor: str) -> bool:
+        return self.scenario.resource_flavor(flavor).topology_name is not None
 
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
@@ -284,9 +298,9 @@ class Model:
     def _note_unschedulable(self, name: str) -> None:
         outcome = self.outcomes.get(name)
         if outcome is not None and outcome.admitted:
-            counts, reasons = self.binder.unschedulable(name)
+            bound = self.binder.unplaceable(name)
             self.outcomes[name] = replace(
-                outcome, unschedulable=counts, unschedulable_reasons=reasons
+                outcome, unschedulable=bound.counts, unschedulable_reasons=bound.reasons
             )
 
     def _tas_flavors_of(self, node: Node) -> list[Flavor]:
@@ -643,6 +657,7 @@ class Model:
             tas=tas_usage,
             flavors=flavors,
             placement=placement,
+            per_leaf={ps: dict(leaves) for ps, leaves in entry.per_leaf.items()},
         )
 
     def _evict(self, victim: Holding, entry: Entry, reason: str) -> None:

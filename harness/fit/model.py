@@ -175,7 +175,9 @@ def _attempt(state: _State, workload: Workload, trace: Trace | None) -> Outcome:
     outcome, admitted = _schedule(state, workload, trace)
     if admitted is not None:
         state.admitted[workload.name] = admitted
-        bound = state.binder.admit(workload, admitted.per_leaf, state.nodes, state.usage)
+        flavor = state.scenario.flavor.name
+        flavors: dict[str, str | None] = {ps.name: flavor for ps in workload.pod_sets}
+        bound = state.binder.admit(workload, flavors, admitted.per_leaf, state.nodes, state.usage)
         outcome = _with_binding(outcome, bound)
     else:
         state.pending.append(workload)
