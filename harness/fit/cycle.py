@@ -1,4 +1,4 @@
-"""The version-2 driver: Kueue's scheduling cycles over several ClusterQueues (rules §3.2-3.4,
+"""The scheduler model: Kueue's scheduling cycles over several ClusterQueues (rules §3.2-3.4,
 §6, §7: pkg/scheduler/scheduler.go schedule, nominate, getAssignments,
 updateAssignmentForTAS, processEntry, fits, reserveCapacityForUnreclaimablePreempt,
 requeueAndUpdate).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError, UnsupportedVersionError
+from harness.errors import HarnessError
 from harness.fit import explain
 from harness.fit.binding import Binder
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
@@ -41,7 +41,7 @@ from harness.fit.tas_step import (
     usage_of,
 )
 from harness.fit.ties import Nondeterministic, TieBreak
-from harness.fit.tree import LeafKey
+from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules, upgraded_rules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.fit.webhook import webhook_rejection
@@ -110,6 +110,7 @@ class Model:
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
+        self.observe: Callable[[str, Tree], None] | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.preempted: set[str] = set()
         self.cycle = 0
@@ -487,7 +488,8 @@ class Model:
         if a.mode.preemption == NO_FIT or not entry.tas:
             return
         if a.mode.visible == "Fit":
-            result = place_workload(self.snap.tas, entry.tas, rules=self.rules)
+            observe = self._observer(entry.name)
+            result = place_workload(self.snap.tas, entry.tas, rules=self.rules, observe=observe)
             if result.failures:
                 ps, reason = self._failure(entry, result)
                 a.reasons.setdefault(ps, []).append(reason)
@@ -503,6 +505,13 @@ class Model:
             return
         for tr in entry.tas:
             a.set_mode(tr.pod_set.name, PREEMPT)
+
+    def _observer(self, name: str) -> Callable[[str, Tree], None] | None:
+        """--explain-domains: the free capacity per domain the placement saw."""
+        observe = self.observe
+        if observe is None:
+            return None
+        return lambda pod_set, tree: observe(f"{name}/{pod_set}", tree)
 
     def _failure(self, entry: Entry, result: TasResult) -> tuple[str, str]:
         """`TASAssignmentsResult.Failure`: one failing pod set, in Go map order (rules §8)."""
@@ -701,34 +710,6 @@ def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
     return tuple(node.labels.get(level, "") for level in levels)
 
 
-Outcomes = tuple[dict[str, Outcome], list[dict[str, Outcome]]]
-
-
-def _run(scenario: Scenario, ties: TieBreak, note: Note | None, rules: KueueRules) -> Outcomes:
-    model = Model(scenario, ties, note, rules)
-    for index, a in enumerate(scenario.admitted):
-        model.hold_admitted(a, index)
-    for workload in scenario.workloads:
-        # Each submission settles before the next (contract v2, "Rules").
-        model.submit(workload)
-        model.settle()
-    initial = dict(model.outcomes)
-    after_steps = []
-    for step in scenario.steps:
-        if step.action == "submit":
-            assert isinstance(step.target, Workload)
-            model.submit(step.target)
-        elif step.action == "delete-workload":
-            model.delete(str(step.target))
-        elif step.action == "upgrade-kueue":
-            model.upgrade(str(step.target))
-        else:
-            model.change_nodes(step)
-        model.settle()
-        after_steps.append(dict(model.outcomes))
-    return initial, after_steps
-
-
 MODELLED_GATES = {
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,
@@ -751,27 +732,3 @@ MODELLED_EITHER_WAY = (
 )
 """Gates whose off value (an older version's default) is modelled: the driver reads them
 (the last through KueueRules.shares_usage)."""
-
-
-def fit_v2(
-    scenario: Scenario, note: Note | None = None, rules: KueueRules = RULES[DEFAULT_KUEUE]
-) -> Outcomes:
-    """Outcomes after every workload was submitted and the cycles settled, and after each
-    step. Where Kueue breaks a tie at random the scenario is replayed with the ties broken
-    the other way; if that changes an outcome, Nondeterministic (rules §8)."""
-    for gate, value in MODELLED_GATES.items():
-        if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
-            raise UnsupportedVersionError(
-                f"{scenario.path}: featureGates.{gate}: {not value} is not modelled by the "
-                f"fit model"
-            )
-    ties = TieBreak()
-    initial, after_steps = _run(scenario, ties, note, rules)
-    if ties.seen:
-        again = _run(scenario, TieBreak(reverse=True), None, rules)
-        if again != (initial, after_steps):
-            raise Nondeterministic(
-                f"{scenario.path}: Kueue's outcome depends on a tie it breaks at random: "
-                f"{ties.seen[0]}"
-            )
-    return initial, after_steps

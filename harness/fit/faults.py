@@ -31,6 +31,7 @@ from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
 from harness.scenario import (
     Eviction,
+    Flavor,
     Node,
     PodFault,
     Scenario,
@@ -38,6 +39,7 @@ from harness.scenario import (
     Taint,
     TaintChange,
     Toleration,
+    Topology,
     Usage,
     Workload,
 )
@@ -75,14 +77,8 @@ class Gates:
         )
 
 
-@dataclass
-class Held:
-    """An admitted workload as the fit model keeps it: quota, TAS usage per leaf, and pods
-    per leaf per pod set (its topology assignment)."""
-
-    quota: ResourceVector
-    tas: dict[LeafKey, ResourceVector]
-    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
+PerLeaf = dict[str, dict[LeafKey, int]]
+"""A topology assignment: pod set -> leaf -> pods."""
 
 
 class World(Protocol):
@@ -91,12 +87,25 @@ class World(Protocol):
     scenario: Scenario
     nodes: dict[str, Node]
     usage: list[Usage]
-    admitted: dict[str, Held]
     binder: Binder
 
     def workload(self, name: str) -> Workload: ...
 
-    def tree(self) -> Tree: ...
+    def assignments(self) -> dict[str, PerLeaf]:
+        """Every admitted workload's topology assignment, in admission order."""
+        ...
+
+    def tas_flavor(self, name: str) -> Flavor | None:
+        """The one TAS flavor the workload's pod sets are placed on (None: no TAS)."""
+        ...
+
+    def tree(self, flavor: str) -> Tree:
+        """The flavor's TAS snapshot now: every admitted workload's usage on the nodes."""
+        ...
+
+    def reassign(self, name: str, per_leaf: PerLeaf) -> None:
+        """The second pass repaired the assignment: it holds these leaves from now on."""
+        ...
 
     def evict(self, name: str) -> None: ...
 
@@ -206,25 +215,31 @@ class Faults:
         again). The node controller reacts to a pod's end (100 ms batching) before its
         replacement pod is created, released and bound, so it judges the pods left."""
         changed = False
-        if not (world.scenario.topology.lowest_is_hostname and self.gates.replacement):
-            self._not_watched(world)
-            self._rebind(world)
-            return False
-        for name in list(world.admitted):
-            changed |= self._node_controller(world, name)
-        for name in list(world.admitted):
-            if self.unhealthy.get(name):
+        watched = [n for n in world.assignments() if self._watched(world, n)]
+        self._not_watched(world)
+        for name in watched:
+            if name in world.assignments():
+                changed |= self._node_controller(world, name)
+        for name in watched:
+            if name in world.assignments() and self.unhealthy.get(name):
                 changed |= self._second_pass(world, name)
         self._rebind(world)
         return changed
 
+    def _watched(self, world: World, name: str) -> bool:
+        """Kueue's node controller follows the workload's nodes: the gate is on and its
+        assignment names nodes (the topology's lowest level is the hostname)."""
+        topology = _topology(world, name)
+        return self.gates.replacement and topology is not None and topology.lowest_is_hostname
+
     def _rebind(self, world: World) -> None:
+        assignments = world.assignments()
         for name in sorted(self.touched):
-            held = world.admitted.get(name)
-            if held is not None:
+            per_leaf = assignments.get(name)
+            if per_leaf is not None:
                 blocked = frozenset(self.unhealthy.get(name, ()))
                 world.binder.reassign(
-                    world.workload(name), held.per_leaf, world.nodes, world.usage, blocked
+                    world.workload(name), per_leaf, world.nodes, world.usage, blocked
                 )
         self.touched.clear()
 
@@ -237,15 +252,16 @@ class Faults:
             else "the topology's lowest level is not kubernetes.io/hostname, so the assignment "
             "names no node and Kueue never sees a node fail (it keeps the assignment)"
         )
+        assignments = world.assignments()
         for name in sorted(self.touched):
-            if name in world.admitted:
+            if name in assignments and not self._watched(world, name):
                 self.report.note(name, Note("not-watched", why))
 
     def _node_controller(self, world: World, name: str) -> bool:
         """Per node of the assignment: failed for this workload, or healthy again."""
-        held, listed = world.admitted[name], self.unhealthy.setdefault(name, [])
+        listed = self.unhealthy.setdefault(name, [])
         changed = False
-        for node in _assigned_nodes(world, held):
+        for node in _assigned_nodes(world, name):
             health = self.health(world, name, node)
             failed = health.failed
             if failed and node not in listed:
@@ -338,10 +354,11 @@ class Faults:
     def _second_pass(self, world: World, name: str) -> bool:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
         order, each seeing the earlier ones' replacements; the first failure stops it."""
-        held, failed = world.admitted[name], self.unhealthy[name][0]
-        tree = world.tree()
+        per_leaf, failed = world.assignments()[name], self.unhealthy[name][0]
+        flavor = world.tas_flavor(name)
+        assert flavor is not None  # watched: placed on a TAS flavor
+        tree = world.tree(flavor.name)
         w = world.workload(name)
-        flavor = world.scenario.flavor
         mixed = world.scenario.feature_gates.get("TASProfileMixed", True)
         rules = self.rules
         self._late_pods(world, name, failed)
@@ -349,7 +366,7 @@ class Faults:
         repaired: dict[str, dict[LeafKey, int]] = {}
         replaced: dict[str, dict[str, tuple[str, ...]]] = {}
         for ps in w.pod_sets:
-            current = held.per_leaf.get(ps.name, {})
+            current = per_leaf.get(ps.name, {})
             if failed not in current:
                 continue
             unconstrained = ps.topology is None or ps.topology.mode not in ("required", "preferred")
@@ -381,9 +398,7 @@ class Faults:
                 add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
             repaired[ps.name] = found.assignment
             replaced[ps.name] = {failed: tuple(sorted(str(k) for k in found.added))}
-        held.per_leaf.update(repaired)
-        covers_pods = "pods" in world.scenario.queue.nominal_quota
-        held.tas = _tas_usage(w, held.per_leaf, rules.pod_slots_held(covers_pods))
+        world.reassign(name, per_leaf | repaired)
         self.report.replaced.setdefault(name, {}).update(replaced)
         self.unhealthy[name] = []
         self.touched.add(name)
@@ -413,12 +428,13 @@ class Faults:
 
     def drift(self, world: World, name: str) -> dict[str, dict[str, int]]:
         """Running pods on nodes the assignment no longer names (kueue#12735)."""
-        if not world.scenario.topology.lowest_is_hostname:
+        topology = _topology(world, name)
+        if topology is None or not topology.lowest_is_hostname:
             return {}
-        held = world.admitted[name]
+        per_leaf = world.assignments()[name]
         out: dict[str, dict[str, int]] = {}
         for b in world.binder.pods_of(name):
-            if not b.terminating and b.node not in held.per_leaf.get(b.pod_set, {}):
+            if not b.terminating and b.node not in per_leaf.get(b.pod_set, {}):
                 per = out.setdefault(b.pod_set, {})
                 per[b.node] = per.get(b.node, 0) + b.count
         return out
@@ -427,22 +443,28 @@ class Faults:
 def _holders(world: World) -> dict[LeafKey, list[str]]:
     """Who holds each node: admitted workloads, then usage."""
     out: dict[LeafKey, list[str]] = {}
-    for name, held in world.admitted.items():
-        for key in held.tas:
+    for name, per_leaf in world.assignments().items():
+        for key in dict.fromkeys(k for leaves in per_leaf.values() for k in leaves):
             out.setdefault(key, []).append(name)
     for u in world.usage:
         out.setdefault(u.node, []).append(u.name or f"usage on {u.node}")
     return out
 
 
-def _assigned_nodes(world: World, held: Held) -> Iterator[str]:
+def _topology(world: World, name: str) -> Topology | None:
+    flavor = world.tas_flavor(name)
+    return world.scenario.topology_of(flavor) if flavor is not None else None
+
+
+def _assigned_nodes(world: World, name: str) -> Iterator[str]:
     """The assignment's nodes in the order Kueue's node controller records their failures
     when pods on several end at once: pod-set order, then the assignment's domain order
     (sorted by level values), which is the pods' rank order (the ungater puts rank i on the
     i-th domain: topology_ungater.go rankToDomainID), which is the order a step ends them in.
     Kueue's multiple-failure message lists the nodes in that order (x3 before x1 when x3's
     rack sorts first)."""
-    levels = world.scenario.topology.levels
+    topology = _topology(world, name)
+    levels = topology.levels if topology is not None else ()
     known = {n.name: n for n in world.scenario.nodes} | world.nodes
 
     def values(node: str) -> tuple[str, ...]:
@@ -450,7 +472,7 @@ def _assigned_nodes(world: World, held: Held) -> Iterator[str]:
         return (*(labels.get(level, "") for level in levels[:-1]), node)
 
     seen: set[str] = set()
-    for per_leaf in held.per_leaf.values():
+    for per_leaf in world.assignments()[name].values():
         for key in sorted((k for k in per_leaf if isinstance(k, str)), key=values):
             if key not in seen:
                 seen.add(key)
@@ -463,12 +485,12 @@ def _tolerations_on(
     """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
     its own tolerations and the flavor's (v0.17.1, `with_flavor` False: its own only,
     workload.PodSetsOnNode)."""
-    held, flavor = world.admitted[name], world.scenario.flavor
-    extra = flavor.tolerations if with_flavor else ()
+    per_leaf, flavor = world.assignments()[name], world.tas_flavor(name)
+    extra = flavor.tolerations if with_flavor and flavor is not None else ()
     return [
         ps.tolerations + extra
         for ps in world.workload(name).pod_sets
-        if node in held.per_leaf.get(ps.name, {})
+        if node in per_leaf.get(ps.name, {})
     ]
 
 
@@ -479,18 +501,4 @@ def _tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
 def _with_pod(per_pod: ResourceVector) -> ResourceVector:
     out = dict(per_pod)
     out["pods"] = out.get("pods", 0) + 1
-    return out
-
-
-def _tas_usage(
-    w: Workload, per_leaf: dict[str, dict[LeafKey, int]], slots: int = 1
-) -> dict[LeafKey, ResourceVector]:
-    """The TAS usage of the repaired assignment; `slots`: pod slots per pod
-    (KueueRules.pod_slots_held: two on v0.17.1 where the ClusterQueue covers `pods`)."""
-    out: dict[LeafKey, ResourceVector] = {}
-    for ps in w.pod_sets:
-        per_pod = from_quantities(ps.requests)
-        per_pod = per_pod | {"pods": per_pod.get("pods", 0) + slots}
-        for key, n in per_leaf.get(ps.name, {}).items():
-            add_into(out.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
     return out

@@ -12,7 +12,7 @@ was made on; `add_cache` is the first kind (between cycles), `add` the second. B
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.placement import PlacementFailed, leaf_exclusion, place
@@ -207,10 +207,12 @@ def place_workload(
     requests: list[TasRequest],
     simulate_empty: bool = False,
     rules: KueueRules = RULES[DEFAULT_KUEUE],
+    observe: Callable[[str, Tree], None] | None = None,
 ) -> TasResult:
     """`FindTopologyAssignmentsForWorkload`: flavors in name order; on each, pod set groups
     in order, each placed with the earlier ones' usage assumed (shared across hostname-level
-    flavors when they share usage); a flavor stops at its first failing group."""
+    flavors when they share usage); a flavor stops at its first failing group. `observe`
+    (--explain-domains): each group's workers pod set and the tree with its counts filled."""
     scenario, out = trees.scenario, TasResult()
     shared: dict[LeafKey, ResourceVector] = {}
     for flavor_name in sorted({tr.flavor for tr in requests}):
@@ -226,6 +228,7 @@ def place_workload(
             mixed = scenario.feature_gates.get("TASProfileMixed", True)
             balanced = rules.balanced(scenario)
             algo = rules.counting(best_fit=not (request.unconstrained and mixed))
+            name = request.workers.name
             try:
                 result = place(
                     tree,
@@ -234,6 +237,7 @@ def place_workload(
                     assumed,
                     algo,
                     balanced,
+                    (lambda t: observe(name, t)) if observe else None,  # noqa: B023
                     simulate_empty=simulate_empty,
                 )
             except PlacementFailed as failed:
