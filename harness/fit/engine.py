@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
-from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Model, Note
+from harness.fit.cluster import Cluster
+from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
 from harness.fit.tas_step import TasRequest, lowest_values, usage_of
 from harness.fit.ties import Nondeterministic, TieBreak
@@ -101,7 +102,7 @@ def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRu
     return FitResult(outcomes=initial, steps=after_steps, faults=reports)
 
 
-class Engine(Model):
+class Engine(Cluster):
     """The scheduler model with Kueue's node-failure handling: the world the fault rules
     read and change (faults.World)."""
 
