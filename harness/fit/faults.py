@@ -13,101 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from harness.errors import UnsupportedVersionError
-from harness.fit.binding import Binder
-from harness.fit.faultnotes import (
-    NodeHealth,
-    Note,
-    pods_running,
-    taint_words,
-)
+from harness.fit.faultnotes import NodeHealth, Note
 from harness.fit.faultwhy import WAITS, no_replacement_note, replaced_note
-from harness.fit.kubescheduler import Pod
+from harness.fit.faultworld import PerLeaf as PerLeaf
+from harness.fit.faultworld import World, tas_topology
+from harness.fit.nodehealth import Gates as Gates
+from harness.fit.nodehealth import node_health
 from harness.fit.replacement import ReplacementFailed, find_replacement
 from harness.fit.resources import ResourceVector, add_into, from_quantities
-from harness.fit.tree import LeafKey, Tree
+from harness.fit.tree import LeafKey
 from harness.fit.versions import RULES, KueueRules
-from harness.scenario import (
-    Eviction,
-    Flavor,
-    Node,
-    PodFault,
-    Scenario,
-    Step,
-    Taint,
-    TaintChange,
-    Toleration,
-    Topology,
-    Usage,
-    Workload,
-)
+from harness.scenario import Eviction, PodFault, Step, Taint, TaintChange
 
 MULTIPLE_FAILURES = (
     "Workload eviction triggered due to multiple TAS assigned node failures, including: {}"
 )
 NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): {}"
-SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True)
-class Gates:
-    """The feature gates of node replacement (pkg/features/kube_features.go, v0.19.2
-    defaults)."""
-
-    replacement: bool = True
-    fail_fast: bool = True
-    on_pod_termination: bool = True
-    on_taints: bool = True
-    over_fixed_time: bool = False
-
-    @classmethod
-    def of(cls, scenario: Scenario, rules: KueueRules | None = None) -> Gates:
-        """The scenario's gates on `rules`' version (None: v0.19.2). Before v0.19 the NotReady
-        timer is no gate but always on (KueueRules.not_ready_timer_gated)."""
-        g = scenario.feature_gates
-        timer = g.get("TASReplaceNodeDueToNotReadyOverFixedTime", False)
-        return cls(
-            replacement=g.get("TASFailedNodeReplacement", True),
-            fail_fast=g.get("TASFailedNodeReplacementFailFast", True),
-            on_pod_termination=g.get("TASReplaceNodeOnPodTermination", True),
-            on_taints=g.get("TASReplaceNodeOnNodeTaints", True),
-            over_fixed_time=timer if rules is None or rules.not_ready_timer_gated else True,
-        )
-
-
-PerLeaf = dict[str, dict[LeafKey, int]]
-"""A topology assignment: pod set -> leaf -> pods."""
-
-
-class World(Protocol):
-    """What the fault rules read and change in the fit model's state."""
-
-    scenario: Scenario
-    nodes: dict[str, Node]
-    usage: list[Usage]
-    binder: Binder
-
-    def workload(self, name: str) -> Workload: ...
-
-    def assignments(self) -> dict[str, PerLeaf]:
-        """Every admitted workload's topology assignment, in admission order."""
-        ...
-
-    def tas_flavor(self, name: str) -> Flavor | None:
-        """The one TAS flavor the workload's pod sets are placed on (None: no TAS)."""
-        ...
-
-    def tree(self, flavor: str) -> Tree:
-        """The flavor's TAS snapshot now: every admitted workload's usage on the nodes."""
-        ...
-
-    def reassign(self, name: str, per_leaf: PerLeaf) -> None:
-        """The second pass repaired the assignment: it holds these leaves from now on."""
-        ...
-
-    def evict(self, name: str) -> None: ...
 
 
 @dataclass
@@ -229,7 +152,7 @@ class Faults:
     def _watched(self, world: World, name: str) -> bool:
         """Kueue's node controller follows the workload's nodes: the gate is on and its
         assignment names nodes (the topology's lowest level is the hostname)."""
-        topology = _topology(world, name)
+        topology = tas_topology(world, name)
         return self.gates.replacement and topology is not None and topology.lowest_is_hostname
 
     def _rebind(self, world: World) -> None:
@@ -262,7 +185,7 @@ class Faults:
         listed = self.unhealthy.setdefault(name, [])
         changed = False
         for node in _assigned_nodes(world, name):
-            health = self.health(world, name, node)
+            health = node_health(world, self.gates, self.rules, name, node)
             failed = health.failed
             if failed and node not in listed:
                 if listed:
@@ -300,56 +223,6 @@ class Faults:
                 detail={"unhealthyNodes": [*listed, node]},
             ),
         )
-
-    def failed_for(self, world: World, name: str, node_name: str) -> bool:
-        """getWorkloadStatus: has this node failed for this workload?"""
-        return self.health(world, name, node_name).failed
-
-    def health(self, world: World, name: str, node_name: str) -> NodeHealth:
-        """failed_for, with why in words."""
-        node = world.nodes.get(node_name)
-        if node is None:
-            return NodeHealth(True, "the node was deleted")
-        g = self.gates
-        running = sum(b.count for b in world.binder.pods_of(name, node_name) if not b.terminating)
-        if not node.ready:
-            if g.over_fixed_time or not g.on_pod_termination:
-                # the step dates NotReady NodeFailureDelay (30 s) back
-                gate = "TASReplaceNodeDueToNotReadyOverFixedTime is on"
-                if not self.rules.not_ready_timer_gated:
-                    gate = f"always on Kueue {self.rules.version}, kueue#13043"
-                if not g.on_pod_termination:
-                    gate = "TASReplaceNodeOnPodTermination is off"
-                return NodeHealth(True, f"NotReady for 30 s ({gate}: its pods do not matter)")
-            if running:
-                return NodeHealth(False, f"NotReady, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, "NotReady and none of its pods still runs there")
-        taints = [t for t in node.taints if t.effect in SCHEDULING_EFFECTS]
-        if not taints:
-            return NodeHealth(False, "")
-        if not g.on_taints:
-            return NodeHealth(
-                False, f"{taint_words(taints)} ignored: TASReplaceNodeOnNodeTaints is off"
-            )
-        tolerations = _tolerations_on(
-            world, name, node_name, self.rules.taints_judged_with_flavor_tolerations
-        )
-        untolerated = [t for t in taints if not all(_tolerates(ts, t) for ts in tolerations)]
-        if untolerated:
-            what = f"untolerated {taint_words(untolerated)}"
-            if not g.on_pod_termination:
-                return NodeHealth(True, f"{what} (TASReplaceNodeOnPodTermination is off)")
-            if running:
-                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, f"{what} and none of its pods still runs there")
-        permanent = [tuple(t for t in ts if t.toleration_seconds is None) for ts in tolerations]
-        timed = [t for t in taints if not all(_tolerates(ts, t) for ts in permanent)]
-        if timed:
-            what = f"{taint_words(timed)} tolerated only for tolerationSeconds"
-            if running:
-                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, f"{what} and none of its pods still runs there")
-        return NodeHealth(False, f"{taint_words(taints)} tolerated by its pod sets")
 
     def _second_pass(self, world: World, name: str) -> bool:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
@@ -428,7 +301,7 @@ class Faults:
 
     def drift(self, world: World, name: str) -> dict[str, dict[str, int]]:
         """Running pods on nodes the assignment no longer names (kueue#12735)."""
-        topology = _topology(world, name)
+        topology = tas_topology(world, name)
         if topology is None or not topology.lowest_is_hostname:
             return {}
         per_leaf = world.assignments()[name]
@@ -451,11 +324,6 @@ def _holders(world: World) -> dict[LeafKey, list[str]]:
     return out
 
 
-def _topology(world: World, name: str) -> Topology | None:
-    flavor = world.tas_flavor(name)
-    return world.scenario.topology_of(flavor) if flavor is not None else None
-
-
 def _assigned_nodes(world: World, name: str) -> Iterator[str]:
     """The assignment's nodes in the order Kueue's node controller records their failures
     when pods on several end at once: pod-set order, then the assignment's domain order
@@ -463,7 +331,7 @@ def _assigned_nodes(world: World, name: str) -> Iterator[str]:
     i-th domain: topology_ungater.go rankToDomainID), which is the order a step ends them in.
     Kueue's multiple-failure message lists the nodes in that order (x3 before x1 when x3's
     rack sorts first)."""
-    topology = _topology(world, name)
+    topology = tas_topology(world, name)
     levels = topology.levels if topology is not None else ()
     known = {n.name: n for n in world.scenario.nodes} | world.nodes
 
@@ -477,25 +345,6 @@ def _assigned_nodes(world: World, name: str) -> Iterator[str]:
             if key not in seen:
                 seen.add(key)
                 yield key
-
-
-def _tolerations_on(
-    world: World, name: str, node: str, with_flavor: bool = True
-) -> list[tuple[Toleration, ...]]:
-    """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
-    its own tolerations and the flavor's (v0.17.1, `with_flavor` False: its own only,
-    workload.PodSetsOnNode)."""
-    per_leaf, flavor = world.assignments()[name], world.tas_flavor(name)
-    extra = flavor.tolerations if with_flavor and flavor is not None else ()
-    return [
-        ps.tolerations + extra
-        for ps in world.workload(name).pod_sets
-        if node in per_leaf.get(ps.name, {})
-    ]
-
-
-def _tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
-    return Pod({}, {}, tolerations).tolerates(taint)
 
 
 def _with_pod(per_pod: ResourceVector) -> ResourceVector:
