@@ -22,6 +22,7 @@ from harness.fit.faultworld import World, tas_topology
 from harness.fit.nodehealth import Gates as Gates
 from harness.fit.nodehealth import node_health
 from harness.fit.replacement import ReplacementFailed, find_replacement
+from harness.fit.request import with_pod
 from harness.fit.resources import ResourceVector, add_into, from_quantities
 from harness.fit.tree import LeafKey
 from harness.fit.versions import RULES, KueueRules
@@ -266,7 +267,7 @@ class Faults:
             self.report.note(name, replaced_note(tree, ps, failed, found))
             per_pod = from_quantities(ps.requests)
             if rules.assumed_usage_counts_pods:  # v0.17.1's addAssumedUsage: no `pods`
-                per_pod = _with_pod(per_pod)
+                per_pod = with_pod(per_pod)
             for key, n in found.added.items():
                 add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
             repaired[ps.name] = found.assignment
@@ -345,9 +346,3 @@ def _assigned_nodes(world: World, name: str) -> Iterator[str]:
             if key not in seen:
                 seen.add(key)
                 yield key
-
-
-def _with_pod(per_pod: ResourceVector) -> ResourceVector:
-    out = dict(per_pod)
-    out["pods"] = out.get("pods", 0) + 1
-    return out

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.placement import PlacementFailed, leaf_exclusion, place
-from harness.fit.request import placed_pods, placement_request, with_pod
+from harness.fit.request import placed_pods, placement_request, pod_set_groups, with_pod
 from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import RULES, KueueRules
@@ -219,11 +219,9 @@ def place_workload(
         tree = trees.trees[flavor_name]
         flavor = scenario.resource_flavor(flavor_name)
         assumed = shared if tree.hostname_lowest and trees.share else {}
-        groups: dict[str, list[PodSet]] = {}
-        for index, tr in enumerate(r for r in requests if r.flavor == flavor_name):
-            tp = tr.pod_set.topology
-            groups.setdefault(tp.group if tp and tp.group else f"\0{index}", []).append(tr.pod_set)
-        for members in groups.values():
+        pod_sets = [r.pod_set for r in requests if r.flavor == flavor_name]
+        for indices in pod_set_groups(pod_sets):
+            members = [pod_sets[i] for i in indices]
             request = placement_request(tree.topology, members)
             mixed = scenario.feature_gates.get("TASProfileMixed", True)
             balanced = rules.balanced(scenario)
