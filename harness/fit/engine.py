@@ -186,15 +186,10 @@ class Engine(Cluster):
     def assignments(self) -> dict[str, PerLeaf]:
         return {name: held.per_leaf for name, held in self.snap.holding.items()}
 
-    def tas_flavor(self, name: str) -> Flavor | None:
+    def pod_set_flavors(self, name: str) -> dict[str, Flavor]:
         held = self.snap.holding[name]
-        found = {f for f in self._released(self.workloads[name], held).values() if f}
-        if len(found) > 1:
-            raise UnsupportedVersionError(
-                f"{self.scenario.path}: workload {name} is placed on several TAS flavors "
-                f"({', '.join(sorted(found))}): node failures under it are not modelled"
-            )
-        return self.scenario.resource_flavor(found.pop()) if found else None
+        flavors = self._released(self.workloads[name], held).items()
+        return {ps: self.scenario.resource_flavor(f) for ps, f in flavors if f}
 
     def tree(self, flavor: str) -> Tree:
         return self.snap.tas.trees[flavor]

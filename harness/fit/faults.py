@@ -18,7 +18,7 @@ from harness.errors import UnsupportedVersionError
 from harness.fit.faultnotes import NodeHealth, Note
 from harness.fit.faultwhy import WAITS, no_replacement_note, replaced_note
 from harness.fit.faultworld import PerLeaf as PerLeaf
-from harness.fit.faultworld import World, tas_topology
+from harness.fit.faultworld import World, on_nodes
 from harness.fit.nodehealth import Gates as Gates
 from harness.fit.nodehealth import node_health
 from harness.fit.replacement import ReplacementFailed, find_replacement
@@ -153,8 +153,7 @@ class Faults:
     def _watched(self, world: World, name: str) -> bool:
         """Kueue's node controller follows the workload's nodes: the gate is on and its
         assignment names nodes (the topology's lowest level is the hostname)."""
-        topology = tas_topology(world, name)
-        return self.gates.replacement and topology is not None and topology.lowest_is_hostname
+        return self.gates.replacement and bool(on_nodes(world, name))
 
     def _rebind(self, world: World) -> None:
         assignments = world.assignments()
@@ -229,9 +228,7 @@ class Faults:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
         order, each seeing the earlier ones' replacements; the first failure stops it."""
         per_leaf, failed = world.assignments()[name], self.unhealthy[name][0]
-        flavor = world.tas_flavor(name)
-        assert flavor is not None  # watched: placed on a TAS flavor
-        tree = world.tree(flavor.name)
+        watched = on_nodes(world, name)
         w = world.workload(name)
         mixed = world.scenario.feature_gates.get("TASProfileMixed", True)
         rules = self.rules
@@ -241,8 +238,10 @@ class Faults:
         replaced: dict[str, dict[str, tuple[str, ...]]] = {}
         for ps in w.pod_sets:
             current = per_leaf.get(ps.name, {})
-            if failed not in current:
+            if failed not in current or ps.name not in watched:
                 continue
+            flavor, _ = watched[ps.name]
+            tree = world.tree(flavor.name)
             unconstrained = ps.topology is None or ps.topology.mode not in ("required", "preferred")
             algo = rules.counting(best_fit=not (unconstrained and mixed))
             try:
@@ -302,13 +301,13 @@ class Faults:
 
     def drift(self, world: World, name: str) -> dict[str, dict[str, int]]:
         """Running pods on nodes the assignment no longer names (kueue#12735)."""
-        topology = tas_topology(world, name)
-        if topology is None or not topology.lowest_is_hostname:
-            return {}
+        watched = on_nodes(world, name)
         per_leaf = world.assignments()[name]
         out: dict[str, dict[str, int]] = {}
         for b in world.binder.pods_of(name):
-            if not b.terminating and b.node not in per_leaf.get(b.pod_set, {}):
+            if b.terminating or b.pod_set not in watched:
+                continue
+            if b.node not in per_leaf.get(b.pod_set, {}):
                 per = out.setdefault(b.pod_set, {})
                 per[b.node] = per.get(b.node, 0) + b.count
         return out
@@ -332,17 +331,20 @@ def _assigned_nodes(world: World, name: str) -> Iterator[str]:
     i-th domain: topology_ungater.go rankToDomainID), which is the order a step ends them in.
     Kueue's multiple-failure message lists the nodes in that order (x3 before x1 when x3's
     rack sorts first)."""
-    topology = tas_topology(world, name)
-    levels = topology.levels if topology is not None else ()
+    watched = on_nodes(world, name)
     known = {n.name: n for n in world.scenario.nodes} | world.nodes
 
-    def values(node: str) -> tuple[str, ...]:
+    def values(node: str, levels: tuple[str, ...]) -> tuple[str, ...]:
         labels = known[node].labels if node in known else {}
         return (*(labels.get(level, "") for level in levels[:-1]), node)
 
     seen: set[str] = set()
-    for per_leaf in world.assignments()[name].values():
-        for key in sorted((k for k in per_leaf if isinstance(k, str)), key=values):
+    for ps, per_leaf in world.assignments()[name].items():
+        if ps not in watched:
+            continue
+        levels = watched[ps][1].levels
+        keys = (k for k in per_leaf if isinstance(k, str))
+        for key in sorted(keys, key=lambda k: values(k, levels)):
             if key not in seen:
                 seen.add(key)
                 yield key

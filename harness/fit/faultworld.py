@@ -27,8 +27,8 @@ class World(Protocol):
         """Every admitted workload's topology assignment, in admission order."""
         ...
 
-    def tas_flavor(self, name: str) -> Flavor | None:
-        """The one TAS flavor the workload's pod sets are placed on (None: no TAS)."""
+    def pod_set_flavors(self, name: str) -> dict[str, Flavor]:
+        """The workload's pod sets placed by TAS -> the TAS flavor each is placed on."""
         ...
 
     def tree(self, flavor: str) -> Tree:
@@ -42,6 +42,13 @@ class World(Protocol):
     def evict(self, name: str) -> None: ...
 
 
-def tas_topology(world: World, name: str) -> Topology | None:
-    flavor = world.tas_flavor(name)
-    return world.scenario.topology_of(flavor) if flavor is not None else None
+def on_nodes(world: World, name: str) -> dict[str, tuple[Flavor, Topology]]:
+    """The workload's pod sets whose assignment names nodes (their flavor's topology's lowest
+    level is the hostname) -> that flavor and topology: the ones Kueue's node controller
+    watches."""
+    out = {}
+    for ps, flavor in world.pod_set_flavors(name).items():
+        topology = world.scenario.topology_of(flavor)
+        if topology is not None and topology.lowest_is_hostname:
+            out[ps] = (flavor, topology)
+    return out

@@ -94,12 +94,11 @@ def tolerations_on(
     """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
     its own tolerations and the flavor's (v0.17.1, `with_flavor` False: its own only,
     workload.PodSetsOnNode)."""
-    per_leaf, flavor = world.assignments()[name], world.tas_flavor(name)
-    extra = flavor.tolerations if with_flavor and flavor is not None else ()
+    per_leaf, flavors = world.assignments()[name], world.pod_set_flavors(name)
     return [
-        ps.tolerations + extra
+        ps.tolerations + (flavors[ps.name].tolerations if with_flavor else ())
         for ps in world.workload(name).pod_sets
-        if node in per_leaf.get(ps.name, {})
+        if node in per_leaf.get(ps.name, {}) and ps.name in flavors
     ]
 
 
