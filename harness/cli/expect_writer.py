@@ -31,14 +31,15 @@ _WIDE = 1 << 16  # never fold a long message over several lines
 Entries = dict[str, dict[str, Any]]
 
 
-def expectation_data(outcomes: Mapping[str, Outcome]) -> Entries:
-    """The `expect` mapping that states exactly these outcomes."""
+def expectation_data(outcomes: Mapping[str, Outcome], flavors: bool = True) -> Entries:
+    """The `expect` mapping that states exactly these outcomes; `flavors` False leaves out
+    the flavor each pod set was admitted on (a version-1 file has one, implied)."""
     expect = {}
     for name, outcome in outcomes.items():
         as_json = outcome.to_json()
         entry: dict[str, Any] = {"admitted": outcome.admitted}
         if outcome.admitted:
-            if as_json.get("flavors"):
+            if flavors and as_json.get("flavors"):
                 entry["flavors"] = as_json["flavors"]
             if as_json.get("placement"):
                 entry["placement"] = as_json["placement"]
@@ -70,13 +71,15 @@ def fill_expect(text: str, scenario: Scenario, predicted: FitResult) -> tuple[st
         raise ScenarioError(scenario.path, "", "the top level must be a mapping")
     edits: list[_Edit] = []
     filled: list[str] = []
-    _fill(text, root, "expect", scenario.expect, predicted.outcomes, edits, filled)
+    flavors = scenario.shorthand is None
+    _fill(text, root, "expect", scenario.expect, predicted.outcomes, edits, filled, flavors)
     steps = _value(root, "steps")
     for index, step in enumerate(scenario.steps):
         if steps is None or index >= len(predicted.steps):
             break
         where = f"steps[{index}].expect"
-        _fill(text, steps.value[index], where, step.expect, predicted.steps[index], edits, filled)
+        owner, outcomes = steps.value[index], predicted.steps[index]
+        _fill(text, owner, where, step.expect, outcomes, edits, filled, flavors)
     for edit in sorted(edits, key=lambda e: e.start, reverse=True):
         text = text[: edit.start] + edit.text + text[edit.end :]
     if filled:
@@ -92,9 +95,11 @@ def _fill(
     outcomes: Mapping[str, Outcome],
     edits: list[_Edit],
     filled: list[str],
+    flavors: bool = True,
 ) -> None:
     """Add the entries of `owner`'s `expect` that `written` lacks (all of it when empty)."""
-    missing = expectation_data({n: o for n, o in outcomes.items() if n not in (written or {})})
+    wanted = {n: o for n, o in outcomes.items() if n not in (written or {})}
+    missing = expectation_data(wanted, flavors)
     if not missing:
         return
     if not isinstance(owner, yaml.MappingNode):

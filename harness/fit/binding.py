@@ -19,8 +19,13 @@ the number that fits on a set of nodes does not depend on the order; where pods 
 shapes share nodes the real order (pods of one JobSet, or of two workloads admitted close
 together, are bound interleaved) can change which node is left, and this order is the
 approximation. What bound pods occupy is kept per node for later workloads; Kueue's own
-admission keeps counting the domain aggregate (harness.fit.model does not read this).
+admission keeps counting the domain aggregate (the scheduler model does not read this).
 Unbound pods are retried after every step, as kube-scheduler requeues them on cluster changes.
+
+Pods of every TAS flavor share the nodes: before v0.18 (KueueRules.overlapping_flavors_share_usage)
+a hostname-level flavor's snapshot counts only its own workloads' TAS pods, so Kueue can place
+a pod on a node a sibling flavor's pods already fill, and it waits here. Pod sets on a flavor
+without topology are not followed (kube-scheduler picks their node).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from harness.fit.kubescheduler import NodeLoad, Pod, best_node, filter_reasons
 from harness.fit.kubescheduler import unavailable_message as scheduler_message
 from harness.fit.resources import from_quantities
 from harness.fit.tree import LeafKey
-from harness.scenario.model import HOSTNAME, Node, PodSet, Scenario, Usage, Workload
+from harness.scenario.model import HOSTNAME, Flavor, Node, PodSet, Scenario, Usage, Workload
 
 PerLeaf = Mapping[str, Mapping[LeafKey, int]]
 
@@ -77,21 +82,27 @@ class Binder:
     bound: list[_Bound] = field(default_factory=list)
     waiting: dict[str, list[_Waiting]] = field(default_factory=dict)
     gated: dict[str, list[_Waiting]] = field(default_factory=dict)
+    flavors: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """Per workload: pod set -> its TAS flavor (the pod sets whose pods are followed)."""
 
     def admit(
         self,
         workload: Workload,
+        flavors: Mapping[str, str | None],
         per_leaf: PerLeaf,
         nodes: Mapping[str, Node],
         usage: list[Usage],
     ) -> Unplaceable:
-        """Release and bind an admitted workload's pods; what cannot run, per pod set."""
+        """Release and bind an admitted workload's pods; what cannot run. `flavors`: the pod
+        sets the ungater releases (those requesting TAS) -> their TAS flavor (None: none was
+        assigned, so no pod of it is ever released)."""
+        self.flavors[workload.name] = dict(flavors)
         gated: list[_Waiting] = []
         waiting: list[_Waiting] = []
-        for pod_set in workload.pod_sets:
+        for pod_set in self._followed(workload):
             leaves = per_leaf.get(pod_set.name, {})
             for key, count in sorted(leaves.items(), key=_by_path):
-                pod, conflict = self._released_pod(pod_set, key)
+                pod, conflict = self._released_pod(workload.name, pod_set, key)
                 item = _Waiting(pod_set.name, _domain_name(key), pod, count, conflict)
                 (gated if conflict else waiting).append(item)
             missing = pod_set.count - sum(leaves.values())
@@ -100,7 +111,8 @@ class Binder:
                     f"Kueue's topology assignment holds {sum(leaves.values())} of "
                     f"{pod_set.count} pods; the ungater has no domain for the rest"
                 )
-                gated.append(_Waiting(pod_set.name, "", self._plain_pod(pod_set), missing, why))
+                pod = self._plain_pod(workload.name, pod_set)
+                gated.append(_Waiting(pod_set.name, "", pod, missing, why))
         self.gated[workload.name] = gated
         self.waiting[workload.name] = waiting
         self._bind(workload.name, nodes, usage)
@@ -112,6 +124,7 @@ class Binder:
         self.bound = [b for b in self.bound if b.workload != workload or b.terminating]
         self.waiting.pop(workload, None)
         self.gated.pop(workload, None)
+        self.flavors.pop(workload, None)
 
     def pods_of(self, workload: str, node: str | None = None) -> list[_Bound]:
         """The workload's bound pods (on `node` only, if given), in binding order."""
@@ -137,16 +150,17 @@ class Binder:
         names are failed by Kueue and recreated, so nothing released earlier is kept."""
         gated: list[_Waiting] = []
         waiting: list[_Waiting] = []
-        for pod_set in workload.pod_sets:
+        for pod_set in self._followed(workload):
             mine = [b for b in self.pods_of(workload.name) if b.pod_set == pod_set.name]
             pending = pod_set.count - sum(b.count for b in mine if not b.terminating)
             for key, count in sorted(per_leaf.get(pod_set.name, {}).items(), key=_by_path):
-                there = sum(b.count for b in mine if self._in_domain(nodes.get(b.node), key))
+                levels = self._levels(workload.name, pod_set)
+                there = sum(b.count for b in mine if _in_domain(nodes.get(b.node), key, levels))
                 need = min(max(0, count - there), pending)
                 if need == 0:
                     continue
                 pending -= need
-                pod, conflict = self._released_pod(pod_set, key)
+                pod, conflict = self._released_pod(workload.name, pod_set, key)
                 if key in held_back:
                     conflict = (
                         f"stays scheduling-gated: {key} is in the Workload's unhealthyNodes "
@@ -159,19 +173,12 @@ class Binder:
                     "stays scheduling-gated: every domain of the assignment already has its "
                     "count of pods (terminating ones included)"
                 )
-                gated.append(_Waiting(pod_set.name, "", self._plain_pod(pod_set), pending, why))
+                pod = self._plain_pod(workload.name, pod_set)
+                gated.append(_Waiting(pod_set.name, "", pod, pending, why))
         self.gated[workload.name] = gated
         self.waiting[workload.name] = waiting
         self._bind(workload.name, nodes, usage)
         return self.unplaceable(workload.name)
-
-    def _in_domain(self, node: Node | None, key: LeafKey) -> bool:
-        if node is None:
-            return False
-        if isinstance(key, str):
-            return node.name == key
-        levels = self.scenario.topology.levels
-        return all(node.labels.get(level) == v for level, v in zip(levels, key, strict=True))
 
     def retry(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, Unplaceable]:
         """After a step: pods on deleted nodes are gone, unbound ones are tried again."""
@@ -194,19 +201,32 @@ class Binder:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _plain_pod(self, pod_set: PodSet) -> Pod:
-        """The pod as Kueue starts it: the flavor's nodeLabels and tolerations merged in."""
-        flavor = self.scenario.flavor
+    def _flavor(self, workload: str, pod_set: PodSet) -> Flavor:
+        name = self.flavors[workload][pod_set.name]
+        return self.scenario.resource_flavor(name) if name else Flavor(name="")
+
+    def _followed(self, workload: Workload) -> list[PodSet]:
+        """The pod sets placed by TAS, whose pods the ungater releases into domains."""
+        mine = self.flavors.get(workload.name, {})
+        return [ps for ps in workload.pod_sets if ps.name in mine]
+
+    def _levels(self, workload: str, pod_set: PodSet) -> tuple[str, ...]:
+        topology = self.scenario.topology_of(self._flavor(workload, pod_set))
+        return topology.levels if topology is not None else ()
+
+    def _plain_pod(self, workload: str, pod_set: PodSet) -> Pod:
+        """The pod as Kueue starts it: its flavor's nodeLabels and tolerations merged in."""
+        flavor = self._flavor(workload, pod_set)
         return Pod(
             requests=from_quantities(pod_set.requests),
             node_selector={**pod_set.node_selector, **flavor.node_labels},
             tolerations=pod_set.tolerations + flavor.tolerations,
         )
 
-    def _released_pod(self, pod_set: PodSet, key: LeafKey) -> tuple[Pod, str]:
+    def _released_pod(self, workload: str, pod_set: PodSet, key: LeafKey) -> tuple[Pod, str]:
         """The pod as the ungater would release it into this domain, or why it cannot."""
-        base = self._plain_pod(pod_set)
-        levels = self.scenario.topology.levels
+        base = self._plain_pod(workload, pod_set)
+        levels = self._levels(workload, pod_set)
         added = {HOSTNAME: key} if isinstance(key, str) else dict(zip(levels, key, strict=True))
         for label, value in added.items():
             own = base.node_selector.get(label)
@@ -278,6 +298,14 @@ class _Selecting:
                 if value is not None:
                     index.setdefault(value, []).append(n)
         return index
+
+
+def _in_domain(node: Node | None, key: LeafKey, levels: tuple[str, ...]) -> bool:
+    if node is None:
+        return False
+    if isinstance(key, str):
+        return node.name == key
+    return all(node.labels.get(level) == v for level, v in zip(levels, key, strict=True))
 
 
 def _path(key: LeafKey) -> tuple[str, ...]:

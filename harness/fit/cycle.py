@@ -1,4 +1,4 @@
-"""The version-2 driver: Kueue's scheduling cycles over several ClusterQueues (rules §3.2-3.4,
+"""The scheduler model: Kueue's scheduling cycles over several ClusterQueues (rules §3.2-3.4,
 §6, §7: pkg/scheduler/scheduler.go schedule, nominate, getAssignments,
 updateAssignmentForTAS, processEntry, fits, reserveCapacityForUnreclaimablePreempt,
 requeueAndUpdate).
@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError, UnsupportedVersionError
+from harness.errors import HarnessError
 from harness.fit import explain
+from harness.fit.binding import Binder
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -30,7 +31,6 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
-from harness.fit.shared_nodes import NodeBinder
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -41,21 +41,15 @@ from harness.fit.tas_step import (
     usage_of,
 )
 from harness.fit.ties import Nondeterministic, TieBreak
-from harness.fit.tree import LeafKey
-from harness.fit.versions import RULES, KueueRules, upgraded_rules
+from harness.fit.tree import LeafKey, Tree
+from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.versions import DEFAULT_KUEUE
-from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
-    AdmittedWorkload,
     ClusterQueue,
-    Flavor,
-    Node,
     Scenario,
-    Step,
-    Usage,
     Workload,
 )
 
@@ -110,6 +104,7 @@ class Model:
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
+        self.observe: Callable[[str, Tree], None] | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.preempted: set[str] = set()
         self.cycle = 0
@@ -122,153 +117,32 @@ class Model:
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
-        self.binder = NodeBinder(scenario)
-
-    # -- the world outside the scheduler ------------------------------------------------------
-
-    def hold_admitted(self, a: AdmittedWorkload, index: int) -> None:
-        """A workload admitted before the scenario starts, reserved one second apart in file
-        order before anything else."""
-        cq = self.scenario.cluster_queue(a.queue)
-        quota: dict[tuple[str, str], int] = {}
-        tas: dict[str, dict[LeafKey, dict[str, int]]] = {}
-        for aps in a.pod_sets:
-            ps = aps.pod_set
-            units = {r: kueue_units(r, q) for r, q in ps.requests.items()}
-            if cq.group_of("pods") is not None:
-                units["pods"] = units.get("pods", 0) + 1
-            for r, v in units.items():
-                if cq.group_of(r) is not None:
-                    fr = (aps.flavor, r)
-                    quota[fr] = quota.get(fr, 0) + v * ps.count
-            topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
-            if topology is None:
-                continue
-            per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
-            slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
-            per_pod["pods"] = per_pod.get("pods", 0) + slots
-            for node, count in (aps.placement or {}).items():
-                key = leaf_key(self.nodes[node], topology.levels)
-                target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
-                for r, v in per_pod.items():
-                    target[r] = target.get(r, 0) + v * count
-        self.workloads[a.name] = Workload(
-            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
-        )
-        self.outcomes[a.name] = Outcome(
-            admitted=True,
-            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
-            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
-        )
-        self._hold(
-            Holding(
-                name=a.name,
-                cq=a.queue,
-                priority=self.scenario.priority(a),
-                created=self.created[a.name],
-                reserved=index - len(self.scenario.admitted),
-                quota=quota,
-                frs=frozenset(quota),
-                tas=tas,
-                flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
-                placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
-            )
-        )
-
-    def submit(self, w: Workload) -> None:
-        """A workload created: Kueue's webhook refuses it, or it joins its queue."""
-        self.tick += 1
-        rejection = webhook_rejection(w)
-        if rejection is not None:
-            self.outcomes[w.name] = Outcome(admitted=False, message=rejection, rejected=True)
-            return
-        self.queues.push(self._pending(w))
-        self.outcomes.setdefault(w.name, NEVER_EVALUATED)
-
-    def delete(self, name: str) -> None:
-        """A workload deleted: its quota and nodes free up; if it held quota, the parked
-        workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued."""
-        self.tick += 1
-        self.outcomes.pop(name, None)
-        self.queues.delete(name)
-        held = self._release(name)
-        if held is not None:
-            self.generation[held.cq] += 1
-            self.queues.flush(self._cohort_of(held.cq))
-
-    def change_nodes(self, step: Step) -> None:
-        """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the
-        new nodes; a node change on a TAS flavor's nodes requeues every parked workload
-        (pkg/controller/tas/resource_flavor.go), a freed non-TAS pod those of the queues
-        using the node's flavors (non_tas_usage_controller.go); new usage requeues none."""
-        self.tick += 1
-        target, action = step.target, step.action
-        touched: Node | None = None
-        if action == "delete-usage":
-            gone = [u for u in self.usage if u.name == target]
-            self.usage = [u for u in self.usage if u.name != target]
-            touched = self.nodes.get(gone[0].node) if gone else None
-        elif action == "add-usage":
-            assert isinstance(target, Usage)
-            self.usage.append(target)
-        elif action in ("cordon", "uncordon"):
-            node = self.nodes[str(target)]
-            self.nodes[node.name] = touched = replace(node, unschedulable=action == "cordon")
-        elif action == "delete-node":
-            touched = self.nodes.pop(str(target), None)
-            self.usage = [u for u in self.usage if u.node != target]
-        elif action == "add-node":
-            assert isinstance(target, Node)
-            self.nodes[target.name] = touched = target
-        self.snap.rebuild_tas(self.nodes.values(), self.usage)
-        self._rebind()
-        flavors = [f for f in self._tas_flavors_of(touched)] if touched else []
-        if not flavors:
-            return
-        if action == "delete-usage" and not self.rules.requeue_on_non_tas_pod_deletion:
-            return  # kueue#13772 (fixed in v0.19.1): only the TAS cache learns of it
-        if action == "delete-usage":
-            names = {f.name for f in flavors}
-            using = [
-                cq.name
-                for cq in self.scenario.cluster_queues
-                if any(fq.name in names for g in cq.resource_groups for fq in g.flavors)
-            ]
-            self.queues.flush({m for cq in using for m in self._cohort_of(cq)})
-        else:
-            self.queues.flush([cq.name for cq in self.scenario.cluster_queues])
-
-    def upgrade(self, version: str) -> None:
-        """`upgrade-kueue`: the new Kueue rebuilds its queues from the Workloads, so every
-        pending workload is queued afresh and decided by the new version's rules; admitted
-        ones keep their quota and topology assignment."""
-        self.tick += 1
-        self.rules = upgraded_rules(self.scenario, self.rules, version)
-        self.queues.restart(self.rules.gate(self.scenario, "SchedulingEquivalenceHashing"))
-        self.preserve_scan = self.rules.gate(self.scenario, "FlavorFungibilityPreserveScanProgress")
-        self._rebuild_if_sharing_changed()
-
-    def _rebuild_if_sharing_changed(self) -> None:
-        """The new Kueue builds its TAS cache afresh: from v0.18 hostname-level flavors count
-        each other's usage on a shared node (KueueRules.overlapping_flavors_share_usage)."""
-        share = self.rules.shares_usage(self.scenario)
-        if share != self.snap.share:
-            self.snap.share = share
-            self.snap.rebuild_tas(self.nodes.values(), self.usage)
+        self.binder = Binder(scenario)
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
     def _hold(self, held: Holding) -> None:
-        """The workload holds quota and TAS capacity; its pods on nodes are released and
-        bound (shared_nodes: a node Kueue over-commits leaves some waiting)."""
+        """The workload holds quota and TAS capacity; its pods are released and bound
+        (harness.fit.binding: a node Kueue over-commits leaves some waiting)."""
         self.snap.hold(held)
-        shapes = {
-            ps.name: (ps, held.flavors[ps.name])
-            for ps in self.workloads[held.name].pod_sets
-            if held.flavors.get(ps.name)
-        }
-        self.binder.admit(held.name, shapes, held.placement, self.nodes, self.usage)
+        w = self.workloads[held.name]
+        self.binder.admit(w, self._released(w, held), held.per_leaf, self.nodes, self.usage)
         self._note_unschedulable(held.name)
+
+    def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
+        """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
+        (None where none was assigned: their pods stay gated)."""
+        cq = self.scenario.cluster_queue(held.cq)
+        out: dict[str, str | None] = {}
+        for ps in w.pod_sets:
+            if requests_tas(cq, self.scenario, ps):
+                names = held.flavors.get(ps.name, "").split(",")
+                tas = [f for f in names if f and self._is_tas(f)]
+                out[ps.name] = tas[0] if tas else None
+        return out
+
+    def _is_tas(self, flavor: str) -> bool:
+        return self.scenario.resource_flavor(flavor).topology_name is not None
 
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
@@ -284,19 +158,10 @@ class Model:
     def _note_unschedulable(self, name: str) -> None:
         outcome = self.outcomes.get(name)
         if outcome is not None and outcome.admitted:
-            counts, reasons = self.binder.unschedulable(name)
+            bound = self.binder.unplaceable(name)
             self.outcomes[name] = replace(
-                outcome, unschedulable=counts, unschedulable_reasons=reasons
+                outcome, unschedulable=bound.counts, unschedulable_reasons=bound.reasons
             )
-
-    def _tas_flavors_of(self, node: Node) -> list[Flavor]:
-        """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
-        out = []
-        for flavor in self.scenario.flavors_of(node):
-            topology = self.scenario.topology_of(flavor)
-            if topology is not None and all(level in node.labels for level in topology.levels):
-                out.append(flavor)
-        return out
 
     def _pending(self, w: Workload) -> Pending:
         priority = self.scenario.priority(w)
@@ -473,7 +338,8 @@ class Model:
         if a.mode.preemption == NO_FIT or not entry.tas:
             return
         if a.mode.visible == "Fit":
-            result = place_workload(self.snap.tas, entry.tas, rules=self.rules)
+            observe = self._observer(entry.name)
+            result = place_workload(self.snap.tas, entry.tas, rules=self.rules, observe=observe)
             if result.failures:
                 ps, reason = self._failure(entry, result)
                 a.reasons.setdefault(ps, []).append(reason)
@@ -489,6 +355,13 @@ class Model:
             return
         for tr in entry.tas:
             a.set_mode(tr.pod_set.name, PREEMPT)
+
+    def _observer(self, name: str) -> Callable[[str, Tree], None] | None:
+        """--explain-domains: the free capacity per domain the placement saw."""
+        observe = self.observe
+        if observe is None:
+            return None
+        return lambda pod_set, tree: observe(f"{name}/{pod_set}", tree)
 
     def _failure(self, entry: Entry, result: TasResult) -> tuple[str, str]:
         """`TASAssignmentsResult.Failure`: one failing pod set, in Go map order (rules §8)."""
@@ -643,6 +516,7 @@ class Model:
             tas=tas_usage,
             flavors=flavors,
             placement=placement,
+            per_leaf={ps: dict(leaves) for ps, leaves in entry.per_leaf.items()},
         )
 
     def _evict(self, victim: Holding, entry: Entry, reason: str) -> None:
@@ -680,40 +554,6 @@ def total_requests(
     return out
 
 
-def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
-    if levels[-1] == "kubernetes.io/hostname":
-        return node.name
-    return tuple(node.labels.get(level, "") for level in levels)
-
-
-Outcomes = tuple[dict[str, Outcome], list[dict[str, Outcome]]]
-
-
-def _run(scenario: Scenario, ties: TieBreak, note: Note | None, rules: KueueRules) -> Outcomes:
-    model = Model(scenario, ties, note, rules)
-    for index, a in enumerate(scenario.admitted):
-        model.hold_admitted(a, index)
-    for workload in scenario.workloads:
-        # Each submission settles before the next (contract v2, "Rules").
-        model.submit(workload)
-        model.settle()
-    initial = dict(model.outcomes)
-    after_steps = []
-    for step in scenario.steps:
-        if step.action == "submit":
-            assert isinstance(step.target, Workload)
-            model.submit(step.target)
-        elif step.action == "delete-workload":
-            model.delete(str(step.target))
-        elif step.action == "upgrade-kueue":
-            model.upgrade(str(step.target))
-        else:
-            model.change_nodes(step)
-        model.settle()
-        after_steps.append(dict(model.outcomes))
-    return initial, after_steps
-
-
 MODELLED_GATES = {
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,
@@ -736,27 +576,3 @@ MODELLED_EITHER_WAY = (
 )
 """Gates whose off value (an older version's default) is modelled: the driver reads them
 (the last through KueueRules.shares_usage)."""
-
-
-def fit_v2(
-    scenario: Scenario, note: Note | None = None, rules: KueueRules = RULES[DEFAULT_KUEUE]
-) -> Outcomes:
-    """Outcomes after every workload was submitted and the cycles settled, and after each
-    step. Where Kueue breaks a tie at random the scenario is replayed with the ties broken
-    the other way; if that changes an outcome, Nondeterministic (rules §8)."""
-    for gate, value in MODELLED_GATES.items():
-        if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
-            raise UnsupportedVersionError(
-                f"{scenario.path}: featureGates.{gate}: {not value} is not modelled by the "
-                f"fit model"
-            )
-    ties = TieBreak()
-    initial, after_steps = _run(scenario, ties, note, rules)
-    if ties.seen:
-        again = _run(scenario, TieBreak(reverse=True), None, rules)
-        if again != (initial, after_steps):
-            raise Nondeterministic(
-                f"{scenario.path}: Kueue's outcome depends on a tie it breaks at random: "
-                f"{ties.seen[0]}"
-            )
-    return initial, after_steps

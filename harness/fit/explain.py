@@ -1,5 +1,5 @@
 """`--explain-domains`: free capacity per domain at each level and why candidates were
-rejected (version 1); the flavors tried per pod set and the victims chosen (version 2).
+rejected; the flavors tried per pod set and the victims chosen.
 
 Reads what the model just evaluated; it adds nothing to the decision itself. `--explain`'s
 verdicts and what-if options are harness/whatif, which runs the model again on changed
@@ -84,7 +84,7 @@ def describe_mode(mode: Mode) -> str:
 
 
 def nomination(scenario: Scenario, w: Workload, a: Assignment, targets: list[Target]) -> list[str]:
-    """Version 2: each flavor looked at for each pod set (its mode, why it was passed over),
+    """Each flavor looked at for each pod set (its mode, why it was passed over),
     the flavor chosen, and the victims chosen with their reasons."""
     lines = []
     for ps in w.pod_sets:

@@ -13,92 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from harness.errors import UnsupportedVersionError
-from harness.fit.binding import Binder
-from harness.fit.faultnotes import (
-    NodeHealth,
-    Note,
-    pods_running,
-    taint_words,
-)
+from harness.fit.faultnotes import NodeHealth, Note
 from harness.fit.faultwhy import WAITS, no_replacement_note, replaced_note
-from harness.fit.kubescheduler import Pod
+from harness.fit.faultworld import PerLeaf as PerLeaf
+from harness.fit.faultworld import World, on_nodes
+from harness.fit.nodehealth import Gates as Gates
+from harness.fit.nodehealth import node_health
 from harness.fit.replacement import ReplacementFailed, find_replacement
+from harness.fit.request import with_pod
 from harness.fit.resources import ResourceVector, add_into, from_quantities
-from harness.fit.tree import LeafKey, Tree
+from harness.fit.tree import LeafKey
 from harness.fit.versions import RULES, KueueRules
-from harness.scenario.model import (
-    Eviction,
-    Node,
-    PodFault,
-    Scenario,
-    Step,
-    Taint,
-    TaintChange,
-    Toleration,
-    Usage,
-    Workload,
-)
+from harness.scenario.model import Eviction, PodFault, Step, Taint, TaintChange
 
 MULTIPLE_FAILURES = (
     "Workload eviction triggered due to multiple TAS assigned node failures, including: {}"
 )
 NO_REPLACEMENT = "Workload was evicted as there was no replacement for unhealthy node(s): {}"
-SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True)
-class Gates:
-    """The feature gates of node replacement (pkg/features/kube_features.go, v0.19.2
-    defaults)."""
-
-    replacement: bool = True
-    fail_fast: bool = True
-    on_pod_termination: bool = True
-    on_taints: bool = True
-    over_fixed_time: bool = False
-
-    @classmethod
-    def of(cls, scenario: Scenario, rules: KueueRules | None = None) -> Gates:
-        """The scenario's gates on `rules`' version (None: v0.19.2). Before v0.19 the NotReady
-        timer is no gate but always on (KueueRules.not_ready_timer_gated)."""
-        g = scenario.feature_gates
-        timer = g.get("TASReplaceNodeDueToNotReadyOverFixedTime", False)
-        return cls(
-            replacement=g.get("TASFailedNodeReplacement", True),
-            fail_fast=g.get("TASFailedNodeReplacementFailFast", True),
-            on_pod_termination=g.get("TASReplaceNodeOnPodTermination", True),
-            on_taints=g.get("TASReplaceNodeOnNodeTaints", True),
-            over_fixed_time=timer if rules is None or rules.not_ready_timer_gated else True,
-        )
-
-
-@dataclass
-class Held:
-    """An admitted workload as the fit model keeps it: quota, TAS usage per leaf, and pods
-    per leaf per pod set (its topology assignment)."""
-
-    quota: ResourceVector
-    tas: dict[LeafKey, ResourceVector]
-    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
-
-
-class World(Protocol):
-    """What the fault rules read and change in the fit model's state."""
-
-    scenario: Scenario
-    nodes: dict[str, Node]
-    usage: list[Usage]
-    admitted: dict[str, Held]
-    binder: Binder
-
-    def workload(self, name: str) -> Workload: ...
-
-    def tree(self) -> Tree: ...
-
-    def evict(self, name: str) -> None: ...
 
 
 @dataclass
@@ -206,25 +139,30 @@ class Faults:
         again). The node controller reacts to a pod's end (100 ms batching) before its
         replacement pod is created, released and bound, so it judges the pods left."""
         changed = False
-        if not (world.scenario.topology.lowest_is_hostname and self.gates.replacement):
-            self._not_watched(world)
-            self._rebind(world)
-            return False
-        for name in list(world.admitted):
-            changed |= self._node_controller(world, name)
-        for name in list(world.admitted):
-            if self.unhealthy.get(name):
+        watched = [n for n in world.assignments() if self._watched(world, n)]
+        self._not_watched(world)
+        for name in watched:
+            if name in world.assignments():
+                changed |= self._node_controller(world, name)
+        for name in watched:
+            if name in world.assignments() and self.unhealthy.get(name):
                 changed |= self._second_pass(world, name)
         self._rebind(world)
         return changed
 
+    def _watched(self, world: World, name: str) -> bool:
+        """Kueue's node controller follows the workload's nodes: the gate is on and its
+        assignment names nodes (the topology's lowest level is the hostname)."""
+        return self.gates.replacement and bool(on_nodes(world, name))
+
     def _rebind(self, world: World) -> None:
+        assignments = world.assignments()
         for name in sorted(self.touched):
-            held = world.admitted.get(name)
-            if held is not None:
+            per_leaf = assignments.get(name)
+            if per_leaf is not None:
                 blocked = frozenset(self.unhealthy.get(name, ()))
                 world.binder.reassign(
-                    world.workload(name), held.per_leaf, world.nodes, world.usage, blocked
+                    world.workload(name), per_leaf, world.nodes, world.usage, blocked
                 )
         self.touched.clear()
 
@@ -237,16 +175,17 @@ class Faults:
             else "the topology's lowest level is not kubernetes.io/hostname, so the assignment "
             "names no node and Kueue never sees a node fail (it keeps the assignment)"
         )
+        assignments = world.assignments()
         for name in sorted(self.touched):
-            if name in world.admitted:
+            if name in assignments and not self._watched(world, name):
                 self.report.note(name, Note("not-watched", why))
 
     def _node_controller(self, world: World, name: str) -> bool:
         """Per node of the assignment: failed for this workload, or healthy again."""
-        held, listed = world.admitted[name], self.unhealthy.setdefault(name, [])
+        listed = self.unhealthy.setdefault(name, [])
         changed = False
-        for node in _assigned_nodes(world, held):
-            health = self.health(world, name, node)
+        for node in _assigned_nodes(world, name):
+            health = node_health(world, self.gates, self.rules, name, node)
             failed = health.failed
             if failed and node not in listed:
                 if listed:
@@ -285,63 +224,12 @@ class Faults:
             ),
         )
 
-    def failed_for(self, world: World, name: str, node_name: str) -> bool:
-        """getWorkloadStatus: has this node failed for this workload?"""
-        return self.health(world, name, node_name).failed
-
-    def health(self, world: World, name: str, node_name: str) -> NodeHealth:
-        """failed_for, with why in words."""
-        node = world.nodes.get(node_name)
-        if node is None:
-            return NodeHealth(True, "the node was deleted")
-        g = self.gates
-        running = sum(b.count for b in world.binder.pods_of(name, node_name) if not b.terminating)
-        if not node.ready:
-            if g.over_fixed_time or not g.on_pod_termination:
-                # the step dates NotReady NodeFailureDelay (30 s) back
-                gate = "TASReplaceNodeDueToNotReadyOverFixedTime is on"
-                if not self.rules.not_ready_timer_gated:
-                    gate = f"always on Kueue {self.rules.version}, kueue#13043"
-                if not g.on_pod_termination:
-                    gate = "TASReplaceNodeOnPodTermination is off"
-                return NodeHealth(True, f"NotReady for 30 s ({gate}: its pods do not matter)")
-            if running:
-                return NodeHealth(False, f"NotReady, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, "NotReady and none of its pods still runs there")
-        taints = [t for t in node.taints if t.effect in SCHEDULING_EFFECTS]
-        if not taints:
-            return NodeHealth(False, "")
-        if not g.on_taints:
-            return NodeHealth(
-                False, f"{taint_words(taints)} ignored: TASReplaceNodeOnNodeTaints is off"
-            )
-        tolerations = _tolerations_on(
-            world, name, node_name, self.rules.taints_judged_with_flavor_tolerations
-        )
-        untolerated = [t for t in taints if not all(_tolerates(ts, t) for ts in tolerations)]
-        if untolerated:
-            what = f"untolerated {taint_words(untolerated)}"
-            if not g.on_pod_termination:
-                return NodeHealth(True, f"{what} (TASReplaceNodeOnPodTermination is off)")
-            if running:
-                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, f"{what} and none of its pods still runs there")
-        permanent = [tuple(t for t in ts if t.toleration_seconds is None) for ts in tolerations]
-        timed = [t for t in taints if not all(_tolerates(ts, t) for ts in permanent)]
-        if timed:
-            what = f"{taint_words(timed)} tolerated only for tolerationSeconds"
-            if running:
-                return NodeHealth(False, f"{what}, but {pods_running(running)}, so it is kept")
-            return NodeHealth(True, f"{what} and none of its pods still runs there")
-        return NodeHealth(False, f"{taint_words(taints)} tolerated by its pod sets")
-
     def _second_pass(self, world: World, name: str) -> bool:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
         order, each seeing the earlier ones' replacements; the first failure stops it."""
-        held, failed = world.admitted[name], self.unhealthy[name][0]
-        tree = world.tree()
+        per_leaf, failed = world.assignments()[name], self.unhealthy[name][0]
+        watched = on_nodes(world, name)
         w = world.workload(name)
-        flavor = world.scenario.flavor
         mixed = world.scenario.feature_gates.get("TASProfileMixed", True)
         rules = self.rules
         self._late_pods(world, name, failed)
@@ -349,9 +237,11 @@ class Faults:
         repaired: dict[str, dict[LeafKey, int]] = {}
         replaced: dict[str, dict[str, tuple[str, ...]]] = {}
         for ps in w.pod_sets:
-            current = held.per_leaf.get(ps.name, {})
-            if failed not in current:
+            current = per_leaf.get(ps.name, {})
+            if failed not in current or ps.name not in watched:
                 continue
+            flavor, _ = watched[ps.name]
+            tree = world.tree(flavor.name)
             unconstrained = ps.topology is None or ps.topology.mode not in ("required", "preferred")
             algo = rules.counting(best_fit=not (unconstrained and mixed))
             try:
@@ -376,14 +266,12 @@ class Faults:
             self.report.note(name, replaced_note(tree, ps, failed, found))
             per_pod = from_quantities(ps.requests)
             if rules.assumed_usage_counts_pods:  # v0.17.1's addAssumedUsage: no `pods`
-                per_pod = _with_pod(per_pod)
+                per_pod = with_pod(per_pod)
             for key, n in found.added.items():
                 add_into(assumed.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
             repaired[ps.name] = found.assignment
             replaced[ps.name] = {failed: tuple(sorted(str(k) for k in found.added))}
-        held.per_leaf.update(repaired)
-        covers_pods = "pods" in world.scenario.queue.nominal_quota
-        held.tas = _tas_usage(w, held.per_leaf, rules.pod_slots_held(covers_pods))
+        world.reassign(name, per_leaf | repaired)
         self.report.replaced.setdefault(name, {}).update(replaced)
         self.unhealthy[name] = []
         self.touched.add(name)
@@ -413,12 +301,13 @@ class Faults:
 
     def drift(self, world: World, name: str) -> dict[str, dict[str, int]]:
         """Running pods on nodes the assignment no longer names (kueue#12735)."""
-        if not world.scenario.topology.lowest_is_hostname:
-            return {}
-        held = world.admitted[name]
+        watched = on_nodes(world, name)
+        per_leaf = world.assignments()[name]
         out: dict[str, dict[str, int]] = {}
         for b in world.binder.pods_of(name):
-            if not b.terminating and b.node not in held.per_leaf.get(b.pod_set, {}):
+            if b.terminating or b.pod_set not in watched:
+                continue
+            if b.node not in per_leaf.get(b.pod_set, {}):
                 per = out.setdefault(b.pod_set, {})
                 per[b.node] = per.get(b.node, 0) + b.count
         return out
@@ -427,70 +316,35 @@ class Faults:
 def _holders(world: World) -> dict[LeafKey, list[str]]:
     """Who holds each node: admitted workloads, then usage."""
     out: dict[LeafKey, list[str]] = {}
-    for name, held in world.admitted.items():
-        for key in held.tas:
+    for name, per_leaf in world.assignments().items():
+        for key in dict.fromkeys(k for leaves in per_leaf.values() for k in leaves):
             out.setdefault(key, []).append(name)
     for u in world.usage:
         out.setdefault(u.node, []).append(u.name or f"usage on {u.node}")
     return out
 
 
-def _assigned_nodes(world: World, held: Held) -> Iterator[str]:
+def _assigned_nodes(world: World, name: str) -> Iterator[str]:
     """The assignment's nodes in the order Kueue's node controller records their failures
     when pods on several end at once: pod-set order, then the assignment's domain order
     (sorted by level values), which is the pods' rank order (the ungater puts rank i on the
     i-th domain: topology_ungater.go rankToDomainID), which is the order a step ends them in.
     Kueue's multiple-failure message lists the nodes in that order (x3 before x1 when x3's
     rack sorts first)."""
-    levels = world.scenario.topology.levels
+    watched = on_nodes(world, name)
     known = {n.name: n for n in world.scenario.nodes} | world.nodes
 
-    def values(node: str) -> tuple[str, ...]:
+    def values(node: str, levels: tuple[str, ...]) -> tuple[str, ...]:
         labels = known[node].labels if node in known else {}
         return (*(labels.get(level, "") for level in levels[:-1]), node)
 
     seen: set[str] = set()
-    for per_leaf in held.per_leaf.values():
-        for key in sorted((k for k in per_leaf if isinstance(k, str)), key=values):
+    for ps, per_leaf in world.assignments()[name].items():
+        if ps not in watched:
+            continue
+        levels = watched[ps][1].levels
+        keys = (k for k in per_leaf if isinstance(k, str))
+        for key in sorted(keys, key=lambda k: values(k, levels)):
             if key not in seen:
                 seen.add(key)
                 yield key
-
-
-def _tolerations_on(
-    world: World, name: str, node: str, with_flavor: bool = True
-) -> list[tuple[Toleration, ...]]:
-    """podSetsWithEffectiveTolerationsOnNode: the pod sets placed on the node, each with
-    its own tolerations and the flavor's (v0.17.1, `with_flavor` False: its own only,
-    workload.PodSetsOnNode)."""
-    held, flavor = world.admitted[name], world.scenario.flavor
-    extra = flavor.tolerations if with_flavor else ()
-    return [
-        ps.tolerations + extra
-        for ps in world.workload(name).pod_sets
-        if node in held.per_leaf.get(ps.name, {})
-    ]
-
-
-def _tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
-    return Pod({}, {}, tolerations).tolerates(taint)
-
-
-def _with_pod(per_pod: ResourceVector) -> ResourceVector:
-    out = dict(per_pod)
-    out["pods"] = out.get("pods", 0) + 1
-    return out
-
-
-def _tas_usage(
-    w: Workload, per_leaf: dict[str, dict[LeafKey, int]], slots: int = 1
-) -> dict[LeafKey, ResourceVector]:
-    """The TAS usage of the repaired assignment; `slots`: pod slots per pod
-    (KueueRules.pod_slots_held: two on v0.17.1 where the ClusterQueue covers `pods`)."""
-    out: dict[LeafKey, ResourceVector] = {}
-    for ps in w.pod_sets:
-        per_pod = from_quantities(ps.requests)
-        per_pod = per_pod | {"pods": per_pod.get("pods", 0) + slots}
-        for key, n in per_leaf.get(ps.name, {}).items():
-            add_into(out.setdefault(key, {}), {r: v * n for r, v in per_pod.items()})
-    return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from harness.errors import Nondeterministic
 from harness.fit.cohort import FlavorResource, QuotaBook
+from harness.fit.request import pod_set_groups
 from harness.k8s.quantity import format_kueue_units, kueue_units
 from harness.scenario.model import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
 
@@ -270,15 +271,6 @@ def pod_set_requests(cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
     return total
 
 
-def pod_set_groups(workload: Workload) -> list[list[int]]:
-    """Pod set indices grouped by podSetGroupName (else each alone), in first-appearance order."""
-    groups: dict[str, list[int]] = {}
-    for index, ps in enumerate(workload.pod_sets):
-        key = ps.topology.group if ps.topology and ps.topology.group else f"\0{index}"
-        groups.setdefault(key, []).append(index)
-    return list(groups.values())
-
-
 @dataclass
 class _Search:
     """What one flavor search needs besides the flavors themselves."""
@@ -314,7 +306,7 @@ def assign_flavors(
     search = _Search(scenario, book, cq, oracle, pinned, past_no_fit)
     out = Assignment()
     slot = 0
-    for indices in pod_set_groups(workload):
+    for indices in pod_set_groups(workload.pod_sets):
         members = [workload.pod_sets[i] for i in indices]
         own = {ps.name: pod_set_requests(cq, ps) for ps in members}
         requests: dict[str, int] = {}

@@ -8,6 +8,7 @@ and implied TAS (no annotation on a TAS-only ClusterQueue) search the lowest lev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.fit.resources import ResourceVector, from_quantities
@@ -35,6 +36,15 @@ class PlacementRequest:
     @property
     def leader_count(self) -> int:
         return 1 if self.leader is not None else 0
+
+
+def pod_set_groups(pod_sets: Sequence[PodSet]) -> list[list[int]]:
+    """Pod set indices grouped by podSetGroupName (else each alone), in first-appearance order."""
+    groups: dict[str, list[int]] = {}
+    for index, ps in enumerate(pod_sets):
+        key = ps.topology.group if ps.topology and ps.topology.group else f"\0{index}"
+        groups.setdefault(key, []).append(index)
+    return list(groups.values())
 
 
 def with_pod(requests: ResourceVector) -> ResourceVector:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.tas_step import TasTrees, TasUsage
+from harness.fit.tree import LeafKey
 from harness.scenario.model import Node, Scenario, Usage
 
 
@@ -34,6 +35,8 @@ class Holding:
     tas: TasUsage = field(default_factory=dict)
     flavors: dict[str, str] = field(default_factory=dict)
     placement: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_leaf: dict[str, dict[LeafKey, int]] = field(default_factory=dict)
+    """Its topology assignment: pod set -> leaf -> pods."""
 
 
 class Snapshot:

@@ -12,11 +12,11 @@ was made on; `add_cache` is the first kind (between cycles), `add` the second. B
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harness.fit.placement import PlacementFailed, leaf_exclusion, place
-from harness.fit.request import placed_pods, placement_request, with_pod
+from harness.fit.request import placed_pods, placement_request, pod_set_groups, with_pod
 from harness.fit.resources import MAX_INT32, ResourceVector, add_into, count_in, from_quantities
 from harness.fit.tree import LeafKey, Tree, build_tree
 from harness.fit.versions import RULES, KueueRules
@@ -207,25 +207,26 @@ def place_workload(
     requests: list[TasRequest],
     simulate_empty: bool = False,
     rules: KueueRules = RULES[DEFAULT_KUEUE],
+    observe: Callable[[str, Tree], None] | None = None,
 ) -> TasResult:
     """`FindTopologyAssignmentsForWorkload`: flavors in name order; on each, pod set groups
     in order, each placed with the earlier ones' usage assumed (shared across hostname-level
-    flavors when they share usage); a flavor stops at its first failing group."""
+    flavors when they share usage); a flavor stops at its first failing group. `observe`
+    (--explain-domains): each group's workers pod set and the tree with its counts filled."""
     scenario, out = trees.scenario, TasResult()
     shared: dict[LeafKey, ResourceVector] = {}
     for flavor_name in sorted({tr.flavor for tr in requests}):
         tree = trees.trees[flavor_name]
         flavor = scenario.resource_flavor(flavor_name)
         assumed = shared if tree.hostname_lowest and trees.share else {}
-        groups: dict[str, list[PodSet]] = {}
-        for index, tr in enumerate(r for r in requests if r.flavor == flavor_name):
-            tp = tr.pod_set.topology
-            groups.setdefault(tp.group if tp and tp.group else f"\0{index}", []).append(tr.pod_set)
-        for members in groups.values():
+        pod_sets = [r.pod_set for r in requests if r.flavor == flavor_name]
+        for indices in pod_set_groups(pod_sets):
+            members = [pod_sets[i] for i in indices]
             request = placement_request(tree.topology, members)
             mixed = scenario.feature_gates.get("TASProfileMixed", True)
             balanced = rules.balanced(scenario)
             algo = rules.counting(best_fit=not (request.unconstrained and mixed))
+            name = request.workers.name
             try:
                 result = place(
                     tree,
@@ -234,6 +235,7 @@ def place_workload(
                     assumed,
                     algo,
                     balanced,
+                    (lambda t: observe(name, t)) if observe else None,  # noqa: B023
                     simulate_empty=simulate_empty,
                 )
             except PlacementFailed as failed:

@@ -1,5 +1,5 @@
 """Where Kueue breaks a tie by UID or map order (rules §8): the model breaks it one way,
-remembers that it did, and `fit_v2` replays the scenario the other way; if the outcomes
+remembers that it did, and `engine.fit` replays the scenario the other way; if the outcomes
 differ, no engine can predict Kueue's answer and the model raises Nondeterministic.
 
 What the model treats as tied: victim candidates with equal (same ClusterQueue or not,

@@ -52,7 +52,11 @@ def test_guide_admits_whole_on_the_free_node(tmp_path: Path) -> None:
     done = oracle(tmp_path, scenario(busy_node3=False))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "train": {"admitted": True, "placement": {"main": {"gpu-node-3": 4}}}
+        "train": {
+            "admitted": True,
+            "placement": {"main": {"gpu-node-3": 4}},
+            "flavors": {"main": "gpu-topology"},  # the shorthand's one flavor
+        }
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from harness.errors import Nondeterministic
 from harness.fit import fit
-from harness.fit.cycle import Model
+from harness.fit.cluster import Cluster
 from harness.fit.ties import TieBreak
 from harness.results.outcome import Outcome
 from harness.scenario.loader import scenario_from_data
@@ -53,7 +53,7 @@ def after_one_cycle(text: str) -> dict[str, Outcome]:
     """Outcomes right after the first cycle of the last submission (victims evicted, not yet
     re-evaluated: they show the eviction message)."""
     scenario = load(text)
-    model = Model(scenario, TieBreak(), None)
+    model = Cluster(scenario, TieBreak(), None)
     for index, a in enumerate(scenario.admitted):
         model.hold_admitted(a, index)
     for w in scenario.workloads:

@@ -1,11 +1,11 @@
-"""Steps and pod set groups in the version-2 fit model: what requeues a parked workload
-(pkg/controller/tas/resource_flavor.go, non_tas_usage_controller.go), and the version-2
-engine against the version-1 model on every version-1 suite (nodes, usage, steps, groups,
-slices, webhooks: both must say the same)."""
+"""Steps and pod set groups in the fit model: what requeues a parked workload
+(pkg/controller/tas/resource_flavor.go, non_tas_usage_controller.go), and every version-1
+suite against its version-2 form (nodes, usage, steps, faults, groups, slices, webhooks:
+the shorthand must change nothing)."""
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,6 @@ from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.scenario.strict_yaml import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-fit_v2 = importlib.import_module("harness.fit.cycle").fit_v2
 
 WORLD = """
 name: w
@@ -77,21 +76,20 @@ def version1_suites() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", version1_suites(), ids=lambda p: p.stem)
-def test_the_version2_engine_agrees_with_the_version1_model(path: Path) -> None:
+def test_a_version1_file_and_its_version2_form_agree(path: Path) -> None:
     scenario = load_scenario(path)
     assert scenario.shorthand is not None
-    if scenario.fault_features():
-        pytest.skip("faults are modelled on the version-1 path only (harness/fit/faults.py)")
+    rules_for(scenario)  # its kueue: version is modelled
     try:
         expected = fit(scenario)
     except UnsupportedVersionError as why:
-        pytest.skip(f"the version-1 model does not run it: {why}")
-    initial, steps = fit_v2(scenario, rules=rules_for(scenario))  # its kueue: version
-    lines = against_prediction(expected.outcomes, initial)
-    for index, (want, got) in enumerate(zip(expected.steps, steps, strict=True)):
-        lines += [f"after step {index + 1}: {line}" for line in against_prediction(want, got)]
-    # The version-2 engine does not model kube-scheduler binding (`unschedulable`).
-    assert [line for line in lines if "unschedulable" not in line] == []
+        pytest.skip(f"the fit model does not run it: {why}")
+    got = fit(dataclasses.replace(scenario, shorthand=None))
+    lines = against_prediction(expected.outcomes, got.outcomes)
+    for index, (want, seen) in enumerate(zip(expected.steps, got.steps, strict=True)):
+        lines += [f"after step {index + 1}: {line}" for line in against_prediction(want, seen)]
+    assert lines == []
+    assert got == expected
 
 
 def test_a_gate_the_driver_builds_in_is_refused_with_another_value() -> None:

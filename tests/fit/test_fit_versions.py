@@ -16,6 +16,7 @@ from harness import toolchain
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import RULES, V0_19_2_GATES
+from harness.scenario import shorthand
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Scenario
 
@@ -71,7 +72,7 @@ def test_non_tas_pod_deletion_requeues_only_from_v0_19_1() -> None:
 
 
 def test_non_tas_pod_deletion_in_a_version_2_world() -> None:
-    """The version-2 driver (harness/fit/cycle.py): no flush of the parked workloads."""
+    """A version-2 world (harness/fit/cycle.py change_nodes): no flush of the parked workloads."""
     scenario = on(TWINS, "v0.18.2")
     v2 = dataclasses.replace(scenario, shorthand=None)
     before = fit(dataclasses.replace(v2, kueue="v0.19.2")).steps[0]
@@ -191,7 +192,9 @@ def _asking(scenario: Scenario, **requests: int) -> Scenario:
     (main,) = train.pod_sets
     wider = dataclasses.replace(main, requests={**main.requests, **requests})
     wl = dataclasses.replace(train, pod_sets=(wider,))
-    return dataclasses.replace(scenario, workloads=(wl,), expect=None)
+    # The shorthand's ClusterQueue covers what the workloads request, as the loader makes it.
+    _, _, queues = shorthand.world(scenario.topology, scenario.flavor, scenario.queue, [wl])
+    return dataclasses.replace(scenario, workloads=(wl,), cluster_queues=queues, expect=None)
 
 
 def test_before_v0_19_a_resource_without_capacity_entry_is_the_limiting_one() -> None:

@@ -93,7 +93,7 @@ workloads:
 def test_before_v0_19_1_a_member_requesting_nothing_has_no_flavor_in_the_v2_world(
     tmp_path: Path,
 ) -> None:
-    """The same rule in the version-2 driver (fit/flavors.py assign_flavors)."""
+    """The same rule in a version-2 scenario (fit/flavors.py assign_flavors)."""
     path = tmp_path / "v2-group-empty-leader.yaml"
     path.write_text(V2_EMPTY_LEADER)
     blocked = fit(on(path, "v0.18.2")).outcomes["group"]

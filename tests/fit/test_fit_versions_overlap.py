@@ -1,6 +1,6 @@
 """Two TAS flavors on the same nodes before v0.18 (KueueRules.overlapping_flavors_share_usage,
 kueue#11210): each flavor counts only its own usage, so Kueue puts a pod on a node a sibling
-flavor's pods fill, and kube-scheduler cannot bind it (harness/fit/shared_nodes.py). Each
+flavor's pods fill, and kube-scheduler cannot bind it (harness/fit/binding.py). Each
 test fails with the rule removed (the flag set as v0.19.2's)."""
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.errors import UnsupportedVersionError
-from harness.fit import check_supported
+from harness.fit import check_supported, fit
 from harness.results.comparison import against_expectations, against_prediction
 from harness.results.outcome import Outcome
 from harness.scenario.loader import scenario_from_data
@@ -151,14 +150,14 @@ FAULTY: list[dict[str, Any]] = [
 NAMED = "steps node-not-ready, terminate-pods"
 
 
-def test_fit_model_runs_faults_of_version1_scenarios_only() -> None:
-    """harness/fit/faults.py runs on the version-1 path; a version-2 scenario with a fault
-    (delete-node with `replaced` is one) is refused by name."""
+def test_fit_model_runs_faults_of_every_scenario() -> None:
+    """harness/fit/faults.py runs on the one engine: a version-2 scenario with a fault
+    (delete-node with `replaced` is one) is modelled as its version-1 form is."""
     check_supported(_load(FAULTY))
     expect = {"w": {"admitted": True, "replaced": {"main": {"n1": "n3"}}}}
-    version2 = replace(_load([{"delete-node": "n1", "expect": expect}]), shorthand=None)
-    with pytest.raises(UnsupportedVersionError, match="version-1 scenarios: expectations replaced"):
-        check_supported(version2)
+    version1 = _load([{"delete-node": "n1", "expect": expect}])
+    version2 = replace(version1, shorthand=None)
+    assert fit(version2) == fit(version1)
 
 
 def test_a_scenario_without_faults_has_none() -> None:

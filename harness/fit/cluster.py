@@ -1,0 +1,169 @@
+"""The world outside Kueue's scheduler, as it changes the scheduler model's cache and queues:
+workloads admitted before the scenario starts, submissions, deletions, node and non-TAS pod
+changes (which requeue parked workloads as Kueue's controllers do), and Kueue upgrades.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from harness.fit.cycle import NEVER_EVALUATED, Model
+from harness.fit.snapshot import Holding
+from harness.fit.tree import LeafKey
+from harness.fit.versions import upgraded_rules
+from harness.k8s.quantity import kueue_units
+from harness.kueue.webhook_rules import webhook_rejection
+from harness.results.outcome import Outcome
+from harness.scenario.model import AdmittedWorkload, Flavor, Node, Step, Usage, Workload
+
+
+class Cluster(Model):
+    """The scheduler model and the changes the scenario makes around it."""
+
+    def hold_admitted(self, a: AdmittedWorkload, index: int) -> None:
+        """A workload admitted before the scenario starts, reserved one second apart in file
+        order before anything else."""
+        cq = self.scenario.cluster_queue(a.queue)
+        quota: dict[tuple[str, str], int] = {}
+        tas: dict[str, dict[LeafKey, dict[str, int]]] = {}
+        per_leaf: dict[str, dict[LeafKey, int]] = {}
+        for aps in a.pod_sets:
+            ps = aps.pod_set
+            units = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            if cq.group_of("pods") is not None:
+                units["pods"] = units.get("pods", 0) + 1
+            for r, v in units.items():
+                if cq.group_of(r) is not None:
+                    fr = (aps.flavor, r)
+                    quota[fr] = quota.get(fr, 0) + v * ps.count
+            topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
+            if topology is None:
+                continue
+            per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
+            per_pod["pods"] = per_pod.get("pods", 0) + slots
+            for node, count in (aps.placement or {}).items():
+                key = leaf_key(self.nodes[node], topology.levels)
+                per_leaf.setdefault(ps.name, {})[key] = count
+                target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
+                for r, v in per_pod.items():
+                    target[r] = target.get(r, 0) + v * count
+        self.workloads[a.name] = Workload(
+            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
+        )
+        self.outcomes[a.name] = Outcome(
+            admitted=True,
+            placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+            flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+        )
+        self._hold(
+            Holding(
+                name=a.name,
+                cq=a.queue,
+                priority=self.scenario.priority(a),
+                created=self.created[a.name],
+                reserved=index - len(self.scenario.admitted),
+                quota=quota,
+                frs=frozenset(quota),
+                tas=tas,
+                flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+                placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
+                per_leaf=per_leaf,
+            )
+        )
+
+    def submit(self, w: Workload) -> None:
+        """A workload created: Kueue's webhook refuses it, or it joins its queue."""
+        self.tick += 1
+        rejection = webhook_rejection(w)
+        if rejection is not None:
+            self.outcomes[w.name] = Outcome(admitted=False, message=rejection, rejected=True)
+            return
+        self.queues.push(self._pending(w))
+        self.outcomes.setdefault(w.name, NEVER_EVALUATED)
+
+    def delete(self, name: str) -> None:
+        """A workload deleted: its quota and nodes free up; if it held quota, the parked
+        workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued."""
+        self.tick += 1
+        self.outcomes.pop(name, None)
+        self.queues.delete(name)
+        held = self._release(name)
+        if held is not None:
+            self.generation[held.cq] += 1
+            self.queues.flush(self._cohort_of(held.cq))
+
+    def change_nodes(self, step: Step) -> None:
+        """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the
+        new nodes; a node change on a TAS flavor's nodes requeues every parked workload
+        (pkg/controller/tas/resource_flavor.go), a freed non-TAS pod those of the queues
+        using the node's flavors (non_tas_usage_controller.go); new usage requeues none."""
+        self.tick += 1
+        target, action = step.target, step.action
+        touched: Node | None = None
+        if action == "delete-usage":
+            gone = [u for u in self.usage if u.name == target]
+            self.usage = [u for u in self.usage if u.name != target]
+            touched = self.nodes.get(gone[0].node) if gone else None
+        elif action == "add-usage":
+            assert isinstance(target, Usage)
+            self.usage.append(target)
+        elif action in ("cordon", "uncordon"):
+            node = self.nodes[str(target)]
+            self.nodes[node.name] = touched = replace(node, unschedulable=action == "cordon")
+        elif action == "delete-node":
+            touched = self.nodes.pop(str(target), None)
+            self.usage = [u for u in self.usage if u.node != target]
+        elif action == "add-node":
+            assert isinstance(target, Node)
+            self.nodes[target.name] = touched = target
+        self.snap.rebuild_tas(self.nodes.values(), self.usage)
+        self._rebind()
+        flavors = [f for f in self._tas_flavors_of(touched)] if touched else []
+        if not flavors:
+            return
+        if action == "delete-usage" and not self.rules.requeue_on_non_tas_pod_deletion:
+            return  # kueue#13772 (fixed in v0.19.1): only the TAS cache learns of it
+        if action == "delete-usage":
+            names = {f.name for f in flavors}
+            using = [
+                cq.name
+                for cq in self.scenario.cluster_queues
+                if any(fq.name in names for g in cq.resource_groups for fq in g.flavors)
+            ]
+            self.queues.flush({m for cq in using for m in self._cohort_of(cq)})
+        else:
+            self.queues.flush([cq.name for cq in self.scenario.cluster_queues])
+
+    def upgrade(self, version: str) -> None:
+        """`upgrade-kueue`: the new Kueue rebuilds its queues from the Workloads, so every
+        pending workload is queued afresh and decided by the new version's rules; admitted
+        ones keep their quota and topology assignment."""
+        self.tick += 1
+        self.rules = upgraded_rules(self.scenario, self.rules, version)
+        self.queues.restart(self.rules.gate(self.scenario, "SchedulingEquivalenceHashing"))
+        self.preserve_scan = self.rules.gate(self.scenario, "FlavorFungibilityPreserveScanProgress")
+        self._rebuild_if_sharing_changed()
+
+    def _rebuild_if_sharing_changed(self) -> None:
+        """The new Kueue builds its TAS cache afresh: from v0.18 hostname-level flavors count
+        each other's usage on a shared node (KueueRules.overlapping_flavors_share_usage)."""
+        share = self.rules.shares_usage(self.scenario)
+        if share != self.snap.share:
+            self.snap.share = share
+            self.snap.rebuild_tas(self.nodes.values(), self.usage)
+
+    def _tas_flavors_of(self, node: Node) -> list[Flavor]:
+        """`NodeMatchesFlavor`: TAS flavors whose labels and topology levels the node has."""
+        out = []
+        for flavor in self.scenario.flavors_of(node):
+            topology = self.scenario.topology_of(flavor)
+            if topology is not None and all(level in node.labels for level in topology.levels):
+                out.append(flavor)
+        return out
+
+
+def leaf_key(node: Node, levels: tuple[str, ...]) -> LeafKey:
+    if levels[-1] == "kubernetes.io/hostname":
+        return node.name
+    return tuple(node.labels.get(level, "") for level in levels)

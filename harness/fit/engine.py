@@ -1,0 +1,225 @@
+"""The fit model's one engine: Kueue's scheduler (harness.fit.cycle) with the world around
+it, steps and faults under running workloads (harness.fit.faults), for every scenario.
+
+A step changes the world; Kueue's node controller and the scheduler's second pass then react
+(faults.Faults.settle) and the scheduling cycles run until nothing changes, round after round
+(an evicted workload is requeued at once and retried). Where Kueue breaks a tie at random the
+scenario is replayed with the ties broken the other way; if that changes an outcome, it is
+Nondeterministic (rules §8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from harness.errors import UnsupportedVersionError
+from harness.fit.cluster import Cluster
+from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
+from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
+from harness.fit.tas_step import TasRequest, lowest_values, usage_of
+from harness.fit.ties import Nondeterministic, TieBreak
+from harness.fit.tree import Tree
+from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
+from harness.fit.versions import KueueRules, rules_for, upgraded_rules
+from harness.results.outcome import Outcome
+from harness.scenario.model import FAULT_ACTIONS, Flavor, Scenario, Step, Workload
+
+# Gates whose non-default value changes placement in ways the model does not cover.
+UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
+MAX_FAULT_ROUNDS = 100
+NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
+"""Fault steps that change a Node (its Ready condition or taints)."""
+
+Trace = Callable[[str, Tree | None, str], None]
+
+
+@dataclass
+class FitResult:
+    """Outcomes after the initial submissions, and after each step; `faults`: what each
+    step's fault rules decided and why (`--explain`)."""
+
+    outcomes: dict[str, Outcome]
+    steps: list[dict[str, Outcome]]
+    faults: list[StepReport] = field(default_factory=list)
+
+
+def check_supported(scenario: Scenario) -> KueueRules:
+    """The rules of the scenario's Kueue version; refuses versions and feature-gate values
+    the model does not model."""
+    rules = rules_for(scenario)
+    running = rules
+    for step in scenario.steps:
+        if step.action == "upgrade-kueue":
+            running = upgraded_rules(scenario, running, str(step.target))
+    for gate, bad in UNMODELLED_GATE_VALUES.items():
+        if scenario.feature_gates.get(gate) is bad:
+            raise UnsupportedVersionError(
+                f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
+            )
+    for gate, value in MODELLED_GATES.items():
+        if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
+            raise UnsupportedVersionError(
+                f"{scenario.path}: featureGates.{gate}: {not value} is not modelled by the "
+                f"fit model"
+            )
+    return rules
+
+
+def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:
+    """Predict what Kueue does with every workload of the scenario."""
+    rules = check_supported(scenario)
+    ties = TieBreak()
+    result = _run(scenario, ties, trace, rules)
+    if ties.seen:
+        again = _run(scenario, TieBreak(reverse=True), None, rules)
+        if (again.outcomes, again.steps) != (result.outcomes, result.steps):
+            raise Nondeterministic(
+                f"{scenario.path}: Kueue's outcome depends on a tie it breaks at random: "
+                f"{ties.seen[0]}"
+            )
+    return result
+
+
+def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRules) -> FitResult:
+    note = (lambda name, line: trace(name, None, line)) if trace else None
+    engine = Engine(scenario, ties, note, rules)
+    if trace is not None:
+        engine.observe = lambda label, tree: trace(label, tree, "free capacity")
+    for index, a in enumerate(scenario.admitted):
+        engine.hold_admitted(a, index)
+    for workload in scenario.workloads:
+        # Each submission settles before the next (contract v2, "Rules").
+        engine.submit(workload)
+        engine.settle()
+    initial = dict(engine.outcomes)
+    after_steps, reports = [], []
+    for step in scenario.steps:
+        engine.faults.report = StepReport()
+        engine.step(step)
+        after_steps.append(engine.after_step())
+        reports.append(engine.faults.report)
+    return FitResult(outcomes=initial, steps=after_steps, faults=reports)
+
+
+class Engine(Cluster):
+    """The scheduler model with Kueue's node-failure handling: the world the fault rules
+    read and change (faults.World)."""
+
+    def __init__(
+        self, scenario: Scenario, ties: TieBreak, note: Note | None, rules: KueueRules
+    ) -> None:
+        super().__init__(scenario, ties, note, rules)
+        self.faults = Faults(Gates.of(scenario, rules), rules)
+
+    def step(self, step: Step) -> None:
+        """One step, then Kueue's reaction until nothing changes."""
+        target, action = step.target, step.action
+        if action == "submit":
+            assert isinstance(target, Workload)
+            self.submit(target)
+            self.settle()
+            self._react()
+            return
+        if action == "delete-workload":
+            self.faults.unhealthy.pop(str(target), None)
+            self.delete(str(target))
+        elif action == "upgrade-kueue":
+            self.upgrade(str(target))
+            self.faults.rules = self.rules
+            self.faults.gates = Gates.of(self.scenario, self.rules)
+        elif action in FAULT_ACTIONS:
+            self.faults.apply(self, step)
+            self._after_fault(step)
+        else:
+            if action == "delete-node":
+                self.faults.node_deleted(self, str(target))
+            self.change_nodes(step)
+        self._react()
+        self.settle()
+        self._rebind()
+
+    def _after_fault(self, step: Step) -> None:
+        """A node's readiness or taints changed: the TAS snapshot sees it, and, on a TAS
+        flavor's node, every parked workload is requeued (resource_flavor.go
+        checkNodeSchedulingPropertiesChanged: taints, conditions). Pods that went away let
+        waiting ones bind."""
+        self.tick += 1
+        if step.action in NODE_FAULTS:
+            self.snap.rebuild_tas(self.nodes.values(), self.usage)
+            node = self.nodes.get(self._node_of(step))
+            if node is not None and self._tas_flavors_of(node):
+                self.queues.flush([cq.name for cq in self.scenario.cluster_queues])
+        self._rebind()
+
+    @staticmethod
+    def _node_of(step: Step) -> str:
+        target = step.target
+        return target if isinstance(target, str) else str(getattr(target, "node", ""))
+
+    def _react(self) -> None:
+        """Kueue's node controller and second pass, then scheduling, until nothing changes."""
+        for _ in range(MAX_FAULT_ROUNDS):
+            if not self.faults.settle(self):
+                return
+            self._rebind()
+            self.settle()
+
+    def after_step(self) -> dict[str, Outcome]:
+        """The outcomes after a step, with what the step replaced and evicted, and the drift."""
+        report, out = self.faults.report, {}
+        for name, outcome in self.outcomes.items():
+            if name in self.snap.holding:
+                outcome = replace(
+                    outcome,
+                    replaced=report.replaced.get(name, {}),
+                    drift=self.faults.drift(self, name),
+                )
+            out[name] = replace(outcome, evicted=report.evicted.get(name))
+        return out
+
+    # -- faults.World -------------------------------------------------------------------------
+
+    def workload(self, name: str) -> Workload:
+        return self.workloads[name]
+
+    def assignments(self) -> dict[str, PerLeaf]:
+        return {name: held.per_leaf for name, held in self.snap.holding.items()}
+
+    def pod_set_flavors(self, name: str) -> dict[str, Flavor]:
+        held = self.snap.holding[name]
+        flavors = self._released(self.workloads[name], held).items()
+        return {ps: self.scenario.resource_flavor(f) for ps, f in flavors if f}
+
+    def tree(self, flavor: str) -> Tree:
+        return self.snap.tas.trees[flavor]
+
+    def reassign(self, name: str, per_leaf: PerLeaf) -> None:
+        """The repaired assignment replaces the old one in the cache (same quota) and in the
+        workload's placement."""
+        held, w = self.snap.holding[name], self.workloads[name]
+        flavors = self._released(w, held)
+        requests = [TasRequest(ps, f) for ps in w.pod_sets if (f := flavors.get(ps.name))]
+        cq = self.scenario.cluster_queue(held.cq)
+        slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
+        self.snap.tas.add_cache(held.tas, -1)
+        held.per_leaf = {ps: dict(leaves) for ps, leaves in per_leaf.items()}
+        held.tas = usage_of(requests, held.per_leaf, slots)
+        self.snap.tas.add_cache(held.tas, 1)
+        held.placement = {
+            ps.name: lowest_values(held.per_leaf[ps.name])
+            for ps in w.pod_sets
+            if ps.name in held.per_leaf
+        }
+        if (outcome := self.outcomes.get(name)) is not None:
+            self.outcomes[name] = replace(outcome, placement=dict(held.placement))
+
+    def evict(self, name: str) -> None:
+        """Evicted (NodeFailures): quota and nodes released, pods deleted (those stuck
+        Terminating stay), requeued at once, its cohort's parked workloads flushed."""
+        held = self._release(name)
+        if held is None:
+            return
+        self.generation[held.cq] += 1
+        self.queues.push(self._pending(self.workloads[name]))
+        self.queues.flush(self._cohort_of(held.cq))
