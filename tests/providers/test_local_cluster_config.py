@@ -314,3 +314,30 @@ def test_metrics_cert_pair_is_written_once_and_kept(
     first = (tmp_path / "certs" / "tls.crt").read_bytes()
     local_cluster.ensure_metrics_certs(pki.Authority.create())
     assert (tmp_path / "certs" / "tls.crt").read_bytes() == first
+
+
+def _refuse_visibility_certs(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(ca: pki.Authority, directory: Path, name: str) -> None:
+        if directory == visibility.CERT_DIR:
+            raise ClusterError(f"cannot write {directory}")
+
+    monkeypatch.setattr(local_cluster, "ensure_fixed_certs", refuse)
+
+
+def test_without_visibility_certs_the_cluster_starts_without_the_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-root user who has not made /visibility still gets a cluster, as before."""
+    _refuse_visibility_certs(monkeypatch)
+    cluster = local_cluster.LocalCluster()
+    cluster._ensure_visibility_certs(pki.Authority.create())
+    assert cluster.feature_gates["VisibilityOnDemand"] is False
+
+
+def test_visibility_asked_for_without_its_certs_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _refuse_visibility_certs(monkeypatch)
+    cluster = local_cluster.LocalCluster(feature_gates={"VisibilityOnDemand": True})
+    with pytest.raises(ClusterError, match="/visibility"):
+        cluster._ensure_visibility_certs(pki.Authority.create())

@@ -345,11 +345,24 @@ class LocalCluster(ProviderBase):
         ca = self._write_pki(layout)
         server = f"https://127.0.0.1:{ports.apiserver}"
         layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
-        self._write_configs(layout, ports, kwok_dir)
         ensure_metrics_certs(ca)
-        if visibility.enabled(self.feature_gates):
-            ensure_fixed_certs(ca, visibility.CERT_DIR, "kueue-visibility")
+        self._ensure_visibility_certs(ca)
+        self._write_configs(layout, ports, kwok_dir)
         return layout, ports, ca
+
+    def _ensure_visibility_certs(self, ca: pki.Authority) -> None:
+        """The visibility server's pair in /visibility (visibility.CERT_DIR). When it cannot
+        be written (not root, folder not made) and nobody asked for the gate, the cluster
+        starts without the visibility API rather than not at all, and says how to get it."""
+        if not visibility.enabled(self.feature_gates):
+            return
+        try:
+            ensure_fixed_certs(ca, visibility.CERT_DIR, "kueue-visibility")
+        except ClusterError as err:
+            if "VisibilityOnDemand" in self.feature_gates:
+                raise
+            logger.warning(f"starting without Kueue's visibility API: {err}")
+            self.feature_gates = {**self.feature_gates, "VisibilityOnDemand": False}
 
     def _start_control_plane(
         self,
