@@ -37,7 +37,7 @@ test: own-tests
 ## own-tests: the unit tests, every suite on the fit model and on in-process Kueue (sim), the
 ## examples, and the harness's own cluster tests (lifecycle, signals, live cluster, fixtures).
 ## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
-## actionlint), so only the tests that need Docker are skipped. The tests that need another
+## kueuectl, actionlint), so only the tests that need Docker are skipped. The tests that need another
 ## Kueue version built are `make version-tests` (GitHub's version-matrix job runs them).
 own-tests: binaries tools
 	mkdir -p $(RUN_DIR)
@@ -104,7 +104,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	@if AL=$$($(PY) -m harness.toolchain.tools which actionlint); then $$AL; else echo "actionlint not built (make tools TOOLS=actionlint): skipped"; fi
 
-## tools: build (or reuse) kind, helm, kubectl and actionlint from their Go modules into
+## tools: build (or reuse) kind, helm, kubectl, kueuectl and actionlint from their Go modules into
 ## ~/.cache/kueue-tas-harness, with progress; TOOLS="helm kind" builds only those
 tools: venv
 	$(PY) -m harness build $(or $(TOOLS),tools)

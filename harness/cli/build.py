@@ -1,7 +1,7 @@
 """`build [binaries|sim|tools|NAME...] [--kueue-version V]`: build (or reuse) what the engines
 need into the cache (~/.cache/kueue-tas-harness): the embedded cluster's binaries, Kueue's
 scheduler in process (the sim) and the CLI tools the kind path drives (kind, helm, kubectl,
-actionlint). Each line says where the result is and whether it was built now or cached."""
+kueuectl, actionlint). Each line says where the result is and whether it was built now or cached."""
 
 from __future__ import annotations
 

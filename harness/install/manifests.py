@@ -149,17 +149,22 @@ def kueue_config(
     health_port: int,
     webhook_port: int,
     cert_dir: Path,
+    visibility_port: int | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     overrides: Mapping[str, Any] | None = None,
     namespace: str = "kueue-system",
 ) -> Obj:
-    """Kueue's Configuration for a local process: our certs, TAS on, batch/job only, no
-    metrics server, no leader election, no visibility server (it would need /visibility)."""
-    gates = {"TopologyAwareScheduling": True, "VisibilityOnDemand": False, **(feature_gates or {})}
-    if gates["VisibilityOnDemand"]:
+    """Kueue's Configuration for a local process: our certs, TAS on, batch/job and JobSet,
+    no metrics server, no leader election. The visibility server (VisibilityOnDemand, Beta
+    and on by default since Kueue v0.9) listens on 127.0.0.1:visibility_port; without a
+    port (or with the gate off) it stays off, as Kueue would otherwise listen on 0.0.0.0:8082
+    (apis/config/v1beta2/defaults.go), which parallel clusters cannot share."""
+    gates = {"TopologyAwareScheduling": True, **(feature_gates or {})}
+    gates.setdefault("VisibilityOnDemand", visibility_port is not None)
+    if gates["VisibilityOnDemand"] and visibility_port is None:
         raise ManifestError(
-            "feature gate VisibilityOnDemand cannot be on in the embedded cluster: Kueue would "
-            "serve it with certificates from the hard-coded /visibility directory"
+            "feature gate VisibilityOnDemand needs a loopback port for Kueue's visibility "
+            "server (kueue_config(visibility_port=...))"
         )
     cfg: Obj = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -174,4 +179,6 @@ def kueue_config(
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "featureGates": gates,
     }
+    if gates["VisibilityOnDemand"]:
+        cfg["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": visibility_port}
     return _merge(cfg, overrides or {})

@@ -149,3 +149,17 @@ def signing_key() -> KeyPair:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return KeyPair(public, _key_pem(key))
+
+
+FRONT_PROXY_CLIENT = "front-proxy-client"
+"""The name the API server's aggregation layer presents to extension servers (kubeadm's
+name); --requestheader-allowed-names lists it, so no other client cert may set X-Remote-*."""
+
+
+def front_proxy() -> tuple[Authority, KeyPair]:
+    """The aggregation layer's own CA and client certificate. A separate CA (as kubeadm
+    keeps one): an extension server such as Kueue's visibility server trusts the identity
+    headers of a request only when its client cert chains to --requestheader-client-ca-file,
+    so an admin's ordinary client cert must not chain there."""
+    ca = Authority.create("kueue-tas-harness-front-proxy-ca")
+    return ca, ca.issue(FRONT_PROXY_CLIENT, client=True)

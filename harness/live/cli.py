@@ -116,7 +116,7 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
 def _snapshot(args: argparse.Namespace) -> int:
     from harness.kube import Kube
     from harness.live.cluster_read import read_cluster
-    from harness.live.snapshot import render, render_json, snapshot
+    from harness.live.snapshot import positions_line, render, render_json, snapshot
     from harness.scenario.loader import scenario_from_data
 
     started = time.monotonic()
@@ -135,6 +135,7 @@ def _snapshot(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     for line in snap.gaps.lines:
         print(f"snapshot: not represented: {line}", file=sys.stderr)
+    print(f"snapshot: {positions_line(snap)}", file=sys.stderr)
     data = snap.data
     print(
         f"snapshot: wrote {where}: {len(data['nodes'])} nodes, {len(data['usage'])} usage "

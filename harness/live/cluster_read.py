@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from harness.kube import KUEUE_API, Kube, KubeError, NotFound, Obj
+from harness.live.queue_positions import QueuePositions, read_positions
 
 BOUND_AND_RUNNING = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
@@ -39,6 +40,7 @@ class ClusterState:
     pod_priority_classes: list[Obj] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    queue_positions: QueuePositions | None = None  # None: not read (states built by hand)
 
 
 LISTS: dict[str, tuple[str, str, str | None]] = {
@@ -85,6 +87,10 @@ def read_cluster(kube: Kube) -> ClusterState:
                 continue
             setattr(state, attr, items)
             state.seconds[kind] = seconds
+    started = time.monotonic()
+    names = [str(cq["metadata"]["name"]) for cq in state.cluster_queues]
+    state.queue_positions = read_positions(kube, names)
+    state.seconds["pendingworkloads"] = round(time.monotonic() - started, 3)
     return state
 
 

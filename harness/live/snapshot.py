@@ -21,6 +21,7 @@ from harness.errors import InputError
 from harness.live import node_objects, workload_objects, world_objects
 from harness.live.cluster_read import ClusterState
 from harness.live.gaps import Gaps
+from harness.live.queue_positions import QueuePositions
 from harness.scenario.strict_yaml import parse_yaml
 
 ALWAYS_NOTED = (
@@ -101,11 +102,36 @@ def snapshot(
             "notRepresented": list(gaps.lines),
         },
     }
+    if state.queue_positions is not None:
+        data["x-snapshot"]["queuePositions"] = _positions(state.queue_positions, written.names)
     if not values:
         del data["workloadPriorityClasses"]
     if not topologies:
         del data["topologies"]
     return Snapshot(data, gaps)
+
+
+def _positions(found: QueuePositions, names: dict[str, str]) -> dict[str, Any] | str:
+    """Scenario workload name -> its positions from Kueue's visibility API, in queue order,
+    or why there are none. Under x-snapshot (which the loader ignores): the scenario has no
+    key for a position, which follows from the pending list's order and priorities; the
+    ClusterQueue is the workload's `queue` already."""
+    if found.not_served:
+        return found.not_served
+    listed = [
+        (found.by_workload[ref], name) for name, ref in names.items() if ref in found.by_workload
+    ]
+    listed.sort(key=lambda p: (str(p[0]["clusterQueue"]), int(str(p[0]["positionInClusterQueue"]))))
+    keys = ("positionInClusterQueue", "positionInLocalQueue")
+    return {name: {k: position[k] for k in keys} for position, name in listed}
+
+
+def positions_line(snap: Snapshot) -> str:
+    """One line on the queue positions (the file's header and `snapshot`'s stderr)."""
+    found = snap.data["x-snapshot"].get("queuePositions", "not read")
+    if isinstance(found, str):
+        return f"queue positions: {found}"
+    return f"queue positions: {len(found)} pending workloads, in x-snapshot.queuePositions"
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -120,6 +146,8 @@ written in a fraction of a second and stays diffable, one node per line."""
 def render(snap: Snapshot) -> str:
     """The scenario as YAML, headed by what it could not represent."""
     header = [f"# {snap.data['description']}", "# version-2 scenario (docs/scenario-format-v2.md)"]
+    if "queuePositions" in snap.data["x-snapshot"]:
+        header.append(f"# {positions_line(snap)}")
     if snap.gaps:
         header.append("# Not represented (Kueue may decide differently where these matter):")
         header += [f"#   - {line}" for line in snap.gaps.lines]

@@ -1,4 +1,5 @@
-"""CLI tools the kind path needs (kind, helm, kubectl) and actionlint, built from Go modules.
+"""CLI tools the kind path needs (kind, helm, kubectl), Kueue's CLI kueuectl and actionlint,
+built from Go modules.
 
 `python -m harness build tools` (what `make tools` runs) puts them into the same
 cache as the embedded cluster's binaries (~/.cache/kueue-tas-harness/<tool>-<version>/),
@@ -20,7 +21,7 @@ from pathlib import Path
 from harness import progress
 from harness.toolchain import PINS, cache
 from harness.toolchain.gocmd import ToolchainError, go_binary, module_info, run_go
-from harness.toolchain.recipes import K8S_MODULE, k8s_ldflags, staging_modules
+from harness.toolchain.recipes import K8S_MODULE, KUEUE_MODULE, k8s_ldflags, staging_modules
 
 KIND_VERSION = "v0.32.0"  # Kueue v0.19.2's hack/tools pin; KWOK v0.8.0's KindVersion
 HELM_VERSION = "v4.3.2"  # Kueue v0.19.2 builds its chart with helm.sh/helm/v4
@@ -90,6 +91,16 @@ TOOLS: dict[str, Tool] = {
             ),
         ),
         Tool("kubectl", PINS.kubernetes, _build_kubectl),
+        # Kueue's own CLI at the Kueue pin: its `list workloads` fills POSITION IN QUEUE
+        # from the visibility API (cmd/kueuectl/app/list/list_workloads.go).
+        Tool(
+            "kueuectl",
+            PINS.kueue,
+            _go_install(
+                f"{KUEUE_MODULE}/cmd/kueuectl@{PINS.kueue}",
+                f"-s -w -X {KUEUE_MODULE}/pkg/version.GitVersion={PINS.kueue}",
+            ),
+        ),
         Tool(
             "actionlint",
             ACTIONLINT_VERSION,

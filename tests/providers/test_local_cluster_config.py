@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness import toolchain
-from harness.install import jobset, manifests
+from harness.install import jobset, manifests, visibility
 from harness.k8s import pki
 from harness.providers import kwok
 from harness.providers.base import ClusterError
@@ -157,9 +157,10 @@ def test_kueue_config_defaults_and_overrides(tmp_path: Path) -> None:
     )
     assert cfg["featureGates"] == {
         "TopologyAwareScheduling": True,
-        "VisibilityOnDemand": False,
         "TASFailedNodeReplacement": True,
+        "VisibilityOnDemand": False,
     }
+    assert "visibilityServer" not in cfg
     assert cfg["internalCertManagement"] == {"enable": False}
     assert cfg["leaderElection"] == {"leaderElect": False}
     assert cfg["metrics"] == {"bindAddress": "0"}
@@ -169,14 +170,57 @@ def test_kueue_config_defaults_and_overrides(tmp_path: Path) -> None:
     assert cfg["waitForPodsReady"] == {"enable": True}
 
 
-def test_visibility_server_cannot_be_turned_on(tmp_path: Path) -> None:
-    with pytest.raises(manifests.ManifestError, match="/visibility"):
+def test_visibility_server_listens_on_loopback_by_default(tmp_path: Path) -> None:
+    cfg = manifests.kueue_config(
+        health_port=1, webhook_port=2, cert_dir=tmp_path, visibility_port=3
+    )
+    assert cfg["featureGates"]["VisibilityOnDemand"] is True
+    assert cfg["visibilityServer"] == {"bindAddress": "127.0.0.1", "bindPort": 3}
+
+
+def test_visibility_server_can_be_turned_off(tmp_path: Path) -> None:
+    cfg = manifests.kueue_config(
+        health_port=1,
+        webhook_port=2,
+        cert_dir=tmp_path,
+        visibility_port=3,
+        feature_gates={"VisibilityOnDemand": False},
+    )
+    assert cfg["featureGates"]["VisibilityOnDemand"] is False
+    assert "visibilityServer" not in cfg
+
+
+def test_visibility_server_without_a_port_is_refused(tmp_path: Path) -> None:
+    """Kueue's default would be 0.0.0.0:8082, which is neither loopback nor per run."""
+    with pytest.raises(manifests.ManifestError, match="loopback port"):
         manifests.kueue_config(
             health_port=1,
             webhook_port=2,
             cert_dir=tmp_path,
             feature_gates={"VisibilityOnDemand": True},
         )
+
+
+@needs_go
+def test_visibility_objects_reach_kueue_on_loopback() -> None:
+    objs = visibility.objects(toolchain.kueue_module_dir(), 4321)
+    services = [o for o in objs if o["kind"] == "APIService"]
+    assert sorted(o["metadata"]["name"] for o in services) == [
+        "v1beta1.visibility.kueue.x-k8s.io",
+        "v1beta2.visibility.kueue.x-k8s.io",
+    ]
+    assert {o["spec"]["service"]["port"] for o in services} == {4321}
+    (svc,) = [o for o in objs if o["kind"] == "Service"]
+    assert svc["spec"] == {"type": "ExternalName", "externalName": "localhost"}
+    assert svc["metadata"]["name"] == services[0]["spec"]["service"]["name"]
+
+
+def test_apiserver_runs_the_aggregation_layer(tmp_path: Path) -> None:
+    layout = localspec.Layout(tmp_path, tmp_path / "etcd")
+    argv = localspec.apiserver_args(localspec.Ports.allocate(), layout)
+    assert f"--requestheader-client-ca-file={layout.pki / 'front-proxy-ca.crt'}" in argv
+    assert "--requestheader-allowed-names=front-proxy-client" in argv
+    assert f"--proxy-client-cert-file={layout.pki / 'front-proxy-client.crt'}" in argv
 
 
 @needs_go
@@ -210,7 +254,7 @@ def test_fake_node_capacity_equals_allocatable() -> None:
 
 def test_ports_are_distinct_and_free() -> None:
     ports = localspec.Ports.allocate().as_dict()
-    assert len(set(ports.values())) == len(ports) == 10
+    assert len(set(ports.values())) == len(ports) == 11
     for port in ports.values():
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
@@ -270,3 +314,30 @@ def test_metrics_cert_pair_is_written_once_and_kept(
     first = (tmp_path / "certs" / "tls.crt").read_bytes()
     local_cluster.ensure_metrics_certs(pki.Authority.create())
     assert (tmp_path / "certs" / "tls.crt").read_bytes() == first
+
+
+def _refuse_visibility_certs(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(ca: pki.Authority, directory: Path, name: str) -> None:
+        if directory == visibility.CERT_DIR:
+            raise ClusterError(f"cannot write {directory}")
+
+    monkeypatch.setattr(local_cluster, "ensure_fixed_certs", refuse)
+
+
+def test_without_visibility_certs_the_cluster_starts_without_the_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-root user who has not made /visibility still gets a cluster, as before."""
+    _refuse_visibility_certs(monkeypatch)
+    cluster = local_cluster.LocalCluster()
+    cluster._ensure_visibility_certs(pki.Authority.create())
+    assert cluster.feature_gates["VisibilityOnDemand"] is False
+
+
+def test_visibility_asked_for_without_its_certs_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _refuse_visibility_certs(monkeypatch)
+    cluster = local_cluster.LocalCluster(feature_gates={"VisibilityOnDemand": True})
+    with pytest.raises(ClusterError, match="/visibility"):
+        cluster._ensure_visibility_certs(pki.Authority.create())

@@ -43,7 +43,7 @@ def test_unknown_tool_is_a_one_line_error(
     assert tools.main(["build", "kubeadm"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("build: unknown 'kubeadm'; known: binaries, sim, tools, ")
-    assert err.endswith("kind, helm, kubectl, actionlint") and "\n" not in err
+    assert err.endswith("kind, helm, kubectl, kueuectl, actionlint") and "\n" not in err
 
 
 def test_build_without_go_says_how_to_get_it(empty_cache: Path) -> None:

@@ -33,7 +33,7 @@ from harness import progress, toolchain
 from harness.install import gates as kueue_gates
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
-from harness.install import manifests
+from harness.install import manifests, visibility
 from harness.k8s import pki
 from harness.kube import Kube, KubeError
 from harness.kueue.gates import parse_gates
@@ -64,22 +64,26 @@ logger = progress.logger("local")
 
 
 def ensure_metrics_certs(ca: pki.Authority) -> None:
-    """Write Kueue's metrics key pair once (see KUEUE_METRICS_CERTS); never overwrite one.
-    Under a lock: clusters starting at once (pytest-xdist workers) on a fresh machine would
-    otherwise interleave two pairs' files and leave a key that does not match its cert."""
-    with cache.locked("kueue-metrics-certs"):
-        if (KUEUE_METRICS_CERTS / "tls.crt").is_file() and (
-            KUEUE_METRICS_CERTS / "tls.key"
-        ).is_file():
+    """Kueue's metrics key pair (see KUEUE_METRICS_CERTS)."""
+    ensure_fixed_certs(ca, KUEUE_METRICS_CERTS, "kueue-metrics")
+
+
+def ensure_fixed_certs(ca: pki.Authority, directory: Path, name: str) -> None:
+    """Write a key pair once into a directory Kueue reads at a fixed path; never overwrite
+    one. Under a lock: clusters starting at once (pytest-xdist workers) on a fresh machine
+    would otherwise interleave two pairs' files and leave a key that does not match its cert.
+    Kueue's metrics pair and its visibility server's pair (/visibility) are both fixed so."""
+    with cache.locked(name + "-certs"):
+        if (directory / "tls.crt").is_file() and (directory / "tls.key").is_file():
             return
         try:
-            pair = ca.issue("kueue-metrics", ips=["127.0.0.1"], server=True)
-            pair.write(KUEUE_METRICS_CERTS, "tls")
+            pair = ca.issue(name, ips=["127.0.0.1"], dns=["localhost"], server=True)
+            pair.write(directory, "tls")
         except OSError as err:
-            step = ONE_TIME_STEP.format(certs=KUEUE_METRICS_CERTS)
+            step = ONE_TIME_STEP.format(certs=directory)
             raise ClusterError(
-                f"Kueue v0.19.2 reads its metrics key pair from {KUEUE_METRICS_CERTS} (fixed in "
-                f"Kueue) and the harness cannot write it there ({err.strerror}); run once: {step}"
+                f"Kueue reads a key pair from {directory} (fixed in Kueue) and the harness "
+                f"cannot write it there ({err.strerror}); run once: {step}"
             ) from None
 
 
@@ -218,6 +222,9 @@ class LocalCluster(ProviderBase):
             jobset_install.wait_webhook_defaults(kube, probe_set, timeout=self._left())
         kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
         self._mark(f"kueue {version} webhook")
+        # Same port: the APIServices need no change, only the new server to answer.
+        served = self._visibility_objects(kueue_dir)
+        visibility.wait_available(kube, served, timeout=self._left())
         self._write_state(self.layout, self.ports)
 
     def check(self) -> None:
@@ -291,15 +298,20 @@ class LocalCluster(ProviderBase):
             self._jobset_dir, f"https://127.0.0.1:{ports.jobset_webhook}", ca.bundle_b64
         )
         kueue_install.install_webhooks(kube, self._webhooks)
+        served = self._visibility_objects(kueue_dir)
+        visibility.install(kube, served)
         try:
             kueue_install.wait_webhook_mutates(kube, timeout=self._left())
             probe = kueue_install.probe_jobset("default")
             jobset_install.wait_webhook_defaults(kube, probe, timeout=self._left())
             kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
+            self._mark("kueue webhook")
+            visibility.wait_available(kube, served, timeout=self._left())
         except KubeError as err:
             kueue.check()
             raise ClusterError(f"{err}\n{quoted_tail(kueue.log)}") from err
-        self._mark("kueue webhook")
+        if served:
+            self._mark("kueue visibility API")
         self.timings["ready"] = round(time.monotonic() - self._t0, 2)
         self.handle = ClusterHandle("local", layout.kubeconfig, layout.run_dir, server)
         self._write_state(layout, ports)
@@ -307,6 +319,13 @@ class LocalCluster(ProviderBase):
             # Kept: outlive this process; `python -m harness down RUN_DIR` stops it.
             lifecycle.unregister(id(self))
         return self.handle
+
+    def _visibility_objects(self, kueue_dir: Path) -> list[dict[str, Any]]:
+        """Kueue's APIServices and their Service, or none when the gate is off."""
+        if not visibility.enabled(self.feature_gates):
+            return []
+        assert self.ports is not None
+        return visibility.objects(kueue_dir, self.ports.kueue_visibility)
 
     def _left(self) -> float:
         """Seconds left of the start-up budget (at least one, so a wait still polls once)."""
@@ -327,9 +346,24 @@ class LocalCluster(ProviderBase):
         ca = self._write_pki(layout)
         server = f"https://127.0.0.1:{ports.apiserver}"
         layout.kubeconfig.write_text(localspec.kubeconfig(server, layout))
-        self._write_configs(layout, ports, kwok_dir)
         ensure_metrics_certs(ca)
+        self._ensure_visibility_certs(ca)
+        self._write_configs(layout, ports, kwok_dir)
         return layout, ports, ca
+
+    def _ensure_visibility_certs(self, ca: pki.Authority) -> None:
+        """The visibility server's pair in /visibility (visibility.CERT_DIR). When it cannot
+        be written (not root, folder not made) and nobody asked for the gate, the cluster
+        starts without the visibility API rather than not at all, and says how to get it."""
+        if not visibility.enabled(self.feature_gates):
+            return
+        try:
+            ensure_fixed_certs(ca, visibility.CERT_DIR, "kueue-visibility")
+        except ClusterError as err:
+            if "VisibilityOnDemand" in self.feature_gates:
+                raise
+            logger.warning(f"starting without Kueue's visibility API: {err}")
+            self.feature_gates = {**self.feature_gates, "VisibilityOnDemand": False}
 
     def _start_control_plane(
         self,
@@ -421,6 +455,9 @@ class LocalCluster(ProviderBase):
         sa = pki.signing_key()
         (d / "sa.pub").write_bytes(sa.cert_pem)
         (d / "sa.key").write_bytes(sa.key_pem)
+        front_ca, front_client = pki.front_proxy()
+        front_ca.pair.write(d, "front-proxy-ca")
+        front_client.write(d, "front-proxy-client")
         for name in ("kueue", "jobset"):
             ca.issue(f"{name}-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
                 layout.webhook_certs(name), "tls"
@@ -432,6 +469,7 @@ class LocalCluster(ProviderBase):
             health_port=ports.kueue_health,
             webhook_port=ports.kueue_webhook,
             cert_dir=layout.webhook_certs("kueue"),
+            visibility_port=ports.kueue_visibility,
             feature_gates=self.feature_gates,
             overrides=self.kueue_overrides,
         )

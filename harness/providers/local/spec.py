@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.k8s.pki import FRONT_PROXY_CLIENT
+
 SERVICE_CIDR = "10.96.0.0/16"
 APISERVER_SANS_IP = ("127.0.0.1", "10.96.0.1")
 APISERVER_SANS_DNS = (
@@ -35,6 +37,7 @@ class Ports:
     kwok: int
     kueue_health: int
     kueue_webhook: int
+    kueue_visibility: int
     jobset_health: int
     jobset_webhook: int
 
@@ -162,6 +165,27 @@ def apiserver_args(ports: Ports, layout: Layout) -> list[str]:
         # Clearing a scenario is one DELETE per kind; one worker (the default) removed a
         # 2,048-node scenario's nodes and pods one at a time.
         "--delete-collection-workers=4",
+        *aggregation_args(layout),
+    ]
+
+
+def aggregation_args(layout: Layout) -> list[str]:
+    """The aggregation layer (front proxy), so Kueue's visibility API is served through the
+    API server. With --requestheader-* set the API server publishes them in ConfigMap
+    kube-system/extension-apiserver-authentication, which an extension server's delegated
+    authentication reads. No --enable-aggregator-routing: it resolves a Service through its
+    EndpointSlices, and those refuse loopback addresses (ValidateEndpointIP), while Kueue
+    listens on 127.0.0.1 only; service routing of an ExternalName Service named localhost
+    reaches it (harness/install/visibility.py)."""
+    pki = layout.pki
+    return [
+        f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+        f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
     ]
 
 
