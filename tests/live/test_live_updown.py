@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.kube.wait import poll_until
 from harness.live import updown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +64,13 @@ def test_a_second_up_refuses_unless_another(
     run_dir.mkdir()
     # A process standing for its kube-apiserver: its command line names the run dir.
     sleep = subprocess.Popen(["kube-apiserver-of-kth-local-first", "30"], executable="/bin/sleep")
+    cmdline = Path(f"/proc/{sleep.pid}/cmdline")
+    poll_until(  # Popen returns before the exec: until then the command line is ours
+        lambda: (b"kth-local-first" in cmdline.read_bytes(), "not exec'd yet"),
+        what="the stand-in process to run",
+        timeout=10,
+        interval=0.01,
+    )
     try:
         (run_dir / "state.json").write_text(json.dumps(
             {"kubeconfig": str(run_dir / "kubeconfig"), "pids": {"kube-apiserver": sleep.pid}}))  # fmt: skip
