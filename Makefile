@@ -12,7 +12,7 @@ KUEUE_VERSION ?=
 # What e2e runs (suite folders or files).
 E2E_PATHS ?= suites
 
-.PHONY: all venv binaries test own-tests version-tests unit e2e examples e2e-twice bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test own-tests version-tests durations unit e2e examples e2e-twice bench lint fmt typecheck tools clean
 
 all: test
 
@@ -89,6 +89,11 @@ e2e-twice: binaries
 	$(PY) -m harness leftovers
 	$(MAKE) e2e RUN_DIR=$(RUN_DIR)/second
 	$(PY) -m harness leftovers
+
+## durations: after `make test`, keep its per-item durations in bench/durations/ (e2e.json is
+## the record GitHub's e2e shards balance by)
+durations: venv
+	$(PY) bench/durations.py $(RUN_DIR)/durations-test.json $(RUN_DIR)/durations-e2e.json
 
 ## bench: speed figures, printed as numbers (BENCH_CLUSTER_ARGS="--sample 30" for a quick one)
 BENCH_CLUSTER_ARGS ?= --all --big

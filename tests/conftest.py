@@ -62,6 +62,9 @@ def _apiserver_only(extra_args: Sequence[str] = ()) -> Iterator[ApiServerOnly]:
     ca.issue("kube-apiserver", ips=localspec.APISERVER_SANS_IP, dns=localspec.APISERVER_SANS_DNS,
              server=True).write(layout.pki, "apiserver")  # fmt: skip
     ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(layout.pki, "admin")
+    front_ca, front_client = pki.front_proxy()  # the aggregation flags name these files
+    front_ca.pair.write(layout.pki, "front-proxy-ca")
+    front_client.write(layout.pki, "front-proxy-client")
     sa = pki.signing_key()
     (layout.pki / "sa.pub").write_bytes(sa.cert_pem)
     (layout.pki / "sa.key").write_bytes(sa.key_pem)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.plugin.sharding import load_durations
 from harness.toolchain import ToolchainError, tools
 from harness.toolchain.pins import KUEUE_JOBSET, PINS
 
@@ -127,7 +128,10 @@ def test_embedded_e2e_runs_as_a_matrix_of_shards_covering_the_suite(ci: dict[str
     shards = job["strategy"]["matrix"]["shard"]
     assert shards == list(range(1, len(shards) + 1)) and len(shards) > 1
     (e2e,) = [s["run"] for s in _steps(job) if str(s.get("run", "")).startswith("make e2e")]
-    assert f'--shard ${{{{ matrix.shard }}}}/{len(shards)}"' in e2e
+    assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)} " in e2e
+    # Balanced by the recorded durations (make durations), which must load as --shard reads them.
+    assert "--shard-durations bench/durations/e2e.json" in e2e
+    assert load_durations(REPO / "bench" / "durations" / "e2e.json")
     assert job["strategy"]["fail-fast"] is False  # one shard's failure must not hide the others'
 
 
