@@ -29,7 +29,7 @@ from harness.kube import (
     wait_for,
     workloads,
 )
-from harness.providers import ComponentCrashed, create_provider
+from harness.providers import ComponentCrashed
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import spec as localspec
 from harness.providers.local.cluster import LocalCluster
@@ -39,16 +39,6 @@ from tests.ctrl_c import restore_ctrl_c
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 RACK = "cloud.provider.com/topology-rack"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One embedded cluster for this module; stopped after its last test."""
-    provider = create_provider("local")
-    assert isinstance(provider, LocalCluster)
-    provider.start()
-    yield provider
-    provider.stop()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ import pytest
 import yaml
 
 from harness.kube import Kube, has_condition, poll_until, wait_for, workloads
-from harness.providers import create_provider
 from harness.providers.local.cluster import LocalCluster
 from harness.toolchain import tools
 
@@ -34,16 +33,6 @@ VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 # Job -> (LocalQueue, WorkloadPriorityClass value), in submission order.
 PENDING = {"low": ("lq-a", 10), "mid": ("lq-b", 20), "high": ("lq-a", 30)}
 QUEUE_ORDER = ["high", "mid", "low"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One embedded cluster for this module; stopped after its last test."""
-    provider = create_provider("local")
-    assert isinstance(provider, LocalCluster)
-    provider.start()
-    yield provider
-    provider.stop()
 
 
 @pytest.fixture(scope="module")
