@@ -21,40 +21,8 @@ SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"
 SNAPSHOT = REPO / "tests" / "data" / "explain" / "rack-short.yaml"
 JOB = REPO / "tests" / "data" / "explain" / "train-job.yaml"
 
-FIXTURES_TEST = '''
-from pathlib import Path
-
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: train
-  labels:
-    kueue.x-k8s.io/queue-name: team-a
-spec:
-  parallelism: 2
-  completions: 2
-  completionMode: Indexed
-  template:
-    metadata:
-      annotations:
-        kueue.x-k8s.io/podset-required-topology: kubernetes.io/hostname
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: worker
-          image: registry.k8s.io/pause:3.10
-          resources:
-            limits: {nvidia.com/gpu: 1}
-"""
-
-
-def test_a_job_lands_where_the_fit_model_says(tas_shape, fit_model):
-    shape = tas_shape(Path(__file__).parent / "gpu-racks.yaml", local_queues=["team-a"])
-    job = shape.apply(JOB)
-    job.wait_admitted()
-    assert job.outcome() == fit_model.predict(shape).outcomes["train"]
-'''
+EXAMPLE_TEST = REPO / "examples" / "test_against_fit_model.py"
+"""A fixtures test from the examples, run as a user's own (it reads shapes/gpu-racks.yaml)."""
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -88,8 +56,9 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def project(tmp_path: Path) -> Path:
     """A user's folder: one scenario, one fixtures test and its cluster shape, no config."""
     shutil.copy(GUIDE, tmp_path / "my-job.yaml")
-    shutil.copy(SHAPE, tmp_path / "gpu-racks.yaml")
-    (tmp_path / "test_my_jobs.py").write_text(FIXTURES_TEST)
+    (tmp_path / "shapes").mkdir()
+    shutil.copy(SHAPE, tmp_path / "shapes" / "gpu-racks.yaml")
+    shutil.copy(EXAMPLE_TEST, tmp_path / "test_my_jobs.py")
     return tmp_path
 
 
@@ -115,7 +84,7 @@ def test_kth_checks_a_scenario_on_the_fit_model(installed: Path, project: Path) 
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert "1 passed" in tests.stdout
     assert sorted(p.name for p in project.iterdir()) == [
-        "gpu-racks.yaml", "my-job.yaml", "test_my_jobs.py"
+        "my-job.yaml", "shapes", "test_my_jobs.py"
     ]  # fmt: skip  # nothing written into the user's tree
 
 
