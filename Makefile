@@ -61,10 +61,13 @@ unit: venv
 		$(PYTEST_ARGS)
 
 # pytest-xdist workers for e2e, each with an embedded cluster of its own (-n; 0 = serial, in
-# one process). 2 on local: a scenario mostly waits on Kueue's 1 s batches, so a second
-# cluster (~1 GiB) uses the idle CPU; on 2 cores a third only adds contention (bench/cluster.py
-# --workers 0,2,3, 27 scenarios: 126 / 107 / 111 s). kind and existing have one cluster: serial.
-E2E_WORKERS ?= $(if $(filter local,$(CLUSTER)),2,0)
+# one process). auto on local: as many clusters as the record of each scenario's wall and CPU
+# seconds (bench/durations/e2e.json, e2e-cpu.json; `make durations` keeps it) says the cores
+# can feed: scenarios that mostly wait on Kueue's and Kubernetes' timers run on clusters of
+# their own beside the busy ones (harness/plugin/worker_classes.py); without a CPU record, one
+# per core. kind and existing have one cluster: serial.
+E2E_WORKERS ?= $(if $(filter local,$(CLUSTER)),auto,0)
+WORKER_RECORD ?= bench/durations/e2e.json
 
 ## e2e: every scenario suite on a real cluster (CLUSTER=local|kind|existing|sim;
 ## KUEUE_VERSION=v0.18.2 runs the embedded cluster's Kueue at that version, built first;
@@ -75,7 +78,7 @@ e2e: binaries
 	$(PY) -m pytest $(E2E_PATHS) --cluster=$(CLUSTER) -n $(E2E_WORKERS) --durations=10 \
 		--junitxml=$(RUN_DIR)/junit-e2e.xml --store-durations=$(RUN_DIR)/durations-e2e.json \
 		--kth-report=$(RUN_DIR)/report.html $(if $(KUEUE_VERSION),--kueue-version=$(KUEUE_VERSION)) \
-		$(PYTEST_ARGS)
+		$(if $(filter auto,$(E2E_WORKERS)),--worker-record=$(WORKER_RECORD)) $(PYTEST_ARGS)
 
 ## examples: the example Python tests (examples/, docs/python-tests.md) on CLUSTER=local|kind|existing
 examples: binaries

@@ -1,7 +1,9 @@
 """Keep the record of durations: copy the per-item durations a `make test` run stored
 (run/durations-test.json for own-tests, run/durations-e2e.json for the suites on the cluster:
-pytest --store-durations) into bench/durations/, rounded to 0.1 s. GitHub's e2e shards balance
-by bench/durations/e2e.json (--shard-durations).
+pytest --store-durations) into bench/durations/, rounded to 0.1 s, with the CPU seconds
+recorded beside them (run/durations-e2e-cpu.json -> e2e-cpu.json). GitHub's e2e shards balance
+by bench/durations/e2e.json (--shard-durations); `make e2e` sizes its worker classes from
+e2e.json and e2e-cpu.json (harness/plugin/worker_classes.py).
 
 Prints how many items each file records and their total seconds; asserts nothing.
 Run with `make durations` after `make test`.
@@ -17,8 +19,9 @@ RECORD = Path(__file__).resolve().parent / "durations"
 
 
 def main(paths: list[str]) -> int:
-    for name in paths:
-        path = Path(name)
+    wanted = [Path(name) for name in paths]
+    wanted += [cpu for p in wanted if (cpu := p.with_name(f"{p.stem}-cpu{p.suffix}")).is_file()]
+    for path in wanted:
         if not path.is_file():
             print(f"{path}: not there (run make test first)", file=sys.stderr)
             return 2

@@ -30,11 +30,14 @@ from harness.scenario.model import Scenario
 BACKEND_KEY = pytest.StashKey[Any]()
 
 RERUN_PROPERTY = "kth-rerun"
+"""An item's user property (junit <property>) per attempt discarded because the
+infrastructure failed under it; the plugin's terminal summary lists them."""
 PHASES_PROPERTY = "kth-phases"
 """A scenario's seconds per phase on a cluster (JSON: {"shape": 0.51, "steps": 8.75}),
 relayed by xdist workers like every user property, for the slowest-scenarios summary."""
-"""An item's user property (junit <property>) per attempt discarded because the
-infrastructure failed under it; the plugin's terminal summary lists them."""
+CPU_PROPERTY = "kth-cpu"
+"""A scenario's CPU seconds per cluster component on a cluster (JSON), for the durations
+record (--store-durations) and the summary: wall time minus it is waiting."""
 
 
 class ScenarioMismatch(Exception):
@@ -103,6 +106,8 @@ class ScenarioItem(pytest.Item):
             self.user_properties += [(RERUN_PROPERTY, line) for line in observed.incidents]
             if observed.phases:
                 self.user_properties.append((PHASES_PROPERTY, json.dumps(observed.phases)))
+            if observed.cpu:
+                self.user_properties.append((CPU_PROPERTY, json.dumps(observed.cpu)))
             comparison = observed_against_both(scenario, predicted, observed, no_model)
         if not comparison.agrees:
             raise ScenarioMismatch(comparison.render())

@@ -26,6 +26,7 @@ from harness.kueue.gates import GateError, parse_gates
 from harness.plugin import xdist as distribute
 from harness.plugin.collect import (
     BACKEND_KEY,
+    CPU_PROPERTY,
     PHASES_PROPERTY,
     RERUN_PROPERTY,
     NotAScenario,
@@ -85,6 +86,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the HTML report of the scenarios (a rack-and-GPU map of each) to PATH; "
         "an empty PATH writes none (default: the kth_report ini setting, else none)",
     )
+    group.addoption(
+        "--worker-record",
+        default=None,
+        metavar="FILE",
+        help="with -n auto on --cluster=local: size the clusters and split the scenarios into "
+        "busy and waiting classes by the wall seconds in FILE (as --store-durations writes "
+        "it) and the CPU seconds beside it (FILE-cpu.json) (default: none, xdist's own)",
+    )
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    return distribute.auto_workers(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -252,22 +266,28 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 def _slowest_scenarios(terminalreporter: Any) -> None:
     """The scenarios that took a cluster longest, with the seconds of each phase (shaping,
-    submission, reading, steps): where a suite's time goes, run after run."""
-    timed = [
-        (sum(phases.values()), report.nodeid, phases)
-        for reports in terminalreporter.stats.values()
-        for report in reports
-        if getattr(report, "when", None) == "call"
-        for key, text in getattr(report, "user_properties", ())
-        if key == PHASES_PROPERTY
-        for phases in [json.loads(text)]
-    ]
+    submission, reading, steps) and the CPU seconds the cluster and the harness spent: where
+    a suite's time goes, run after run, and how much of it was waiting."""
+    timed = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            props = dict(getattr(report, "user_properties", ()))
+            if PHASES_PROPERTY not in props:
+                continue
+            phases = json.loads(props[PHASES_PROPERTY])
+            cpu = sum(json.loads(props.get(CPU_PROPERTY, "{}")).values())
+            timed.append((sum(phases.values()), report.nodeid, phases, cpu))
     if not timed:
         return
     terminalreporter.section(f"slowest {min(SLOWEST_SHOWN, len(timed))} scenarios on the cluster")
-    for total, nodeid, phases in sorted(timed, key=lambda t: (-t[0], t[1]))[:SLOWEST_SHOWN]:
+    for total, nodeid, phases, cpu in sorted(timed, key=lambda t: (-t[0], t[1]))[:SLOWEST_SHOWN]:
         spent = ", ".join(f"{k} {v:.2f}" for k, v in phases.items() if v >= 0.01)
-        terminalreporter.write_line(f"{total:7.2f}s {nodeid} ({spent})")
+        waited = max(0.0, total - cpu)
+        terminalreporter.write_line(
+            f"{total:7.2f}s {nodeid} ({spent}; cpu {cpu:.2f}s, waiting {waited:.2f}s)"
+        )
 
 
 def _reruns(terminalreporter: Any) -> None:

@@ -72,6 +72,12 @@ def load_durations(path: Path) -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items()}
 
 
+def cpu_record_path(durations: Path) -> Path:
+    """Where the CPU seconds of the items of a durations record are kept
+    (run/durations-e2e.json -> run/durations-e2e-cpu.json)."""
+    return durations.with_name(f"{durations.stem}-cpu{durations.suffix}")
+
+
 def assign(
     units: Mapping[str, Sequence[str]], durations: Mapping[str, float], total: int
 ) -> list[list[str]]:

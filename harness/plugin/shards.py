@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.plugin.collect import ScenarioItem
-from harness.plugin.sharding import ShardError, assign, load_durations, parse_shard
+from harness.plugin.collect import CPU_PROPERTY, ScenarioItem
+from harness.plugin.sharding import (
+    ShardError,
+    assign,
+    cpu_record_path,
+    load_durations,
+    parse_shard,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,8 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--store-durations",
         default=None,
         metavar="FILE",
-        help="write each test's duration (setup + call + teardown, seconds) to FILE as JSON "
-        "(default: none written)",
+        help="write each test's duration (setup + call + teardown, seconds) to FILE as JSON, "
+        "and each scenario's CPU seconds on a cluster to FILE-cpu.json (default: none written)",
     )
 
 
@@ -86,16 +92,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class DurationRecorder:
-    """Sums each test's phase durations and writes them at the end of the session."""
+    """Sums each test's phase durations and writes them at the end of the session; the CPU
+    seconds of each scenario run on a cluster go beside them (cpu_record_path)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        for key, text in report.user_properties:
+            if key == CPU_PROPERTY:
+                self.cpu[report.nodeid] = sum(json.loads(str(text)).values())
 
     def pytest_sessionfinish(self) -> None:
-        rounded = {k: round(v, 3) for k, v in sorted(self.seconds.items())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(rounded, indent=1) + "\n")
+        write_record(self.path, self.seconds)
+        if self.cpu:
+            write_record(cpu_record_path(self.path), self.cpu)
+
+
+def write_record(path: Path, seconds: dict[str, float]) -> None:
+    rounded = {k: round(v, 3) for k, v in sorted(seconds.items())}
+    path.write_text(json.dumps(rounded, indent=1) + "\n")

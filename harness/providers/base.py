@@ -81,6 +81,10 @@ class Provider(Protocol):
         """Why this cluster could not show the scenario's outcome as its own, or None."""
         ...
 
+    def pids(self) -> dict[str, int]:
+        """Component name -> process id, for the CPU each scenario costs ({}: not ours)."""
+        ...
+
     def upgrade_kueue(self, version: str) -> None:
         """Replace the running Kueue by a newer version, keeping every object (the
         `upgrade-kueue` step); only where can_upgrade_kueue."""
@@ -119,6 +123,11 @@ class ProviderBase:
     def scenario_problem(self, scenario: Scenario) -> str | None:
         """None: every node of a cluster the harness started is the run's or cordoned."""
         return None
+
+    def pids(self) -> dict[str, int]:
+        """Component name -> process id of the processes the harness runs for it (none:
+        a cluster somewhere else)."""
+        return {}
 
 
 PROVIDERS: dict[str, str] = {

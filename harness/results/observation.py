@@ -25,6 +25,9 @@ class Observation:
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase of the run (clear, shape, admit, submit, read, steps): where the
     time went, for the slowest-scenarios summary and the benchmarks."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per component of the cluster (and the harness's own process) while it ran:
+    wall time minus these is waiting, which more concurrent clusters can spend."""
     evidence: Callable[[Collection[str]], str] | None = field(default=None, repr=False)
     """Evidence about these workloads (scenario names): their conditions, events and Kueue's
     log lines, read on request while the cluster still holds them (until the backend's next

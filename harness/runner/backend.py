@@ -31,6 +31,7 @@ from harness.kueue.versions import version_key
 from harness.logtail import lines_about, log_lines_about
 from harness.providers.base import ClusterError, Provider, create_provider, provider_class
 from harness.providers.cleanup import clear_run
+from harness.providers.cpu import CpuMeter
 from harness.results.observation import Observation
 from harness.runner import evidence, incidents, shaping
 from harness.runner.incidents import Incident
@@ -282,6 +283,8 @@ class ClusterBackend:
             _refuse_unsupported(scenario)
         self._check_upgrades(scenario)
         phases = Phases()
+        meter = CpuMeter(self.provider.pids if self.provider is not None else dict)
+        meter.start()
         names = self.fresh_names(scenario)
         phases.mark("clear")
         out_dir = self.artifacts / names.namespace
@@ -336,13 +339,12 @@ class ClusterBackend:
                     f"artifacts: {out_dir}"
                 ) from None
         self._check_infrastructure(kube, scenario)
+        cpu = meter.spent()
         self.timings[scenario.name] = phases.total()
-        logger.info(f"{scenario.name}: {phases}")
+        logger.info(f"{scenario.name}: {phases}, cpu {sum(cpu.values()):.2f}s")
         with (self.artifacts / "timings.jsonl").open("a") as log:
-            log.write(
-                json.dumps({"scenario": scenario.name, "total": phases.total(), **phases.spent})
-                + "\n"
-            )
+            record = {"scenario": scenario.name, "total": phases.total(), **phases.spent}
+            log.write(json.dumps({**record, "cpu": cpu}) + "\n")
         self._write_artifacts(kube, names, slicer, out_dir)
         version = self.kueue_version or ""
         return Observation(
@@ -351,6 +353,7 @@ class ClusterBackend:
             artifacts=out_dir,
             kueue=version,
             phases=dict(phases.spent),
+            cpu=cpu,
             evidence=lambda wanted: self._evidence_of(kube, names, session, wanted),
         )
 

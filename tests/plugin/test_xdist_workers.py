@@ -9,6 +9,7 @@ embedded clusters at once, then one serial: about a minute on 2 cores).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -202,7 +203,10 @@ class Timed:
     def run(self, scenario):
         predicted = fit(scenario)
         steps = float(scenario.name.removeprefix("s"))
-        return Observation(predicted.outcomes, predicted.steps, phases={"shape": 0.5, "steps": steps})
+        cpu = {"kueue": 0.25, "harness": 0.25}
+        return Observation(
+            predicted.outcomes, predicted.steps, phases={"shape": 0.5, "steps": steps}, cpu=cpu
+        )
 
     def close(self):
         pass
@@ -213,7 +217,9 @@ harness.plugin.hooks.create_backend = lambda cluster, **options: Timed()
 
 
 def test_the_slowest_scenarios_are_listed_with_their_phases(pytester: pytest.Pytester) -> None:
-    """Relayed from the xdist workers: the list has the phases of each scenario, at most 10."""
+    """Relayed from the xdist workers: the list has the phases of each scenario, at most 10,
+    with its CPU seconds and the rest of its wall time as waiting; the durations record gets
+    the CPU seconds beside the wall seconds."""
     for i in range(12):
         data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
         data["name"] = f"s{i}"
@@ -222,11 +228,23 @@ def test_the_slowest_scenarios_are_listed_with_their_phases(pytester: pytest.Pyt
         path.write_text(yaml.safe_dump(data, sort_keys=False))
     pytester.makeconftest(TIMED_STAND_IN_BACKEND)
     result = pytester.runpytest_subprocess(
-        "--cluster=local", "-n", "2", "-p", "no:cacheprovider", "--kth-report="
+        "--cluster=local",
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        "--kth-report=",
+        "--store-durations=run/d.json",
     )
     result.assert_outcomes(passed=12)
     text = result.stdout.str()
     section = text[text.index("slowest 10 scenarios on the cluster") :]
-    listed = re.findall(r"s(\d+)\.yaml::s\d+ \(shape 0\.50, steps (\d+)\.00\)", section)
+    listed = re.findall(
+        r"s(\d+)\.yaml::s\d+ \(shape 0\.50, steps (\d+)\.00; cpu 0\.50s, waiting \d+\.\d+s\)",
+        section,
+    )
     assert [int(a) for a, _ in listed] == list(range(11, 1, -1)), section
     assert all(a == b for a, b in listed), section
+    assert "s11.yaml::s11 (shape 0.50, steps 11.00; cpu 0.50s, waiting 11.00s)" in section
+    cpu = json.loads((pytester.path / "run" / "d-cpu.json").read_text())
+    assert cpu == {f"suites/s{i}.yaml::s{i}": 0.5 for i in range(12)}
