@@ -26,6 +26,13 @@ own timers stretch (its 1 s batch periods run late) and scenarios slow each othe
 GIB_PER_CLUSTER = 1.5
 """Peak memory of one embedded cluster (API server, etcd, Kueue, KWOK, controllers)."""
 MAX_WORKERS = 8
+BUSY_PER_CORE = 1
+"""At most this many busy clusters per core: three CPU-bound clusters on 2 cores were no
+faster than two (bench/cluster.py --workers 0,2,3, 27 scenarios: 126 / 107 / 111 s), the
+contention the CPU seconds alone do not show."""
+WORKERS_PER_CORE = 3
+"""At most this many clusters per core in all: the runner's deadlines assume a cluster gets
+its share of a core within a settle window."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ def plan(
     without both records count as busy (the cautious side) at the median busy wall time."""
     cores = cores or os.cpu_count() or 1
     memory_gib = memory_gib if memory_gib is not None else _memory_gib()
-    cap = max(1, min(MAX_WORKERS, int(memory_gib // GIB_PER_CLUSTER)))
+    cap = max(1, min(MAX_WORKERS, WORKERS_PER_CORE * cores, int(memory_gib // GIB_PER_CLUSTER)))
     known = [i for i in items if i in wall and i in cpu]
     waiting = frozenset(i for i in known if cpu_share(wall[i], cpu[i]) < WAITING_SHARE)
     busy_known = [i for i in known if i not in waiting]
@@ -73,7 +80,8 @@ def plan(
     busy_rate = cpu_share(sum(wall[i] for i in busy_known), busy_cpu) if busy_known else 1.0
     wait_rate = cpu_share(wait_wall, wait_cpu) if waiting else 0.0
     budget = CPU_TARGET * cores
-    n_busy = max(1, min(cap, math.floor(budget / max(busy_rate, 0.1)))) if busy_wall else 0
+    most = min(cap, BUSY_PER_CORE * cores)
+    n_busy = max(1, min(most, math.floor(budget / max(busy_rate, 0.1)))) if busy_wall else 0
     n_wait = 0
     if waiting:
         spare = max(0.0, budget - n_busy * busy_rate)

@@ -54,3 +54,10 @@ def test_a_worker_takes_the_heaviest_unit_of_its_class_then_the_other() -> None:
     assert pick_unit(queue, waiting, wall, waiting=True) == "g::g"
     only_busy = {"a::a": {"a::a": False}}
     assert pick_unit(only_busy, waiting, wall, waiting=True) == "a::a"
+
+
+def test_busy_clusters_stay_within_one_per_core_and_all_within_three() -> None:
+    wall = {**BUSY, **WAIT}
+    found = plan(list(wall), wall, _cpu(0.4, 0.01), cores=2, memory_gib=24)
+    assert found.busy == 2  # 1.6 cores at 0.4 would feed 4
+    assert found.workers == 6  # 0.8 cores spare would feed 80 waiting ones
