@@ -93,10 +93,12 @@ e2e-twice: binaries
 	$(MAKE) e2e RUN_DIR=$(RUN_DIR)/second
 	$(PY) -m harness leftovers
 
-## durations: after `make test`, keep its per-item durations in bench/durations/ (e2e.json is
-## the record GitHub's e2e shards balance by)
+## durations: after `make test`, keep its per-item durations (and the scenarios' CPU seconds)
+## in bench/durations/ (e2e.json is the record GitHub's e2e shards balance by, e2e-cpu.json
+## sizes the worker classes) and print where each suite folder's time went
 durations: venv
 	$(PY) bench/durations.py $(RUN_DIR)/durations-test.json $(RUN_DIR)/durations-e2e.json
+	$(PY) bench/suite_time.py
 
 ## bench: speed figures, printed as numbers (BENCH_CLUSTER_ARGS="--sample 30" for a quick one)
 BENCH_CLUSTER_ARGS ?= --all --big
