@@ -71,7 +71,7 @@ def fill_expect(text: str, scenario: Scenario, predicted: FitResult) -> tuple[st
         raise ScenarioError(scenario.path, "", "the top level must be a mapping")
     edits: list[_Edit] = []
     filled: list[str] = []
-    flavors = scenario.shorthand is None
+    flavors = len(scenario.resource_flavors) > 1  # with one there is nothing to say
     _fill(text, root, "expect", scenario.expect, predicted.outcomes, edits, filled, flavors)
     steps = _value(root, "steps")
     for index, step in enumerate(scenario.steps):
@@ -145,7 +145,6 @@ def _kept(scenario: Scenario, like: Scenario | None = None) -> tuple[object, ...
         scenario.cluster_queues,
         scenario.priority_classes,
         scenario.admitted,
-        scenario.shorthand,
         scenario.nodes,
         scenario.usage,
         scenario.workloads,

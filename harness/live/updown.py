@@ -11,7 +11,6 @@ Job with `kueue.x-k8s.io/queue-name: <ClusterQueue>` needs no namespace. It prin
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.kube import KUEUE_API, RUN_LABEL, Kube
 from harness.providers.local import detached
-from harness.scenario.model import Scenario, Workload
+from harness.scenario.model import Scenario
 
 DEFAULT_NAMESPACE = "default"
 
@@ -91,22 +90,12 @@ def default_scenario() -> tuple[Scenario, str]:
 
 
 def covering_nodes(scenario: Scenario) -> Scenario:
-    """A version-1 scenario whose ClusterQueue also covers every resource its nodes offer
-    (ample quota): the Jobs a user will apply are not in the file (as for the fixtures)."""
-    if scenario.shorthand is None:
-        return scenario
-    from harness.scenario import shorthand
+    """The scenario whose ample-quota ClusterQueue (a `queue` shorthand's) also covers every
+    resource its nodes offer: the Jobs a user will apply are not in the file (as for the
+    fixtures)."""
+    from harness.scenario import ample_quota
 
-    quota = dict(scenario.shorthand.nominal_quota)
-    known = {r for cq in scenario.cluster_queues for g in cq.resource_groups for r in g.covered}
-    for resource in sorted({r for n in scenario.nodes for r in n.allocatable} - known - set(quota)):
-        quota[resource] = shorthand.ample(resource, scenario.workloads)
-    queue = dataclasses.replace(scenario.shorthand, nominal_quota=quota)
-    submitted = [s.target for s in scenario.steps if isinstance(s.target, Workload)]
-    _, _, queues = shorthand.world(
-        scenario.topology, scenario.flavor, queue, [*scenario.workloads, *submitted]
-    )
-    return dataclasses.replace(scenario, shorthand=queue, cluster_queues=queues)
+    return ample_quota.covering(scenario, {r for n in scenario.nodes for r in n.allocatable})
 
 
 def _up_scenario(scenario: Scenario, feature_gates: str) -> Path:

@@ -81,11 +81,8 @@ def replay(scenario: Scenario, predict: Predict = fit) -> Timeline:
 
 class _Clock:
     def __init__(self, scenario: Scenario, jobs: dict[str, JobRecord], predict: Predict) -> None:
-        # The world as version-2 lists (a version-1 file arrives desugared); its running
-        # workloads become `admitted:` entries, which only the version-2 contract has.
-        self.base = dataclasses.replace(
-            scenario, workloads=(), expect=None, steps=(), shorthand=None
-        )
+        # The world without its workloads: running ones become `admitted:` entries.
+        self.base = dataclasses.replace(scenario, workloads=(), expect=None, steps=())
         self.jobs = jobs
         self.predict = predict
         self.pending: list[str] = []

@@ -169,7 +169,7 @@ class ClusterBackend:
         first use, restarted when the gates differ from the running ones."""
         return self._ensure_cluster(merged(self.cli_gates, scenario_gates or {}))
 
-    def fresh_names(self, scenario: Scenario, local_queue: str = "") -> Names:
+    def fresh_names(self, scenario: Scenario) -> Names:
         """Names for the scenario's objects, in a namespace of its own, once the previous
         scenario's objects are cleared (identical Kueue objects stay: shaping.reusable).
         Raises Unsupported when the provider cannot run the scenario."""
@@ -178,14 +178,7 @@ class ClusterBackend:
         if problem is not None:
             raise Unsupported(problem)
         self.seq += 1
-        names = Names(
-            self.run_id,
-            namespace_for(self.seq, scenario.name),
-            cluster_queue=f"kth-cq-{self.seq}",
-            own_queues=scenario.shorthand is None,
-        )
-        if local_queue:
-            names = dataclasses.replace(names, local_queue=local_queue)
+        names = Names(self.run_id, namespace_for(self.seq, scenario.name))
         if self.dirty:
             reuse = shaping.reusable(scenario, names)
             clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse)

@@ -6,7 +6,7 @@ shared/kueue-objects-notes.md; docs/scenario-extensions.md says what the runner 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -24,7 +24,6 @@ from harness.kueue.keys import (
     SLICE_SIZE,
     UNCONSTRAINED,
 )
-from harness.scenario import shorthand
 from harness.scenario.model import (
     AdmittedWorkload,
     Node,
@@ -43,10 +42,6 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 WORKLOAD_LABEL = "kueue-tas-harness/workload"
 USAGE_LABEL = "kueue-tas-harness/usage"
-# Kueue refuses a ResourceFlavor with a topology but no nodeLabels ("at least one nodeLabel is
-# required when topology is set"), so a flavor without nodeLabels selects this label, which
-# every node of the run carries: the same node set as "no filter".
-ALL_NODES_LABEL = {"kueue-tas-harness/node": "true"}
 # A fault step fails, deletes or evicts running pods; a Job that counted them against a
 # backoffLimit of 0 would fail and Kueue would finish its Workload. Counted per index, each
 # lost pod is recreated after the Job controller's first backoff (10 s): a shared count
@@ -64,11 +59,6 @@ class Names:
 
     run_id: str
     namespace: str
-    cluster_queue: str = "kth-cq"
-    local_queue: str = "kth-lq"
-    # Version 2: each ClusterQueue has a LocalQueue of its own name and a workload goes to
-    # its `queue`; version 1 has one LocalQueue (`local_queue`) for every workload.
-    own_queues: bool = False
 
     @property
     def labels(self) -> dict[str, str]:
@@ -80,8 +70,9 @@ class Names:
         return f"{RUN_LABEL}={self.run_id}"
 
     def queue_of(self, w: Workload) -> str:
-        """The LocalQueue the workload is submitted to."""
-        return w.queue if self.own_queues else self.local_queue
+        """The LocalQueue the workload is submitted to: each ClusterQueue has one of its
+        own name."""
+        return w.queue
 
 
 def resource_list(resources: Mapping[str, Fraction]) -> dict[str, str]:
@@ -148,7 +139,7 @@ def node(n: Node, names: Names) -> Obj:
         "kind": "Node",
         "metadata": {
             "name": n.name,
-            "labels": {**n.labels, **names.labels, **ALL_NODES_LABEL},
+            "labels": {**n.labels, **names.labels},
             "annotations": annotations,
         },
         "spec": spec,
@@ -197,93 +188,10 @@ def _container(requests: Mapping[str, Fraction]) -> Obj:
     return {"name": "c", "image": IMAGE, "resources": resources}
 
 
-def topology(scenario: Scenario, names: Names) -> Obj:
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "Topology",
-        "metadata": {"name": scenario.topology.name, "labels": names.labels},
-        "spec": {"levels": [{"nodeLabel": level} for level in scenario.topology.levels]},
-    }
-
-
-def resource_flavor(scenario: Scenario, names: Names) -> Obj:
-    flavor = scenario.flavor
-    spec: Obj = {
-        "topologyName": scenario.topology.name,
-        "nodeLabels": dict(flavor.node_labels or ALL_NODES_LABEL),
-    }
-    if flavor.tolerations:
-        spec["tolerations"] = [toleration(t) for t in flavor.tolerations]
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": flavor.name, "labels": names.labels},
-        "spec": spec,
-    }
-
-
 def all_workloads(scenario: Scenario) -> list[Workload]:
     """Initial workloads plus those submitted by steps, in file order."""
     extra = [s.target for s in scenario.steps if isinstance(s.target, Workload)]
     return [*scenario.workloads, *extra]
-
-
-def covered_resources(scenario: Scenario) -> list[str]:
-    """Every resource a workload requests, plus those the queue limits, sorted."""
-    found = set(scenario.queue.nominal_quota)
-    for w in all_workloads(scenario):
-        for ps in w.pod_sets:
-            found.update(ps.requests)
-    return sorted(found)
-
-
-def cluster_queue(scenario: Scenario, names: Names, cover: Iterable[str] = ()) -> Obj:
-    """One resource group with the one flavor; BestEffortFIFO, no preemption, no cohort.
-    `cover`: more resources to cover with ample quota (a shape's manifests are not known)."""
-    covered = sorted(set(covered_resources(scenario)) | set(cover))
-    quota = scenario.queue.nominal_quota
-    workloads = all_workloads(scenario)
-    resources = [
-        {
-            "name": r,
-            "nominalQuota": format_quantity(
-                quota[r] if r in quota else shorthand.ample(r, workloads)
-            ),
-        }
-        for r in covered
-    ]
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "ClusterQueue",
-        "metadata": {"name": names.cluster_queue, "labels": names.labels},
-        "spec": {
-            "namespaceSelector": {},
-            "queueingStrategy": "BestEffortFIFO",
-            "preemption": {
-                "withinClusterQueue": "Never",
-                "reclaimWithinCohort": "Never",
-            },
-            "resourceGroups": [
-                {
-                    "coveredResources": covered,
-                    "flavors": [{"name": scenario.flavor.name, "resources": resources}],
-                }
-            ],
-        },
-    }
-
-
-def local_queue(names: Names) -> Obj:
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "LocalQueue",
-        "metadata": {
-            "name": names.local_queue,
-            "namespace": names.namespace,
-            "labels": names.labels,
-        },
-        "spec": {"clusterQueue": names.cluster_queue},
-    }
 
 
 def topology_annotations(tr: TopologyRequest | None) -> dict[str, str]:

@@ -54,9 +54,8 @@ class Entry:
     rejected: Outcome | None = None
     kueue_name: str = ""
     may_park: bool = False
-    # The pending message when the workload settled: the contract's observation point (each
-    # workload settles before the next). Kueue may re-evaluate it later on unrelated requeues
-    # (e.g. the previous scenario's pods going away) and restate it against later admissions.
+    # The pending message when the workload settled ("": never evaluated then). Outcomes
+    # report the latest status Kueue wrote, as the fit model's cycles give it.
     settled_message: str | None = None
     # Pods that could not run when last read: a step may free room for them.
     unschedulable: int = 0
@@ -137,10 +136,7 @@ class Session:
         has a pending head ahead of it in queue order (priority, then creation), which
         Kueue retries alone (rules §3.1)."""
         w = entry.workload
-        strict = (
-            self.scenario.shorthand is None
-            and self.scenario.cluster_queue(w.queue).queueing_strategy == "StrictFIFO"
-        )
+        strict = self.scenario.cluster_queue(w.queue).queueing_strategy == "StrictFIFO"
         for e in self.entries.values():
             if e is entry or not e.kueue_name or self.state_of(e).kind != "pending":
                 continue
@@ -299,7 +295,7 @@ class Session:
             if seen.kind == "pending":
                 out[name] = Outcome(
                     admitted=False,
-                    message=self._pending_message(entry, seen),
+                    message=seen.message,
                     preempted=was_preempted,
                 )
                 continue
@@ -359,14 +355,6 @@ class Session:
             )
             out[name] = dataclasses.replace(outcome, replaced=moved, evicted=evicted)
         return out
-
-    def _pending_message(self, entry: Entry, seen: State) -> str:
-        """Version 1 reports the message a workload settled with (the observation point of
-        the version-1 contract: later unrelated requeues may restate it); version 2 the
-        latest status Kueue wrote, which the fit model's cycles also give."""
-        if self.scenario.shorthand is None or entry.settled_message is None:
-            return seen.message
-        return entry.settled_message
 
     def _groups(self, wl: Obj) -> list[tuple[str, ...]]:
         """The covered resources of each resource group of the ClusterQueue that admitted

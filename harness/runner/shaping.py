@@ -1,5 +1,5 @@
-"""Shape a cluster for one scenario: namespace, nodes, usage, then Kueue's objects (one
-Topology, flavor and queue of a version-1 file, or a version-2 scenario's whole world).
+"""Shape a cluster for one scenario: namespace, nodes, usage, then Kueue's objects (every
+Topology, ResourceFlavor, WorkloadPriorityClass, ClusterQueue and a LocalQueue for each).
 
 Clearing away what the run created before is harness.providers.cleanup.clear_run.
 """
@@ -83,50 +83,19 @@ def _running(obj: Obj | None) -> tuple[bool, str]:
 
 
 def reusable(scenario: Scenario, names: Names) -> list[Obj]:
-    """The cluster-scoped objects a later scenario may share when identical: Topology and
-    ResourceFlavor of a version-1 file; every Kueue object of a version-2 one (its
-    ClusterQueues have fixed names, so one that differs must be gone before it is created)."""
-    if scenario.shorthand is None:
-        return world.cluster_objects(scenario, names)
-    return [objects.topology(scenario, names), objects.resource_flavor(scenario, names)]
+    """The cluster-scoped objects a later scenario may share when identical: every Kueue
+    object (ClusterQueues have fixed names, so one that differs must be gone before it is
+    created)."""
+    return world.cluster_objects(scenario, names)
 
 
-def shape(
-    kube: Kube, scenario: Scenario, names: Names, t: Timeouts, cover: Iterable[str] = ()
-) -> None:
-    """Namespace, nodes, usage, then Topology, ResourceFlavor and queues, all Active.
-    `cover`: resources the ClusterQueue covers beyond those the scenario's workloads use."""
+def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
+    """Namespace, nodes, usage, then Kueue's objects, all Active."""
     kube.create(objects.namespace(names))
     create_nodes(kube, scenario.nodes, names, t)
     ready = {n.name for n in scenario.nodes if n.ready}
     create_usage(kube, enumerate(scenario.usage), names, ready, t)
-    if scenario.shorthand is None:
-        shape_world(kube, scenario, names, t)
-        return
-    for kept in reusable(scenario, names):  # left in place by clear() when identical
-        create_or_keep(kube, kept, names)
-    kube.create(objects.cluster_queue(scenario, names, cover))
-    kube.create(objects.local_queue(names))
-    active = has_condition("Active")
-    wait_for(
-        kube,
-        KUEUE_API,
-        "ClusterQueue",
-        names.cluster_queue,
-        active,
-        what="Active",
-        timeout=t.settle,
-    )
-    wait_for(
-        kube,
-        KUEUE_API,
-        "LocalQueue",
-        names.local_queue,
-        active,
-        namespace=names.namespace,
-        what="Active",
-        timeout=t.settle,
-    )
+    shape_world(kube, scenario, names, t)
 
 
 def create_or_keep(kube: Kube, obj: Obj, names: Names) -> None:

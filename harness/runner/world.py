@@ -1,12 +1,12 @@
 """Pure builders for a version-2 scenario's Kueue objects: every Topology, ResourceFlavor,
 WorkloadPriorityClass and ClusterQueue under the scenario's own names, and one LocalQueue of
-the same name per ClusterQueue (docs/scenario-format-v2.md).
+the same name per ClusterQueue (docs/scenario-format-v2.md); a version-1 file arrives as
+these lists too (harness/scenario/shorthand.py).
 
 Every default Kueue's CRDs fill in (apis/kueue/v1beta2/clusterqueue_types.go,
 `+kubebuilder:default`) is written out, so the object read back from the API server equals
 the one built here and an identical ClusterQueue can be kept for the next scenario
-(harness.providers.cleanup compares specs). A version-1 file keeps its own builders in
-harness.runner.objects (kth-cq-<n>, kth-lq, the ALL_NODES_LABEL workaround).
+(harness.providers.cleanup compares specs).
 """
 
 from __future__ import annotations
@@ -72,15 +72,17 @@ def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
     }
 
 
-def local_queue(cluster_queue_name: str, names: Names, *, hold: bool = False) -> Obj:
-    """The LocalQueue named after its ClusterQueue. `hold`: stopPolicy Hold, so Kueue
-    admits nothing from it while the runner writes pre-admitted workloads' admissions (it
-    keeps admitted workloads; only HoldAndDrain evicts them)."""
+def local_queue(
+    cluster_queue_name: str, names: Names, *, hold: bool = False, name: str = ""
+) -> Obj:
+    """The LocalQueue named after its ClusterQueue (or `name`: a fixture's own). `hold`:
+    stopPolicy Hold, so Kueue admits nothing from it while the runner writes pre-admitted
+    workloads' admissions (it keeps admitted workloads; only HoldAndDrain evicts them)."""
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {
-            "name": cluster_queue_name,
+            "name": name or cluster_queue_name,
             "namespace": names.namespace,
             "labels": names.labels,
         },

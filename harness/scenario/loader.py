@@ -9,6 +9,7 @@ or Kueue would refuse is refused here too (harness/k8s/rules.py, the Topology li
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
@@ -238,6 +239,13 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         topologies, flavors, cluster_queues = shorthand.world(
             world.topologies[0], world.flavors[0], world.shorthand, known.values()
         )
+        nodes = list(shorthand.labelled(world.flavors[0], nodes))
+        steps = tuple(
+            replace(s, target=shorthand.labelled(world.flavors[0], [s.target])[0])
+            if isinstance(s.target, Node)
+            else s
+            for s in steps
+        )
     else:
         topologies, flavors, cluster_queues = world.topologies, world.flavors, world.queues
     return Scenario(
@@ -252,7 +260,6 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         cluster_queues=cluster_queues,
         priority_classes=world.priority_classes,
         admitted=admitted,
-        shorthand=world.shorthand,
         nodes=tuple(nodes),
         usage=usage,
         workloads=tuple(workloads),

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from harness.errors import HarnessError
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -140,6 +139,10 @@ class ClusterQueue:
     queueing_strategy: str = "BestEffortFIFO"
     preemption: Preemption = field(default_factory=Preemption)
     fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    ample_quota: bool = False
+    """Resources no group covers get ample quota where the harness adds workloads the file
+    does not hold (a fixture's manifests, `up`): harness.scenario.shorthand.covering. Set
+    for the ClusterQueue a `queue` shorthand means; never written to Kueue."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -358,15 +361,10 @@ upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its tar
 version."""
 
 
-class NotShorthand(HarnessError):
-    """A version-1 view (one topology, flavor and queue) asked of a version-2 scenario."""
-
-
 @dataclass(frozen=True)
 class Scenario:
     """The world as version-2 lists; a version-1 file arrives desugared
-    (harness/scenario/shorthand.py) with `shorthand` holding its `queue`, so backends that
-    only run version 1 keep reading `topology`, `flavor` and `queue`."""
+    (harness/scenario/shorthand.py), and nothing past the loader tells them apart."""
 
     name: str
     topologies: tuple[Topology, ...]
@@ -376,7 +374,6 @@ class Scenario:
     workloads: tuple[Workload, ...]
     priority_classes: tuple[PriorityClass, ...] = ()
     admitted: tuple[AdmittedWorkload, ...] = ()
-    shorthand: Queue | None = None
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""
@@ -416,45 +413,6 @@ class Scenario:
             if node.name == name:
                 return node
         raise KeyError(name)
-
-    @property
-    def topology(self) -> Topology:
-        """The one Topology of a version-1 file."""
-        self._need_shorthand()
-        return self.topologies[0]
-
-    @property
-    def flavor(self) -> Flavor:
-        """The one ResourceFlavor of a version-1 file."""
-        self._need_shorthand()
-        return self.resource_flavors[0]
-
-    @property
-    def queue(self) -> Queue:
-        """The `queue` of a version-1 file (its quota; other resources ample)."""
-        if self.shorthand is None:
-            raise NotShorthand(f"{self.path}: a version-2 scenario has no single queue")
-        return self.shorthand
-
-    def _need_shorthand(self) -> None:
-        if self.shorthand is None:
-            raise NotShorthand(f"{self.path}: a version-2 scenario has no single topology")
-
-    def version2_features(self) -> tuple[str, ...]:
-        """What this scenario uses beyond version 1, for backends that cannot run it yet."""
-        if self.shorthand is not None:
-            return ()
-        found = [
-            f"{len(self.topologies)} topologies" if len(self.topologies) != 1 else "",
-            f"{len(self.resource_flavors)} resource flavors"
-            if len(self.resource_flavors) != 1
-            else "",
-            f"{len(self.cluster_queues)} cluster queues" if len(self.cluster_queues) != 1 else "",
-            "cohorts" if any(cq.cohort for cq in self.cluster_queues) else "",
-            "priority classes" if self.priority_classes else "",
-            "admitted workloads" if self.admitted else "",
-        ]
-        return tuple(f for f in found if f) or ("ClusterQueues with explicit quota",)
 
     def undetermined_on(self, version: str | None = None) -> str | None:
         """Why Kueue `version` (default: the one the scenario is checked as) gives no single

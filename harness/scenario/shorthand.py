@@ -4,20 +4,23 @@ that turns one into the other, so everything past the loader sees one shape.
 One Topology as given; one ResourceFlavor using it; one ClusterQueue (no cohort,
 BestEffortFIFO, no preemption) with one resource group covering every resource the queue
 lists or a workload requests: listed ones get their quota, the others an ample amount
-(the runner's rule: at least 10^15, and twice what all workloads request together).
+(at least 10^15, and twice what all workloads request together), and so does any resource
+the harness adds a workload for later (`covering`: a fixture's manifests, `up`). A flavor
+without nodeLabels selects every node through ALL_NODES_LABEL, which its nodes get.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from fractions import Fraction
 from typing import Any
 
+from harness.scenario.ample_quota import ample
 from harness.scenario.model import (
     ClusterQueue,
     Flavor,
     FlavorQuotas,
+    Node,
     Queue,
     ResourceGroup,
     ResourceQuota,
@@ -27,8 +30,11 @@ from harness.scenario.model import (
 )
 
 CLUSTER_QUEUE = "tas-cq"
-"""The shorthand's ClusterQueue name (the sim's; the runner names its own per scenario)."""
-AMPLE = Fraction(10**15)
+"""The shorthand's ClusterQueue (and LocalQueue) name."""
+ALL_NODES_LABEL = {"kueue-tas-harness/node": "true"}
+"""Kueue refuses a ResourceFlavor with a topology but no nodeLabels ("at least one nodeLabel
+is required when topology is set"), so a shorthand flavor without nodeLabels selects this
+label, which every node of the file carries: the same node set as "no filter"."""
 
 
 def world(
@@ -47,29 +53,20 @@ def world(
     group = ResourceGroup(tuple(sorted(covered)), (FlavorQuotas(flavor.name, quotas),))
     tas_flavor = Flavor(
         name=flavor.name,
-        node_labels=flavor.node_labels,
+        node_labels=flavor.node_labels or ALL_NODES_LABEL,
         tolerations=flavor.tolerations,
         topology_name=topology.name,
     )
-    cq = ClusterQueue(name=CLUSTER_QUEUE, resource_groups=(group,) if covered else ())
+    groups = (group,) if covered else ()
+    cq = ClusterQueue(name=CLUSTER_QUEUE, resource_groups=groups, ample_quota=True)
     return (topology,), (tas_flavor,), (cq,)
 
 
-def ample(resource: str, workloads: Iterable[Workload]) -> Fraction:
-    """The quota a version-1 ClusterQueue gets for a resource its `queue` does not limit."""
-    workloads = list(workloads)
-    if resource == "pods":
-        total = Fraction(sum(ps.count for w in workloads for ps in w.pod_sets))
-    else:
-        total = sum(
-            (
-                ps.requests.get(resource, Fraction(0)) * ps.count
-                for w in workloads
-                for ps in w.pod_sets
-            ),
-            Fraction(0),
-        )
-    return max(AMPLE, 2 * total)
+def labelled(flavor: Flavor, nodes: Iterable[Node]) -> tuple[Node, ...]:
+    """The nodes, carrying ALL_NODES_LABEL when the shorthand flavor has no nodeLabels."""
+    if flavor.node_labels:
+        return tuple(nodes)
+    return tuple(replace(n, labels={**n.labels, **ALL_NODES_LABEL}) for n in nodes)
 
 
 def scenario(
@@ -85,11 +82,11 @@ def scenario(
     workloads = tuple(replace(w, queue=CLUSTER_QUEUE) for w in workloads)
     submitted = [s.target for s in fields.get("steps", ()) if isinstance(s.target, Workload)]
     topologies, flavors, queues = world(topology, flavor, queue, [*workloads, *submitted])
+    fields["nodes"] = labelled(flavor, fields.get("nodes", ()))
     return Scenario(
         topologies=topologies,
         resource_flavors=flavors,
         cluster_queues=queues,
-        shorthand=queue,
         workloads=workloads,
         **fields,
     )

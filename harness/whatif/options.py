@@ -243,8 +243,8 @@ def flavor_options(
 ) -> list[Option]:
     """Another ResourceFlavor of the ClusterQueue's resource group tried first, or one it does
     not list (with the quota of the flavor it tried): only flavors whose free capacity, by the
-    ledger, holds the pod set are run (version 2 only)."""
-    if base.shorthand is not None or v.flavor is None:
+    ledger, holds the pod set are run."""
+    if v.flavor is None:
         return []
     cq = base.cluster_queue(w.queue)
     index = next(

@@ -64,9 +64,7 @@ def candidate_ledgers(
     scenario: Scenario, workload: Workload, pod_set: PodSet, ledgers: Mapping[str, FlavorLedger]
 ) -> list[FlavorLedger]:
     """The TAS flavors the pod set may use: those of its ClusterQueue's resource group that
-    covers what it requests (version 1: the one flavor)."""
-    if scenario.shorthand is not None:
-        return [ledgers[scenario.flavor.name]] if scenario.flavor.name in ledgers else []
+    covers what it requests."""
     try:
         cq = scenario.cluster_queue(workload.queue)
     except KeyError:

@@ -164,7 +164,7 @@ def test_written_expectations_state_the_fit_models_outcomes_for_every_suite(
         written = yaml.safe_load((tmp_path / source.name).read_text())
         scenario = load_scenario(source)
         predicted = fit(scenario)
-        flavors = scenario.shorthand is None  # a version-1 file's one flavor goes unsaid
+        flavors = len(scenario.resource_flavors) > 1  # a world's one flavor goes unsaid
         want = expectation_data(predicted.outcomes, flavors) or None
         assert written.get("expect") == want, source
         for step, after in zip(written.get("steps") or [], predicted.steps, strict=True):

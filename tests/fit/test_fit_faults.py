@@ -151,9 +151,11 @@ def test_the_replacement_search_counts_leaves_outside_the_domain() -> None:
     scenario = world(REQUIRED_RACK, "", usage=busy)
     nodes = [n for n in scenario.nodes if n.name != "a1"]
     own = {"a2": {"nvidia.com/gpu": 8, "pods": 1}}  # the job's pod that stays on a2
-    tree = build_tree(scenario.topology, scenario.flavor, nodes, scenario.usage, own)
+    tree = build_tree(
+        scenario.topologies[0], scenario.resource_flavors[0], nodes, scenario.usage, own
+    )
     ps = scenario.workloads[0].pod_sets[0]
-    assert placement_request(scenario.topology, [ps]).required
+    assert placement_request(scenario.topologies[0], [ps]).required
     try:
         find_replacement(tree, ps, {"a1": 1, "a2": 1}, "a1", (), {}, Algorithm(best_fit=True))
     except ReplacementFailed as failed:

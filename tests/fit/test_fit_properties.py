@@ -176,7 +176,7 @@ def test_placements_are_whole_and_within_free_capacity() -> None:
 def required_level_and_slices_respected(scenario: Scenario, seen: Counter[str]) -> None:
     outcomes = fit(scenario).outcomes
     nodes = {n.name: n for n in scenario.nodes}
-    levels = scenario.topology.levels
+    levels = scenario.topologies[0].levels
     for workload in scenario.workloads:
         outcome = outcomes[workload.name]
         if not outcome.admitted:
@@ -229,7 +229,7 @@ def test_first_workload_admitted_iff_some_domain_fits(scenario: Scenario) -> Non
     pod_set = workload.pod_sets[0]
     tr = pod_set.topology
     assert tr is not None
-    levels = scenario.topology.levels
+    levels = scenario.topologies[0].levels
     free = free_per_node(scenario)
     nodes = {n.name: n for n in scenario.nodes}
     size = tr.slice_size or 1

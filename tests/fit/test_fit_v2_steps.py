@@ -1,21 +1,16 @@
 """Steps and pod set groups in the fit model: what requeues a parked workload
-(pkg/controller/tas/resource_flavor.go, non_tas_usage_controller.go), and every version-1
-suite against its version-2 form (nodes, usage, steps, faults, groups, slices, webhooks:
-the shorthand must change nothing)."""
+(pkg/controller/tas/resource_flavor.go, non_tas_usage_controller.go)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
-from harness.fit.versions import rules_for
-from harness.results.comparison import against_prediction
 from harness.results.outcome import Outcome
-from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.loader import scenario_from_data
 from harness.scenario.strict_yaml import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,31 +60,6 @@ def test_a_node_change_requeues_parked_workloads() -> None:
 def test_freed_usage_requeues_the_queues_of_the_node() -> None:
     got = after_step("  - delete-usage: busy\n")
     assert got.admitted and got.placement == {"main": {"n1": 6}}
-
-
-def version1_suites() -> list[Path]:
-    return [
-        p
-        for p in sorted((ROOT / "suites").rglob("*.yaml"))
-        if "v2" not in p.relative_to(ROOT).parts and not p.name.startswith("v2-")
-    ]
-
-
-@pytest.mark.parametrize("path", version1_suites(), ids=lambda p: p.stem)
-def test_a_version1_file_and_its_version2_form_agree(path: Path) -> None:
-    scenario = load_scenario(path)
-    assert scenario.shorthand is not None
-    rules_for(scenario)  # its kueue: version is modelled
-    try:
-        expected = fit(scenario)
-    except UnsupportedVersionError as why:
-        pytest.skip(f"the fit model does not run it: {why}")
-    got = fit(dataclasses.replace(scenario, shorthand=None))
-    lines = against_prediction(expected.outcomes, got.outcomes)
-    for index, (want, seen) in enumerate(zip(expected.steps, got.steps, strict=True)):
-        lines += [f"after step {index + 1}: {line}" for line in against_prediction(want, seen)]
-    assert lines == []
-    assert got == expected
 
 
 def test_a_gate_the_driver_builds_in_is_refused_with_another_value() -> None:

@@ -16,7 +16,7 @@ from harness import toolchain
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit import fit
 from harness.fit.versions import RULES, V0_19_2_GATES
-from harness.scenario import shorthand
+from harness.scenario import ample_quota
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Scenario
 
@@ -73,8 +73,7 @@ def test_non_tas_pod_deletion_requeues_only_from_v0_19_1() -> None:
 
 def test_non_tas_pod_deletion_in_a_version_2_world() -> None:
     """A version-2 world (harness/fit/cycle.py change_nodes): no flush of the parked workloads."""
-    scenario = on(TWINS, "v0.18.2")
-    v2 = dataclasses.replace(scenario, shorthand=None)
+    v2 = on(TWINS, "v0.18.2")
     before = fit(dataclasses.replace(v2, kueue="v0.19.2")).steps[0]
     after = fit(v2).steps[0]
     assert before["twin-a"].admitted and not after["twin-a"].admitted
@@ -193,8 +192,8 @@ def _asking(scenario: Scenario, **requests: int) -> Scenario:
     wider = dataclasses.replace(main, requests={**main.requests, **requests})
     wl = dataclasses.replace(train, pod_sets=(wider,))
     # The shorthand's ClusterQueue covers what the workloads request, as the loader makes it.
-    _, _, queues = shorthand.world(scenario.topology, scenario.flavor, scenario.queue, [wl])
-    return dataclasses.replace(scenario, workloads=(wl,), cluster_queues=queues, expect=None)
+    asking = dataclasses.replace(scenario, workloads=(wl,), expect=None)
+    return ample_quota.covering(asking, wider.requests)
 
 
 def test_before_v0_19_a_resource_without_capacity_entry_is_the_limiting_one() -> None:
@@ -236,15 +235,12 @@ workloads:
 """
 
 
-@pytest.mark.parametrize("driver", ["version 1", "version 2"])
-def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(
-    tmp_path: Path, driver: str
-) -> None:
+def test_a_pod_set_requesting_nothing_blocks_admission_only_from_v0_18(tmp_path: Path) -> None:
     """A pod set requesting nothing gets no flavor, so no TAS request ("no TAS flavor
     assigned"). From v0.18 that makes the workload NoFit; v0.17.1 marked the pod set after
     the mode was cached, so the workload is admitted with only its other pod sets placed
     (fuzz seed 1 cases 133, 151, 201, 409, 434 and 1389 on v0.17.1's sim)."""
-    scenario = _both_drivers(tmp_path, NOTHING_REQUESTED, driver)
+    scenario = _loaded(tmp_path, NOTHING_REQUESTED)
     for version in ("v0.18.2", "v0.19.2"):
         outcomes = fit(dataclasses.replace(scenario, kueue=version)).outcomes
         assert not outcomes["mixed"].admitted, version
@@ -293,21 +289,19 @@ workloads:
 """
 
 
-def _both_drivers(tmp_path: Path, text: str, driver: str) -> Scenario:
+def _loaded(tmp_path: Path, text: str) -> Scenario:
     path = tmp_path / "scenario.yaml"
     path.write_text(text)
-    scenario = load_scenario(path)
-    return dataclasses.replace(scenario, shorthand=None) if driver == "version 2" else scenario
+    return load_scenario(path)
 
 
-@pytest.mark.parametrize("driver", ["version 1", "version 2"])
 def test_before_v0_18_a_workloads_own_pod_sets_take_no_pod_slots_from_each_other(
-    tmp_path: Path, driver: str
+    tmp_path: Path,
 ) -> None:
     """n1 has 2 pod slots. From v0.18 the launcher placed first takes one, so 2 workers do
     not fit; v0.17.1's assumed usage has no `pods` (addAssumedUsage), so all 3 pods are put
     on n1 (the sim on each version agrees)."""
-    scenario = _both_drivers(tmp_path, SHARED_SLOTS, driver)
+    scenario = _loaded(tmp_path, SHARED_SLOTS)
     new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes["train"]
     assert not new.admitted
     assert new.message.endswith('topology "t" allows to fit only 1 out of 2 pod(s)')
@@ -315,14 +309,13 @@ def test_before_v0_18_a_workloads_own_pod_sets_take_no_pod_slots_from_each_other
     assert old.admitted and old.placement == {"launcher": {"n1": 1}, "workers": {"n1": 2}}
 
 
-@pytest.mark.parametrize("driver", ["version 1", "version 2"])
 def test_on_v0_17_1_an_admitted_pod_holds_two_slots_when_the_queue_covers_pods(
-    tmp_path: Path, driver: str
+    tmp_path: Path,
 ) -> None:
     """n1 has 4 pod slots and `first` holds 2 pods on it. From v0.18 2 slots are left for
     `second`; v0.17.1 counts `pods` from the quota usage and once more in the TAS cache, so
     `first` holds all 4 (the sim on each version agrees)."""
-    scenario = _both_drivers(tmp_path, HELD_SLOTS, driver)
+    scenario = _loaded(tmp_path, HELD_SLOTS)
     new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes["second"]
     assert new.admitted and new.placement == {"main": {"n1": 1}}
     old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes["second"]
@@ -400,7 +393,7 @@ def test_on_v0_17_1_the_preemptor_asks_for_pods_too(tmp_path: Path, team_a_pods:
     text = RECLAIM_WITHOUT_PODS_QUOTA.replace(
         "{name: pods, nominalQuota: 0}", f"{{name: pods, nominalQuota: {team_a_pods}}}"
     )
-    scenario = _both_drivers(tmp_path, text, "version 2")
+    scenario = _loaded(tmp_path, text)
     new = fit(dataclasses.replace(scenario, kueue="v0.18.2")).outcomes
     assert new["old-0"].preempted and new["wl-0"].admitted
     old = fit(dataclasses.replace(scenario, kueue="v0.17.1")).outcomes

@@ -16,7 +16,9 @@ import yaml
 from harness.fuzz.campaign import dump_scenario, run_campaign
 from harness.fuzz.generator import generate
 from harness.fuzz.shrink import shrink
+from harness.scenario.ample_quota import AMPLE
 from harness.scenario.loader import load_scenario, scenario_from_data
+from harness.scenario.shorthand import ALL_NODES_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,13 +46,17 @@ def test_generator_covers_the_shapes_it_promises() -> None:
     seen: Counter[str] = Counter()
     for index in range(400):
         sc = scenario_from_data(generate(5, index))
-        levels = sc.topology.levels
+        (topology,) = sc.topologies
+        levels = topology.levels
         seen[f"levels-{len(levels)}"] += 1
-        seen["hostname-lowest" if sc.topology.lowest_is_hostname else "other-lowest"] += 1
-        seen["tight-quota"] += bool(sc.queue.nominal_quota)
+        seen["hostname-lowest" if topology.lowest_is_hostname else "other-lowest"] += 1
+        quotas = [
+            q.nominal for g in sc.cluster_queues[0].resource_groups for q in g.flavors[0].resources
+        ]
+        seen["tight-quota"] += any(q < AMPLE for q in quotas)
         seen["balanced"] += bool(sc.feature_gates.get("TASBalancedPlacement"))
         seen["mixed-off"] += sc.feature_gates.get("TASProfileMixed") is False
-        seen["flavor-labels"] += bool(sc.flavor.node_labels)
+        seen["flavor-labels"] += sc.resource_flavors[0].node_labels != ALL_NODES_LABEL
         seen["usage"] += bool(sc.usage)
         for node in sc.nodes:
             seen["taint-" + (node.taints[0].effect if node.taints else "none")] += 1

@@ -6,6 +6,7 @@ suite, built as the Job or JobSet the cluster runner submits, reads back as the 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,15 @@ from harness.errors import HarnessError
 from harness.fixtures.manifests import MAIN, UserManifestError, read, tagged, workload_data
 from harness.fixtures.model import FitModel
 from harness.k8s.quantity import parse_quantity
-from harness.runner import objects
+from harness.runner import objects, world
 from harness.runner.objects import Names
+from harness.scenario import ample_quota
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Workload
 
 REPO = Path(__file__).resolve().parents[2]
 SHAPE = REPO / "examples" / "shapes" / "gpu-racks.yaml"
-NAMES = Names("run1", "ns1", local_queue="team-a")
+NAMES = Names("run1", "ns1")
 
 
 def _suite_workloads() -> list[Workload]:
@@ -38,6 +40,8 @@ def _suite_workloads() -> list[Workload]:
 
 
 def _as_submitted(w: Workload) -> dict[str, Any]:
+    """The runner's manifest, sent to a LocalQueue named team-a."""
+    w = dataclasses.replace(w, queue="team-a")
     return objects.job(w, NAMES) if len(w.pod_sets) == 1 else objects.jobset(w, NAMES)
 
 
@@ -101,7 +105,7 @@ def test_a_jobs_pods_and_requests_follow_kubernetes() -> None:
 
 def test_tagging_labels_the_object_its_child_jobs_and_pods() -> None:
     w = load_scenario(REPO / "suites/groups/groups-leader-beside-workers-required-rack.yaml")
-    jobset = objects.jobset(w.workloads[0], NAMES)
+    jobset = _as_submitted(w.workloads[0])
     del jobset["metadata"]["namespace"]
     out = tagged(read(jobset)[0], "kth-7-x", {"run": "abc"}, ["team-a"])
     assert out["metadata"]["namespace"] == "kth-7-x"
@@ -211,10 +215,10 @@ def test_a_shapes_cluster_queue_covers_what_its_nodes_offer() -> None:
     """A shape has no workloads, so without `cover` its ClusterQueue would cover nothing a
     manifest requests and Kueue would refuse every one."""
     shape = load_scenario(REPO / "suites/guide/guide-required-host.yaml")
-    plain = objects.cluster_queue(shape, NAMES)["spec"]["resourceGroups"][0]
+    plain = world.cluster_queue(shape.cluster_queues[0], NAMES)["spec"]["resourceGroups"][0]
     assert plain["coveredResources"] == ["nvidia.com/gpu"]
-    covered = objects.cluster_queue(shape, NAMES, ["cpu", "memory", "nvidia.com/gpu"])
-    group = covered["spec"]["resourceGroups"][0]
+    wide = ample_quota.covering(shape, ["cpu", "memory", "nvidia.com/gpu"])
+    group = world.cluster_queue(wide.cluster_queues[0], NAMES)["spec"]["resourceGroups"][0]
     assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
     quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
     assert quota["cpu"] == quota["memory"] == str(10**15)

@@ -302,7 +302,7 @@ def test_names_foreign_nodes_that_would_join_a_scenario(
     and levels would change its outcome; the provider says which."""
     assert embedded.handle is not None
     guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
-    (level, _) = guide.topology.levels
+    (level, _) = guide.topologies[0].levels
     provider = ExistingCluster(kubeconfig=embedded.handle.kubeconfig, run_root=tmp_path)
     provider.start()
     kube = Kube(embedded.handle.kubeconfig)
@@ -333,7 +333,7 @@ def test_runner_refuses_a_scenario_that_foreign_nodes_would_join(embedded: Local
     instead of reporting an outcome that the cluster's own nodes changed."""
     assert embedded.handle is not None
     guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
-    (level, _) = guide.topology.levels
+    (level, _) = guide.topologies[0].levels
     kube = Kube(embedded.handle.kubeconfig)
     backend = ClusterBackend(name="existing", kubeconfig=embedded.handle.kubeconfig)
     try:
@@ -361,22 +361,22 @@ def test_runner_never_uses_an_object_of_the_same_name_it_did_not_make(
     theirs = {
         "apiVersion": KUEUE_API,
         "kind": "Topology",
-        "metadata": {"name": guide.topology.name, "labels": {"team": "platform"}},
-        "spec": {"levels": [{"nodeLabel": level} for level in guide.topology.levels]},
+        "metadata": {"name": guide.topologies[0].name, "labels": {"team": "platform"}},
+        "spec": {"levels": [{"nodeLabel": level} for level in guide.topologies[0].levels]},
     }
     kube = Kube(embedded.handle.kubeconfig)
     backend = ClusterBackend(name="existing", kubeconfig=embedded.handle.kubeconfig)
     try:
         kube.create(theirs)
-        with pytest.raises(Exception, match=rf"Topology {guide.topology.name} exists and was "
+        with pytest.raises(Exception, match=rf"Topology {guide.topologies[0].name} exists and was "
                            r"not made by this run"):  # fmt: skip
             backend.run(guide)
         backend.close()
-        after = kube.get(KUEUE_API, "Topology", guide.topology.name)
+        after = kube.get(KUEUE_API, "Topology", guide.topologies[0].name)
         assert after["metadata"]["labels"] == {"team": "platform"}
         assert after["spec"] == theirs["spec"] and not after["metadata"].get("deletionTimestamp")
     finally:
-        kube.delete(KUEUE_API, "Topology", guide.topology.name)
+        kube.delete(KUEUE_API, "Topology", guide.topologies[0].name)
         backend.close()
         kube.close()
 

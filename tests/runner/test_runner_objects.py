@@ -8,7 +8,7 @@ import pytest
 
 from harness.kube import RUN_LABEL, KubeError, WaitTimeout
 from harness.kueue import keys as kueue_keys
-from harness.runner import objects
+from harness.runner import objects, world
 from harness.runner.backend import namespace_for
 from harness.runner.objects import Names
 from harness.runner.reading import State, admission_placement, pods_placement, state
@@ -16,6 +16,7 @@ from harness.runner.session import api_message
 from harness.runner.waits import Timeouts, settle
 from harness.scenario.loader import scenario_from_data
 from harness.scenario.model import Scenario, Workload
+from harness.scenario.shorthand import ALL_NODES_LABEL
 
 NAMES = Names(run_id="r1", namespace="kth-1-demo")
 
@@ -107,7 +108,9 @@ def test_job_is_indexed_queued_and_annotated() -> None:
     spec = job["spec"]
     assert (spec["parallelism"], spec["completions"]) == (3, 3)
     assert spec["completionMode"] == "Indexed"
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == NAMES.local_queue
+    assert (
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "tas-cq"
+    )  # the queue the shorthand names
     template = spec["template"]
     assert template["metadata"]["annotations"] == {
         "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"
@@ -213,7 +216,7 @@ def test_workload_with_several_pod_sets_keeps_order_and_requests() -> None:
     w = scenario_from_data({**_raw(), "workloads": [data]}, "x.yaml").workloads[0]
     wl = objects.workload(w, NAMES)
     assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
-    assert wl["spec"]["queueName"] == NAMES.local_queue
+    assert wl["spec"]["queueName"] == "tas-cq"  # the queue the shorthand names
     pod_sets = wl["spec"]["podSets"]
     assert [p["name"] for p in pod_sets] == ["leader", "workers", "side"]
     assert [p["count"] for p in pod_sets] == [1, 4, 2]
@@ -231,7 +234,9 @@ def test_workload_with_several_pod_sets_keeps_order_and_requests() -> None:
     js = objects.jobset(w, NAMES)
     assert js["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     assert js["spec"]["suspend"] is True
-    assert js["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == NAMES.local_queue
+    assert (
+        js["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == "tas-cq"
+    )  # the queue the shorthand names
     jobs = js["spec"]["replicatedJobs"]
     assert [j["name"] for j in jobs] == ["leader", "workers", "side"]  # Kueue's pod set names
     assert [j["replicas"] for j in jobs] == [1, 1, 1]
@@ -254,7 +259,8 @@ def test_cluster_queue_covers_every_requested_resource() -> None:
         queue={"nominalQuota": {"nvidia.com/gpu": 6, "pods": 10}},
         steps=[{"submit": step_workload}],
     )
-    cq = objects.cluster_queue(scenario, NAMES)
+    (queue,) = scenario.cluster_queues
+    cq = world.cluster_queue(queue, NAMES)
     (group,) = cq["spec"]["resourceGroups"]
     assert group["coveredResources"] == ["cpu", "example.com/fpga", "nvidia.com/gpu", "pods"]
     (flavor,) = group["flavors"]
@@ -268,14 +274,28 @@ def test_cluster_queue_covers_every_requested_resource() -> None:
     assert "cohortName" not in cq["spec"]
 
 
-def test_flavor_without_node_labels_selects_every_node_of_the_run() -> None:
-    scenario = _scenario()
-    rf = objects.resource_flavor(scenario, NAMES)
-    assert rf["spec"]["nodeLabels"] == objects.ALL_NODES_LABEL
+def test_flavor_without_node_labels_selects_every_node_of_the_file() -> None:
+    """Kueue refuses a TAS flavor without nodeLabels: the shorthand's selects a label the
+    loader puts on every node, nodes a step adds included."""
+    scenario = _scenario(
+        steps=[
+            {
+                "add-node": {
+                    "name": "late",
+                    "labels": {"example.com/rack": "r9"},
+                    "allocatable": {"nvidia.com/gpu": 1},
+                }
+            }
+        ]
+    )
+    (flavor,) = scenario.resource_flavors
+    rf = world.resource_flavor(flavor, NAMES)
+    assert rf["spec"]["nodeLabels"] == ALL_NODES_LABEL
     assert rf["spec"]["topologyName"] == "topo"
-    for n in scenario.nodes:
+    added = [s.target for s in scenario.steps]
+    for n in [*scenario.nodes, *added]:
         labels = objects.node(n, NAMES)["metadata"]["labels"]
-        assert objects.ALL_NODES_LABEL.items() <= labels.items()
+        assert ALL_NODES_LABEL.items() <= labels.items(), n.name
     with_labels = _scenario(
         flavor={
             "name": "gpu",
@@ -283,14 +303,16 @@ def test_flavor_without_node_labels_selects_every_node_of_the_run() -> None:
             "tolerations": [{"key": "gpu", "operator": "Exists"}],
         }
     )
-    rf = objects.resource_flavor(with_labels, NAMES)
+    rf = world.resource_flavor(with_labels.resource_flavors[0], NAMES)
     assert rf["metadata"]["name"] == "gpu"
     assert rf["spec"]["nodeLabels"] == {"example.com/rack": "r1"}
     assert rf["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    node = objects.node(with_labels.nodes[0], NAMES)
+    assert "kueue-tas-harness/node" not in node["metadata"]["labels"]
 
 
 def test_topology_levels_in_file_order() -> None:
-    topo = objects.topology(_scenario(), NAMES)
+    topo = world.topology(_scenario().topologies[0], NAMES)
     assert topo["spec"]["levels"] == [
         {"nodeLabel": "example.com/rack"},
         {"nodeLabel": "kubernetes.io/hostname"},

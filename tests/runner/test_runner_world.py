@@ -19,7 +19,7 @@ from harness.runner.objects import Names
 from harness.scenario.loader import scenario_from_data
 from harness.scenario.model import Scenario
 
-NAMES = Names(run_id="r1", namespace="kth-1-demo", own_queues=True)
+NAMES = Names(run_id="r1", namespace="kth-1-demo")
 HOST = "kubernetes.io/hostname"
 RACK = "example.com/rack"
 
@@ -257,9 +257,6 @@ def test_jobs_and_jobsets_go_to_their_own_queue_with_their_priority_class() -> N
     labels = objects.jobset(plain, NAMES)["metadata"]["labels"]
     assert labels[kueue_keys.QUEUE_LABEL] == "team-a"
     assert kueue_keys.PRIORITY_CLASS_LABEL not in labels
-    # A version-1 file keeps its one LocalQueue whatever the workload's queue says.
-    v1 = Names(run_id="r1", namespace="ns")
-    assert objects.job(train, v1)["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == "kth-lq"
 
 
 def test_workload_built_directly_carries_priority_as_kueues_job_reconciler_writes_it() -> None:

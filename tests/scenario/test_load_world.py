@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import pytest
-
-from harness.errors import HarnessError
+from harness.scenario import ample_quota
 from harness.scenario.loader import scenario_from_data
 from harness.scenario.model import FlavorFungibility, Preemption
 from harness.scenario.strict_yaml import parse_yaml
@@ -83,22 +81,22 @@ def test_v2_lists_load_with_kueue_defaults() -> None:
     assert sc.expect is not None and sc.expect["train"].flavors == {"main": "h100"}
     assert sc.expect["train"].preempted is False
     assert [f.name for f in sc.flavors_of(sc.node("n1"))] == ["h100"]
-    assert "cohorts" in sc.version2_features()
-    with pytest.raises(HarnessError, match="no single topology"):
-        _ = sc.topology
 
 
 def test_v1_shorthand_is_one_queue_with_ample_quota_for_unlisted_resources() -> None:
     sc = scenario_from_data(parse_yaml(V1, "x.yaml"), "x.yaml")
-    assert sc.version2_features() == ()
-    assert sc.topology.name == "t" and sc.flavor.topology_name == "t"
+    ((topology,), (flavor,)) = sc.topologies, sc.resource_flavors
+    assert topology.name == "t" and flavor.topology_name == "t"
     (cq,) = sc.cluster_queues
+    assert cq.ample_quota
     (group,) = cq.resource_groups
     assert group.covered == ("cpu", "nvidia.com/gpu")
     quotas = {q.name: q.nominal for q in group.flavors[0].resources}
     assert quotas == {"cpu": Fraction(10**15), "nvidia.com/gpu": Fraction(4)}
     assert sc.workloads[0].queue == cq.name
-    assert dict(sc.queue.nominal_quota) == {"nvidia.com/gpu": 4}
+    wider = ample_quota.covering(sc, ["memory", "cpu"]).cluster_queues[0].resource_groups[0]
+    assert wider.covered == ("cpu", "memory", "nvidia.com/gpu")
+    assert [q.nominal for q in wider.flavors[0].resources] == [10**15, 10**15, 4]
 
 
 ADMITTED = """
@@ -142,4 +140,3 @@ def test_admitted_workloads_load_with_flavor_and_node_placement() -> None:
     assert (main.flavor, main.placement, main.pod_set.count) == ("h100", {"n1": 4}, 4)
     assert (side.flavor, side.placement) == ("plain", None)
     assert sc.steps[0].target == "old"
-    assert "admitted workloads" in sc.version2_features()

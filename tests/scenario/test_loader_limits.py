@@ -165,7 +165,9 @@ def test_step_expect_may_name_a_node_a_step_added_but_the_top_expect_may_not() -
 
 def test_topology_of_16_levels_loads() -> None:
     levels = [f"a.io/l{i}" for i in range(15)] + ["kubernetes.io/hostname"]
-    assert len(scenario_from_data(base(topology={"name": "t", "levels": levels})).topology.levels)
+    assert len(
+        scenario_from_data(base(topology={"name": "t", "levels": levels})).topologies[0].levels
+    )
 
 
 def test_a_resource_map_read_before_is_still_checked_by_its_value_types() -> None:

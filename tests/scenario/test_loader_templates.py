@@ -10,6 +10,7 @@ import pytest
 
 from harness.errors import ScenarioError
 from harness.scenario.loader import load_scenario
+from harness.scenario.shorthand import ALL_NODES_LABEL
 from harness.sim.contract import scenario_to_dict
 
 SUITE = Path(__file__).parents[2] / "suites" / "templates" / "templates-rack-groups.yaml"
@@ -62,7 +63,11 @@ def test_merge_keys_and_scratch_keys_give_the_written_out_nodes(tmp_path: Path) 
 
 def test_a_key_written_beside_a_merge_overrides_the_merged_one(tmp_path: Path) -> None:
     text = MERGED.replace("{<<: *host, name: a1}", "{<<: *host, name: a1, labels: {}}")
-    assert load(tmp_path, text).nodes[0].labels == {"kubernetes.io/hostname": "a1"}
+    # The shorthand's flavor has no nodeLabels: it selects ALL_NODES_LABEL, on every node.
+    assert load(tmp_path, text).nodes[0].labels == {
+        "kubernetes.io/hostname": "a1",
+        **ALL_NODES_LABEL,
+    }
 
 
 @pytest.mark.parametrize(
@@ -110,6 +115,7 @@ def test_node_groups_make_every_combination_in_order(tmp_path: Path) -> None:
         "example.com/rack": "b2-r1",
         "x.io/n": "n9",
         "kubernetes.io/hostname": "b2-r1-h3",
+        **ALL_NODES_LABEL,  # the shorthand flavor has no nodeLabels: it selects this one
     }
     assert nodes[-1].unschedulable and not nodes[1].unschedulable
 
