@@ -33,7 +33,8 @@ def groups(at: KeyPath, read_workload: Callable[[KeyPath], Workload]) -> list[Wo
         return [read_workload(at)]
     spec = at.child(KEY, at.value[KEY])
     fields = spec.mapping(("replicas",))
-    replicas = fields["replicas"].positive_int() if "replicas" in fields else 1
+    # 0 is valid (Kueue makes no Workload, MAX: its bound); the CRD defaults it to 1.
+    replicas = fields["replicas"].integer(0) if "replicas" in fields else 1
     if replicas > MAX_REPLICAS:
         fields["replicas"].fail(f"at most {MAX_REPLICAS} groups in a scenario")
     rest = copy.copy(at)
