@@ -56,7 +56,12 @@ ONE_TIME_STEP = 'sudo install -d -o "$(id -un)" {certs}'
 """What a non-root user runs once (README): the folder becomes theirs; the harness fills it."""
 PORT_ATTEMPTS = 3
 LWS_INTEGRATION = {"integrations": {"frameworks": [*manifests.FRAMEWORKS, lws_install.FRAMEWORK]}}
-"""Kueue manages LeaderWorkerSets here (the LWS controller runs beside it); kind does not."""
+"""Kueue manages LeaderWorkerSets here (the LWS controller runs beside it); kind does not.
+Always on: the cost is the API server taking LWS's CRD (1.5-4 s more start-up on 2 busy
+cores, most of it in the CRD phase). Installing it on first need would cost more: Kueue sets
+up an integration whose CRD appears after start-up only after polling with a backoff of up
+to 2 minutes (pkg/controller/jobframework/setup.go WaitForAPI), while its webhook answers at
+once."""
 
 
 class PortClash(ComponentCrashed):
