@@ -43,7 +43,13 @@ def _patched(doc: Obj, ops: Iterable[Obj], where: Path) -> None:
 
 def webhook_configurations(jobset_dir: Path, base_url: str, ca_b64: str) -> list[Obj]:
     """JobSet's Mutating and Validating webhook configurations, pointed at base_url."""
-    directory = jobset_dir / WEBHOOK_DIR
+    return kustomized_webhooks(jobset_dir / WEBHOOK_DIR, NAME_PREFIX, base_url, ca_b64)
+
+
+def kustomized_webhooks(directory: Path, prefix: str, base_url: str, ca_b64: str) -> list[Obj]:
+    """A kubebuilder webhook kustomization (manifests.yaml plus JSON patches replacing
+    `/webhooks/N`) as kustomize would render it, names prefixed, pointed at base_url
+    (JobSet's and LeaderWorkerSet's have this shape)."""
     (kust,) = load_all(directory / "kustomization.yaml")
     docs = [d for d in load_all(directory / "manifests.yaml") if "webhooks" in d]
     by_kind = {d["kind"]: d for d in docs}
@@ -54,7 +60,7 @@ def webhook_configurations(jobset_dir: Path, base_url: str, ca_b64: str) -> list
         ops = yaml.safe_load((directory / patch["path"]).read_text()) or []
         _patched(by_kind[kind], ops, directory / patch["path"])
     for doc in docs:
-        doc["metadata"]["name"] = NAME_PREFIX + doc["metadata"]["name"]
+        doc["metadata"]["name"] = prefix + doc["metadata"]["name"]
         for wh in doc["webhooks"]:
             path = (wh["clientConfig"].get("service") or {}).get("path")
             if not path:

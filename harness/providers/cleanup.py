@@ -13,12 +13,14 @@ from collections.abc import Iterable, Sequence
 import tenacity
 
 from harness.install.kueue import JOBSET_API
+from harness.install.lws import LWS_API
 from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, NotFound, Obj, in_parallel
 from harness.kube.wait import poll_until
 
 NAMESPACED = (
     ("batch/v1", "Job"),
     (JOBSET_API, "JobSet"),  # not served on clusters without the JobSet CRD
+    (LWS_API, "LeaderWorkerSet"),  # nor this one without LWS's (its StatefulSets: GC)
     (KUEUE_API, "Workload"),
     ("v1", "Pod"),
     (KUEUE_API, "LocalQueue"),

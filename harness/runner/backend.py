@@ -25,6 +25,7 @@ from harness.backends.base import BackendError, Unsupported
 from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
+from harness.install import lws as lws_install
 from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
 from harness.kueue.gates import merged, parse_gates
 from harness.kueue.versions import version_key
@@ -86,6 +87,7 @@ class ClusterBackend:
         self.seq = 0
         self.jobsets = False
         self.jobset_pods = False
+        self.lws = False  # Kueue manages LeaderWorkerSets and their controller runs
         self.dirty = True  # until a cluster the harness started says it holds nothing
         # Nodes the last scenario's usage pods ran on, and when clearing deleted them
         # (Kueue may retry inadmissible workloads for such a node up to 10 s later).
@@ -124,6 +126,7 @@ class ClusterBackend:
         if self.jobsets:
             how = "JobSets" + ("" if self.jobset_pods else " (no JobSet controller: no pods)")
         logger.info(f"workloads with several pod sets go as {how}")
+        self.lws = lws_install.webhooks_answer(self.kube)[0]
         self.timings["cluster start"] = round(time.monotonic() - started, 1)
         return self.kube
 
@@ -293,6 +296,7 @@ class ClusterBackend:
             self.timeouts,
             jobsets=self.jobsets,
             jobset_pods=self.jobset_pods,
+            lws=self.lws,
             kueue_log=self._kueue_log if self.provider is not None else None,
             kueue_log_path=self._live_kueue_log(),
             gates=gates,

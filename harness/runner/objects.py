@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.install.kueue import JOBSET_API as JOBSET_API  # re-exported: callers build JobSets
+from harness.install.lws import LWS_API as LWS_API  # re-exported: callers build LWSs
 from harness.k8s.quantity import format_quantity
 from harness.kube import KUEUE_API, RUN_LABEL
 from harness.kueue.keys import (
@@ -294,6 +295,37 @@ def jobset(w: Workload, names: Names) -> Obj:
                 for ps in w.pod_sets
             ],
         },
+    }
+
+
+def leader_worker_set(w: Workload, names: Names) -> Obj:
+    """The LeaderWorkerSet of a group workload with spec.replicas = its index + 1: the
+    runner creates it for group 0 and scales it up one group per submission (Kueue makes
+    one Workload per group, pkg/controller/jobs/leaderworkerset). Pod sets "leader" and
+    "worker" are the leader and worker templates (size = 1 + workers); "main" alone is the
+    worker template (size = its count). StatefulSet pods restart Always."""
+    assert w.lws is not None
+    labels = {**names.labels, WORKLOAD_LABEL: w.lws.set_name}
+
+    def template(ps: PodSet) -> Obj:
+        spec = {**_pod_spec(ps), "restartPolicy": "Always"}
+        meta = {"labels": labels, "annotations": topology_annotations(ps.topology)}
+        return {"metadata": meta, "spec": spec}
+
+    by_name = {ps.name: ps for ps in w.pod_sets}
+    lwt: Obj = {"size": sum(ps.count for ps in w.pod_sets)}
+    if "leader" in by_name:
+        lwt["leaderTemplate"] = template(by_name["leader"])
+    lwt["workerTemplate"] = template(by_name.get("worker") or by_name["main"])
+    return {
+        "apiVersion": LWS_API,
+        "kind": "LeaderWorkerSet",
+        "metadata": {
+            "name": w.lws.set_name,
+            "namespace": names.namespace,
+            "labels": {**labels, **queue_labels(w, names)},
+        },
+        "spec": {"replicas": w.lws.index + 1, "leaderWorkerTemplate": lwt},
     }
 
 

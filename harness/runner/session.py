@@ -30,6 +30,7 @@ from harness.runner.requeue import RequeueWave
 from harness.runner.settling import Submission, settle_submission
 from harness.runner.waits import (
     Timeouts,
+    find_group_workload,
     find_workload,
     settle,
     wait_past_second,
@@ -38,6 +39,10 @@ from harness.scenario.model import HOSTNAME, Node, Scenario, Step, Taint, Worklo
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+LWS = "LeaderWorkerSet"
+LWS_SET_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 class PlacementDisagreement(BackendError):
@@ -89,6 +94,8 @@ class Session:
     jobsets: bool = False
     # A JobSet controller runs (kind installs only the CRD): JobSet pods exist to check.
     jobset_pods: bool = False
+    # Kueue manages LeaderWorkerSets and the LWS controller runs (the embedded cluster).
+    lws: bool = False
     # The tail of Kueue's log, where the cluster has one (why a pod stays gated).
     kueue_log: Callable[[], str] | None = None
     # Kueue's log file, where the cluster has one: evidence Kueue reacted to a step.
@@ -151,8 +158,17 @@ class Session:
         """Create the workload's Job, JobSet or Workload in a later second than the previous
         Workload of equal priority (`last_created`) and find the Workload Kueue made for it."""
         kind = "Job" if len(w.pod_sets) == 1 else "JobSet" if self.jobsets else "Workload"
+        if w.lws is not None:
+            kind = LWS
+            if not self.lws:
+                raise Unsupported(
+                    f"workload {w.name} is a LeaderWorkerSet group and this cluster runs no "
+                    "LWS controller with Kueue's LeaderWorkerSet integration; use --cluster=local"
+                )
         entry = Entry(w, kind)
         self.entries[w.name] = entry
+        if kind == LWS:
+            return self._create_group(entry)
         if kind == "Job":
             obj = objects.job(w, self.names)
         elif kind == "JobSet":
@@ -174,6 +190,43 @@ class Session:
             find_workload(self.kube, self.names.namespace, kind, w.name, self.t)
             if entry.owned
             else w.name
+        )
+        wl = self.workload_obj(entry)
+        self.last_created[priority] = ((wl or {}).get("metadata") or {}).get(
+            "creationTimestamp", ""
+        )
+        return entry
+
+    def _create_group(self, entry: Entry) -> Entry:
+        """Group i of a LeaderWorkerSet: create it with one replica (group 0) or scale it to
+        i + 1 replicas, in a later second than the previous Workload of equal priority, so
+        its groups are decided in index order; Kueue would order Workloads created in one
+        second by their random UID (rules §8; upstream's TAS e2e accepts either group
+        order for that reason: test/e2e/tas/extended/leaderworkerset_test.go)."""
+        w = entry.workload
+        assert w.lws is not None
+        obj = objects.leader_worker_set(w, self.names)
+        priority = self.scenario.priority(w)
+        if priority in self.last_created:
+            wait_past_second(self.kube, self.names.namespace, self.last_created[priority], self.t)
+        try:
+            if w.lws.index == 0:
+                self.kube.create(obj)
+            else:
+                self.kube.patch(
+                    obj["apiVersion"],
+                    LWS,
+                    w.lws.set_name,
+                    {"spec": {"replicas": w.lws.index + 1}},
+                    namespace=self.names.namespace,
+                )
+        except KubeError as err:
+            if not refused(err):
+                raise
+            entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
+            return entry
+        entry.kueue_name = find_group_workload(
+            self.kube, self.names.namespace, w.lws.set_name, w.lws.index, self.t
         )
         wl = self.workload_obj(entry)
         self.last_created[priority] = ((wl or {}).get("metadata") or {}).get(
@@ -365,15 +418,19 @@ class Session:
         return [g.covered for g in cq.resource_groups]
 
     def has_pods(self, entry: Entry) -> bool:
-        return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods)
+        return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods) or entry.kind == LWS
 
     def owner_selector(self, entry: Entry) -> str:
         """Every pod of the workload's Job or JobSet."""
+        if entry.kind == LWS:
+            return lws_selector(entry.workload)
         label = JOB_NAME_LABEL if entry.as_job else JOBSET_NAME_LABEL
         return f"{label}={entry.workload.name}"
 
     def selector(self, entry: Entry, pod_set: str) -> str:
         name = entry.workload.name
+        if entry.kind == LWS:
+            return lws_selector(entry.workload, pod_set)
         if entry.as_job:
             return f"{JOB_NAME_LABEL}={name}"
         return f"{JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={pod_set}"
@@ -490,3 +547,15 @@ def api_message(err: KubeError) -> str:
     if marker and marker in text:
         text = text.split(marker, 1)[1]
     return text.strip().strip("'\"")
+
+
+def lws_selector(w: Workload, pod_set: str | None = None) -> str:
+    """The pods of one LeaderWorkerSet group, or of one of its pod sets: the leader is the
+    group's worker index 0 ("main" holds the leader pod too: it is the worker template)."""
+    assert w.lws is not None
+    sel = f"{LWS_SET_LABEL}={w.lws.set_name},{LWS_GROUP_LABEL}={w.lws.index}"
+    if pod_set == "leader":
+        return f"{sel},{LWS_WORKER_LABEL}=0"
+    if pod_set == "worker":
+        return f"{sel},{LWS_WORKER_LABEL}!=0"
+    return sel

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from harness.backends.base import BackendError
+from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Obj, events, pause, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue.keys import TAS_POD_ANNOTATIONS
@@ -286,6 +286,28 @@ def _unbound(s: Session, entry: Entry) -> bool:
     return False
 
 
+def _scale_down_group(s: Session, entry: Entry) -> None:
+    """A LeaderWorkerSet group goes when its set is scaled below it: Kueue deletes the
+    Workloads of groups past spec.replicas (filterWorkloads). Only the highest live group
+    can go that way; deleting the whole set is deleting each group from the last."""
+    g = entry.workload.lws
+    assert g is not None
+    higher = [
+        e.workload.name
+        for e in s.entries.values()
+        if e.workload.lws is not None
+        and e.workload.lws.set_name == g.set_name
+        and e.workload.lws.index > g.index
+    ]
+    if higher:
+        raise Unsupported(
+            f"delete-workload {entry.workload.name}: a LeaderWorkerSet loses groups from the "
+            f"highest index down; delete {', '.join(higher)} first"
+        )
+    patch = {"spec": {"replicas": g.index}}
+    s.kube.patch(objects.LWS_API, "LeaderWorkerSet", g.set_name, patch, namespace=s.names.namespace)
+
+
 def _delete_workload(s: Session, name: str) -> None:
     """The Job, JobSet or Workload goes, and its pods; pods held Terminating by a
     `terminate-pods` step stay (kueue#10076)."""
@@ -293,7 +315,9 @@ def _delete_workload(s: Session, name: str) -> None:
     if entry.rejected is not None:
         return
     ns = s.names.namespace
-    if entry.as_job:
+    if entry.workload.lws is not None:
+        _scale_down_group(s, entry)
+    elif entry.as_job:
         s.kube.delete("batch/v1", "Job", name, ns)
     elif entry.kind == "JobSet":
         s.kube.delete(objects.JOBSET_API, "JobSet", name, ns)

@@ -120,6 +120,33 @@ def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) 
     return found[0]
 
 
+def find_group_workload(kube: Kube, namespace: str, lws: str, index: int, t: Timeouts) -> str:
+    """The Workload Kueue makes for group `index` of a LeaderWorkerSet: owned by it, with
+    annotation kueue.x-k8s.io/component-workload-index (leaderworkerset_reconciler.go)."""
+    found: list[str] = []
+
+    def probe() -> tuple[bool, str]:
+        for wl in kube.list(KUEUE_API, "Workload", namespace):
+            meta = wl["metadata"]
+            owners = meta.get("ownerReferences") or []
+            mine = any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == lws for o in owners)
+            if mine and (meta.get("annotations") or {}).get(GROUP_INDEX) == str(index):
+                found.append(meta["name"])
+                return True, meta["name"]
+        return False, f"no Workload for group {index} yet"
+
+    poll_until(
+        probe,
+        what=f"Kueue to create the Workload of LeaderWorkerSet {namespace}/{lws} group {index}",
+        timeout=t.settle,
+        interval=t.interval,
+    )
+    return found[0]
+
+
+GROUP_INDEX = "kueue.x-k8s.io/component-workload-index"
+
+
 def wait_bound_pods(
     kube: Kube, namespace: str, sel: str, count: int, owner: str, t: Timeouts
 ) -> list[Obj]:

@@ -31,6 +31,7 @@ from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions
 from harness.scenario import (
     load_admitted,
     load_faults,
+    load_lws,
     load_queues,
     load_versions,
     node_groups,
@@ -196,7 +197,15 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         "workload",
     )
     listed = top.get("workloads") or _At(file, "workloads", [])
-    workloads = _unique([_workload(w, levels, world) for w in listed.items()], listed, "workload")
+    workloads = _unique(
+        [
+            group
+            for w in listed.items()
+            for group in load_lws.groups(w, lambda at: _workload(at, levels, world))
+        ],
+        listed,
+        "workload",
+    )
     for index, w in enumerate(workloads):
         if any(h.name == w.name for h in held):
             listed.child(index, None).child("name", None).fail(

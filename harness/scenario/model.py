@@ -199,6 +199,17 @@ class PodSet:
 
 
 @dataclass(frozen=True)
+class LeaderWorkerSetGroup:
+    """One group of a LeaderWorkerSet: Kueue makes one Workload per group (pod sets
+    "leader" and "worker", or "main" without a leader template), index `index` of
+    `replicas`, all built from the LeaderWorkerSet `set_name`."""
+
+    set_name: str
+    index: int
+    replicas: int
+
+
+@dataclass(frozen=True)
 class Workload:
     """`queue`: its ClusterQueue (always filled in by the loader); `priority_class`: None for
     no class (priority 0). `submit_at` / `run_for`: a stream's clock (docs/replay.md): when it
@@ -211,6 +222,8 @@ class Workload:
     priority_class: str | None = None
     submit_at: float | None = None
     run_for: float | None = None
+    # Set when the workload is one group of a LeaderWorkerSet (harness.scenario.load_lws).
+    lws: LeaderWorkerSetGroup | None = None
 
 
 @dataclass(frozen=True)

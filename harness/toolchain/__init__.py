@@ -26,6 +26,7 @@ from harness.toolchain.recipes import (
     JOBSET_MODULE,
     KUEUE_MODULE,
     KWOK_MODULE,
+    LWS_MODULE,
     Component,
     components,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "jobset_module_dir",
     "kueue_module_dir",
     "kwok_module_dir",
+    "lws_module_dir",
     "pins_for",
     "selected_pins",
 ]
@@ -106,3 +108,8 @@ def kwok_module_dir(pins: Pins = PINS) -> Path:
 def jobset_module_dir(pins: Pins = PINS) -> Path:
     """JobSet's module tree: config/components/crd/bases (the CRD only; no controller)."""
     return module_dir(JOBSET_MODULE, pins.jobset)
+
+
+def lws_module_dir(pins: Pins = PINS) -> Path:
+    """LeaderWorkerSet's module tree: config/crd/bases and config/webhook."""
+    return module_dir(LWS_MODULE, pins.lws)

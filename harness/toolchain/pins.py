@@ -24,6 +24,9 @@ class Pins:
     # The JobSet API Kueue v0.19.2 is built against (its go.mod); only the CRD is installed,
     # so multi-pod-set workloads pass Kueue's JobSet webhook and reconciler.
     jobset: str = "v0.12.0"
+    # LeaderWorkerSet: the newest release the Go module proxy serves; Kueue v0.19.2's go.mod
+    # requires v0.7.0's API, whose shape v0.8.0 keeps (leaderworkerset.x-k8s.io/v1).
+    lws: str = "v0.8.0"
 
     @property
     def staging(self) -> str:

@@ -5,6 +5,7 @@
   replaces, so `go install` refuses it; a generated wrapper module requires it instead.
 - JobSet: the same wrapper (`go install sigs.k8s.io/jobset@v0.12.0` asks the proxy for the
   module's version list, which it refuses here).
+- LeaderWorkerSet: the same wrapper; its main package is sigs.k8s.io/lws/cmd.
 - kube-apiserver, -controller-manager, -scheduler: k8s.io/kubernetes requires every staging
   module at v0.0.0 with `=> ./staging/...` replaces. A generated module pins each staging
   module to the matching v0.X.Y; the list is derived from the real go.mod at build time.
@@ -28,6 +29,7 @@ ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 KUEUE_MODULE = "sigs.k8s.io/kueue"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 JOBSET_MODULE = "sigs.k8s.io/jobset"
+LWS_MODULE = "sigs.k8s.io/lws"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 BuildFn = Callable[["Component", Path, Path], None]
@@ -238,5 +240,12 @@ def components(pins: Pins) -> dict[str, Component]:
             {"module": KUEUE_MODULE, "ldflags": kueue_ld},
         ),
         _wrapped_component("jobset", pins.jobset, JOBSET_MODULE),
+        Component(
+            "lws",
+            pins.lws,
+            "KTH_LWS",
+            _wrapped(LWS_MODULE, f"{LWS_MODULE}/cmd", "lws"),
+            {"module": LWS_MODULE, "package": "cmd", "wrapper": "tool", "ldflags": "-s -w"},
+        ),
     ]
     return {c.name: c for c in table}

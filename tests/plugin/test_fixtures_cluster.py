@@ -15,6 +15,7 @@ import yaml
 
 from harness.fixtures import Shape, StayedPending, WasAdmitted
 from harness.fixtures.manifests import UserManifestError
+from harness.fixtures.model import FitModel
 from harness.fixtures.plugin import ShapeInUse
 from harness.fixtures.workloads import ManifestRefused
 from harness.kube import KUEUE_API
@@ -170,3 +171,63 @@ def test_a_failing_python_test_prints_the_evidence_of_a_failing_scenario(
             assert found, f"{pattern!r} missing from:\n{part}"
             runs.update(g for g in found.groups() if g and "run-" in g)
     assert len(runs) == 1, f"two clusters (run directories): {runs}"
+
+
+def _lws(name: str, replicas: int, size: int) -> dict[str, object]:
+    """A LeaderWorkerSet whose leader and workers (one GPU each) share a group in one rack."""
+    ann = {**RACK, "kueue.x-k8s.io/podset-group-name": "g"}
+    pod = {
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+            }
+        ]
+    }
+    template = {"metadata": {"annotations": ann}, "spec": pod}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {
+            "replicas": replicas,
+            "leaderWorkerTemplate": {
+                "size": size,
+                "leaderTemplate": template,
+                "workerTemplate": template,
+            },
+        },
+    }
+
+
+def test_a_leader_worker_set_is_one_workload_per_group_placed_by_tas(
+    racks: Shape, fit_model: FitModel
+) -> None:
+    """Kueue makes one Workload per group: the first decided takes the tighter rack r1 (12
+    free), the other r2. Kueue creates both in one second and orders them by UID, so which
+    group is first is Kueue's choice (upstream's TAS e2e accepts either order too)."""
+    groups = racks.apply_all(_lws("serve", 2, 8))
+    assert [g.name for g in groups] == ["serve-0", "serve-1"]
+    rack = "cloud.example.com/rack"
+    got = sorted(str(g.placement(level=rack)) for g in groups)
+    assert got == [
+        str({"leader": {"r1": 1}, "worker": {"r1": 7}}),
+        str({"leader": {"r2": 1}, "worker": {"r2": 7}}),
+    ]
+    # The fit model decides the groups in index order: the same placements, maybe swapped.
+    predicted = fit_model.predict(racks).outcomes
+    assert sorted(predicted) == ["serve-0", "serve-1"]
+    assert sorted(str(o.placement) for o in predicted.values()) == sorted(
+        str(g.placement()) for g in groups
+    )
+    for g in groups:
+        assert g.pods_placement(level=rack) == g.placement(level=rack)
+    names = [g.workload_name for g in groups]
+
+    groups[0].delete()  # a group goes with its set
+
+    assert racks.applied == []
+    for name in names:
+        assert racks.kube.get_or_none(KUEUE_API, "Workload", name, racks.namespace) is None
+    assert not racks.kube.list("v1", "Pod", racks.namespace, "leaderworkerset.sigs.k8s.io/name")

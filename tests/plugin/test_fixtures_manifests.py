@@ -116,6 +116,38 @@ def test_tagging_labels_the_object_its_child_jobs_and_pods() -> None:
     assert "namespace" not in jobset["metadata"]  # the caller's object is left alone
 
 
+LWS_SUITE = sorted((REPO / "suites" / "lws").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", LWS_SUITE, ids=[p.stem for p in LWS_SUITE])
+def test_a_leader_worker_set_manifest_predicts_what_its_suite_expects(path: Path) -> None:
+    """Each suites/lws file's LeaderWorkerSets, written as the manifests the runner applies
+    (all groups at once) and tagged, are predicted group by group as the file expects."""
+    suite = load_scenario(path)
+    last = {w.lws.set_name: w for w in suite.workloads if w.lws is not None}
+    data = yaml.safe_load(path.read_text())
+    for key in ("workloads", "expect", "steps"):
+        data.pop(key, None)
+    manifests = []
+    for w in last.values():
+        obj = objects.leader_worker_set(w, NAMES)
+        del obj["metadata"]["namespace"]
+        (m,) = read(obj)
+        tagged_obj = tagged(m, "kth-7-x", {"run": "abc"}, [NAMES.local_queue])
+        lwt = tagged_obj["spec"]["leaderWorkerTemplate"]
+        assert all(
+            t["metadata"]["labels"]["run"] == "abc" for t in lwt.values() if isinstance(t, dict)
+        )
+        manifests.append(obj)
+    predicted = FitModel({}).predict(data, *manifests).outcomes
+    assert suite.expect is not None
+    assert sorted(predicted) == sorted(suite.expect)
+    for name, want in suite.expect.items():
+        assert predicted[name].admitted == want.admitted, name
+        if want.placement is not None:
+            assert predicted[name].placement == want.placement, name
+
+
 def _broken(**changes: Any) -> dict[str, Any]:
     doc: dict[str, Any] = yaml.safe_load(yaml.safe_dump(JOB))
     for path, value in changes.items():
@@ -134,14 +166,14 @@ def _broken(**changes: Any) -> dict[str, Any]:
     ("doc", "message"),
     [
         (
-            {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"},
-            "<manifest>: kind: LeaderWorkerSet is not supported: the harness's clusters run no "
-            "LWS controller",
+            {"apiVersion": "leaderworkerset.x-k8s.io/v2", "kind": "LeaderWorkerSet"},
+            "<manifest>: apiVersion: 'leaderworkerset.x-k8s.io/v2': a LeaderWorkerSet is "
+            "leaderworkerset.x-k8s.io/v1",
         ),
         (
             {"apiVersion": "v1", "kind": "ConfigMap"},
             "<manifest>: kind: 'ConfigMap': the fixtures apply batch/v1 Job, "
-            "jobset.x-k8s.io/v1alpha2 JobSet",
+            "jobset.x-k8s.io/v1alpha2 JobSet, leaderworkerset.x-k8s.io/v1 LeaderWorkerSet",
         ),
         (_broken(apiVersion="batch/v2"), "<manifest>: apiVersion: 'batch/v2': a Job is batch/v1"),
         (

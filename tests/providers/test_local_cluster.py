@@ -88,6 +88,7 @@ def test_cluster_serves_pinned_kubernetes(cluster: LocalCluster, kube: Kube) -> 
         "kube-scheduler",
         "kwok",
         "jobset",
+        "lws",
         "kueue",
     }
     cluster.check()

@@ -254,7 +254,7 @@ def test_fake_node_capacity_equals_allocatable() -> None:
 
 def test_ports_are_distinct_and_free() -> None:
     ports = localspec.Ports.allocate().as_dict()
-    assert len(set(ports.values())) == len(ports) == 11
+    assert len(set(ports.values())) == len(ports) == 13
     for port in ports.values():
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))

@@ -413,3 +413,37 @@ def test_refusals_are_webhook_denials_or_invalid_objects() -> None:
     assert refused(KubeError('POST /x: 403 admission webhook "vjob.kb.io" denied the request', 403))
     assert refused(KubeError('POST /x: 422 Job.batch "a" is invalid', 422))
     assert not refused(KubeError("POST /x: 500 etcd timeout", 500))
+
+
+def test_leader_worker_set_group_is_the_set_scaled_to_its_index() -> None:
+    from harness.runner.session import lws_selector
+    from harness.scenario.model import LeaderWorkerSetGroup, PodSet, TopologyRequest
+
+    rack = TopologyRequest(mode="required", level="example.com/rack", group="g")
+    leader = PodSet("leader", 1, {"cpu": 1}, rack)
+    worker = PodSet("worker", 3, {"nvidia.com/gpu": 1}, rack)
+    w = Workload("serve-1", (leader, worker), lws=LeaderWorkerSetGroup("serve", 1, 2))
+    obj = objects.leader_worker_set(w, NAMES)
+    assert obj["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    assert obj["metadata"]["name"] == "serve"
+    assert obj["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == NAMES.local_queue
+    assert obj["spec"]["replicas"] == 2
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    assert lwt["size"] == 4
+    for key, ps in (("leaderTemplate", leader), ("workerTemplate", worker)):
+        template = lwt[key]
+        assert template["spec"]["restartPolicy"] == "Always"  # StatefulSet pods
+        assert template["metadata"]["annotations"] == objects.topology_annotations(ps.topology)
+        assert template["metadata"]["labels"][RUN_LABEL] == NAMES.run_id
+    assert lws_selector(w, "leader").endswith(
+        "group-index=1,leaderworkerset.sigs.k8s.io/worker-index=0"
+    )
+    assert lws_selector(w, "worker").endswith("worker-index!=0")
+    workers_only = Workload(
+        "w-0", (PodSet("main", 4, {"cpu": 1}),), lws=LeaderWorkerSetGroup("w", 0, 1)
+    )
+    lwt = objects.leader_worker_set(workers_only, NAMES)["spec"]["leaderWorkerTemplate"]
+    assert "leaderTemplate" not in lwt and lwt["size"] == 4
+    assert lws_selector(workers_only, "main") == (
+        "leaderworkerset.sigs.k8s.io/name=w,leaderworkerset.sigs.k8s.io/group-index=0"
+    )

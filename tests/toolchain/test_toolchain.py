@@ -144,6 +144,7 @@ def test_every_component_has_its_own_env_var() -> None:
         "kwok",
         "kueue",
         "jobset",
+        "lws",
     }
     assert len({c.env_var for c in table.values()}) == len(table)
 

@@ -33,6 +33,7 @@ from harness import progress, toolchain
 from harness.install import gates as kueue_gates
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
+from harness.install import lws as lws_install
 from harness.install import manifests, visibility
 from harness.k8s import pki
 from harness.kube import Kube, KubeError
@@ -54,6 +55,13 @@ reads tls.crt/tls.key there at start, even with metrics off, and exits without t
 ONE_TIME_STEP = 'sudo install -d -o "$(id -un)" {certs}'
 """What a non-root user runs once (README): the folder becomes theirs; the harness fills it."""
 PORT_ATTEMPTS = 3
+LWS_INTEGRATION = {"integrations": {"frameworks": [*manifests.FRAMEWORKS, lws_install.FRAMEWORK]}}
+"""Kueue manages LeaderWorkerSets here (the LWS controller runs beside it); kind does not.
+Always on: the cost is the API server taking LWS's CRD (1.5-4 s more start-up on 2 busy
+cores, most of it in the CRD phase). Installing it on first need would cost more: Kueue sets
+up an integration whose CRD appears after start-up only after polling with a backoff of up
+to 2 minutes (pkg/controller/jobframework/setup.go WaitForAPI), while its webhook answers at
+once."""
 
 
 class PortClash(ComponentCrashed):
@@ -137,6 +145,7 @@ class LocalCluster(ProviderBase):
         self._kube: Kube | None = None
         self._stopped = False
         self._jobset_dir: Path | None = None
+        self._lws_dir: Path | None = None
         self._janitor: Janitor | None = None
         self._t0 = 0.0
 
@@ -158,6 +167,7 @@ class LocalCluster(ProviderBase):
             binaries = {name: toolchain.binary(name, self.pins) for name in names}
             kwok_dir = toolchain.kwok_module_dir(self.pins)
             self._jobset_dir = toolchain.jobset_module_dir(self.pins)
+            self._lws_dir = toolchain.lws_module_dir(self.pins)
             # A port picked as free can be taken by another process before our component
             # binds it (parallel clusters); start over on fresh ports, a bounded number of times.
             for attempt in tenacity.Retrying(
@@ -214,6 +224,10 @@ class LocalCluster(ProviderBase):
         self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca_b64)
         self._webhooks += jobset_install.webhook_configurations(
             jobset_dir, f"https://127.0.0.1:{self.ports.jobset_webhook}", ca_b64
+        )
+        assert self._lws_dir is not None
+        self._webhooks += lws_install.webhook_configurations(
+            self._lws_dir, f"https://127.0.0.1:{self.ports.lws_webhook}", ca_b64
         )
         kueue_install.install_webhooks(kube, self._webhooks)
         kueue_install.wait_webhook_mutates(kube, timeout=self._left())
@@ -290,12 +304,17 @@ class LocalCluster(ProviderBase):
         assert self._jobset_dir is not None
         crds = manifests.crds(kueue_dir, webhook_base, ca.bundle_b64)
         crds += jobset_install.crds(self._jobset_dir)
+        assert self._lws_dir is not None
+        crds += lws_install.crds(self._lws_dir)
         kueue_install.install_crds(kube, crds, timeout=self._left())
         self._mark("kueue CRDs")
         kueue = self._start_controllers(binaries, layout, ports)
         self._webhooks = manifests.webhook_configurations(kueue_dir, webhook_base, ca.bundle_b64)
         self._webhooks += jobset_install.webhook_configurations(
             self._jobset_dir, f"https://127.0.0.1:{ports.jobset_webhook}", ca.bundle_b64
+        )
+        self._webhooks += lws_install.webhook_configurations(
+            self._lws_dir, f"https://127.0.0.1:{ports.lws_webhook}", ca.bundle_b64
         )
         kueue_install.install_webhooks(kube, self._webhooks)
         served = self._visibility_objects(kueue_dir)
@@ -306,6 +325,8 @@ class LocalCluster(ProviderBase):
             jobset_install.wait_webhook_defaults(kube, probe, timeout=self._left())
             kueue_install.wait_jobset_webhook_mutates(kube, timeout=self._left())
             self._mark("kueue webhook")
+            lws_install.wait_webhooks(kube, timeout=self._left())
+            self._mark("lws webhook")
             visibility.wait_available(kube, served, timeout=self._left())
         except KubeError as err:
             kueue.check()
@@ -411,6 +432,10 @@ class LocalCluster(ProviderBase):
                 f"http://127.0.0.1:{ports.jobset_health}/readyz",
             ),
             (
+                self._spawn("lws", binaries, localspec.lws_args(layout)),
+                f"http://127.0.0.1:{ports.lws_health}/readyz",
+            ),
+            (
                 self._spawn("kueue", binaries, localspec.kueue_args(layout)),
                 f"http://127.0.0.1:{ports.kueue_health}/readyz",
             ),
@@ -458,7 +483,7 @@ class LocalCluster(ProviderBase):
         front_ca, front_client = pki.front_proxy()
         front_ca.pair.write(d, "front-proxy-ca")
         front_client.write(d, "front-proxy-client")
-        for name in ("kueue", "jobset"):
+        for name in ("kueue", "jobset", "lws"):
             ca.issue(f"{name}-webhook", ips=["127.0.0.1"], dns=["localhost"], server=True).write(
                 layout.webhook_certs(name), "tls"
             )
@@ -471,14 +496,19 @@ class LocalCluster(ProviderBase):
             cert_dir=layout.webhook_certs("kueue"),
             visibility_port=ports.kueue_visibility,
             feature_gates=self.feature_gates,
-            overrides=self.kueue_overrides,
+            overrides={**LWS_INTEGRATION, **self.kueue_overrides},
         )
         jobset = jobset_install.config(
             health_port=ports.jobset_health,
             webhook_port=ports.jobset_webhook,
             cert_dir=layout.webhook_certs("jobset"),
         )
-        for name, cfg in (("kueue", kueue), ("jobset", jobset)):
+        lws = lws_install.config(
+            health_port=ports.lws_health,
+            webhook_port=ports.lws_webhook,
+            cert_dir=layout.webhook_certs("lws"),
+        )
+        for name, cfg in (("kueue", kueue), ("jobset", jobset), ("lws", lws)):
             path = layout.config_file(name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -40,6 +40,8 @@ class Ports:
     kueue_visibility: int
     jobset_health: int
     jobset_webhook: int
+    lws_health: int
+    lws_webhook: int
 
     @classmethod
     def allocate(cls) -> Ports:
@@ -237,6 +239,14 @@ def kwok_args(ports: Ports, layout: Layout) -> list[str]:
 def jobset_args(layout: Layout) -> list[str]:
     return [
         f"--config={layout.config_file('jobset')}",
+        f"--kubeconfig={layout.kubeconfig}",
+        "--zap-log-level=2",
+    ]
+
+
+def lws_args(layout: Layout) -> list[str]:
+    return [
+        f"--config={layout.config_file('lws')}",
         f"--kubeconfig={layout.kubeconfig}",
         "--zap-log-level=2",
     ]
