@@ -6,13 +6,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.kube.client import Kube, Obj
 from harness.kube.errors import KubeError, WaitTimeout
 
 Check = Callable[[Obj | None], tuple[bool, str]]
 """Inspects an object (None when absent): (satisfied?, short description of what is seen)."""
+
+T = TypeVar("T")
 
 NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -38,6 +40,28 @@ def pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def poll_for(
+    probe: Callable[[], T | None],
+    *,
+    timeout: float,
+    interval: float,
+    gave_up: Callable[[float], str],
+) -> T:
+    """Call `probe` until it returns a value (not None), pausing `interval` between calls;
+    past the deadline raise WaitTimeout(gave_up(seconds waited)), which says what was last
+    seen. The one deadline loop: a stateful wait keeps its state in the probe's closure."""
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        now = time.monotonic()
+        if now >= deadline:
+            raise WaitTimeout(gave_up(now - started))
+        pause(interval)
+
+
 def poll_until(
     probe: Callable[[], tuple[bool, str]], *, what: str, timeout: float, interval: float = 0.25
 ) -> str:
@@ -46,18 +70,22 @@ def poll_until(
     `probe` returns (done, seen); exceptions other than KubeError propagate, so a probe can
     abort early (e.g. a process that crashed).
     """
-    deadline = time.monotonic() + timeout
     seen = "nothing yet"
-    while True:
+
+    def attempt() -> str | None:
+        nonlocal seen
         try:
             done, seen = probe()
         except KubeError as err:
             done, seen = False, f"error: {err}"
-        if done:
-            return seen
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(f"waited {timeout:.0f}s for {what}; last seen: {seen}")
-        pause(interval)
+        return seen if done else None
+
+    return poll_for(
+        attempt,
+        timeout=timeout,
+        interval=interval,
+        gave_up=lambda _: f"waited {timeout:.0f}s for {what}; last seen: {seen}",
+    )
 
 
 def wait_for(

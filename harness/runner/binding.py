@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.kube import WaitTimeout, condition, pause
+from harness.kube import condition, poll_for
 from harness.runner.decode import domains
 from harness.runner.objects import JOB_INDEX_LABEL as JOB_INDEX
 from harness.runner.objects import JOB_NAME_LABEL as JOB_NAME
@@ -201,10 +201,12 @@ def watch(
     w: Watch, *, deadline: float, interval: float, quiet: float, unreleased: float
 ) -> PodSetPods:
     """Poll until every pod is bound, unschedulable or known to stay gated (see the module)."""
-    started = time.monotonic()
     last: tuple[tuple[str, str], ...] | None = None
-    since = started
-    while True:
+    since = time.monotonic()
+    counts, found, failed = "", 0, 0
+
+    def bound_or_known() -> PodSetPods | None:
+        nonlocal last, since, counts, found, failed
         # Terminating and terminated pods (a fault step's) are the Job's past, not its pods.
         listed = w.list_pods()
         pods = [p for p in listed if live(p)]
@@ -230,15 +232,19 @@ def watch(
         )
         if len(pods) + len(lost) >= w.count and "released" not in by_state and gate_settled:
             return _settled(by_state, w, logged, holding, lost)
-        if now >= deadline:
-            counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_state.items()))
-            raise WaitTimeout(
-                f"waited {now - started:.0f}s for the {w.count} pods of {w.what} to be bound "
-                f"by kube-scheduler, found unschedulable, or known to stay gated; last seen: "
-                f"{len(pods)} pods ({counts or 'none'}), {len(lost)} failed by Kueue's node "
-                f"controller"
-            )
-        pause(interval)
+        counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_state.items()))
+        found, failed = len(pods), len(lost)
+        return None
+
+    def gave_up(waited: float) -> str:
+        return (
+            f"waited {waited:.0f}s for the {w.count} pods of {w.what} to be bound "
+            f"by kube-scheduler, found unschedulable, or known to stay gated; last seen: "
+            f"{found} pods ({counts or 'none'}), {failed} failed by Kueue's node controller"
+        )
+
+    timeout = max(0.0, deadline - time.monotonic())
+    return poll_for(bound_or_known, timeout=timeout, interval=interval, gave_up=gave_up)
 
 
 def _settled(

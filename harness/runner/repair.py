@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.kube import WaitTimeout, condition, pause
+from harness.kube import condition, poll_for
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import NO_CONDITION, PREEMPTED, Obj, evicted_now, state
 from harness.runner.waits import Timeouts
@@ -150,11 +150,12 @@ def settle(w: Watch, log: KueueLog, t: Timeouts) -> None:
     node controller's status patch follows its log line by milliseconds; a second pass
     waits at least 1 s, and leaves `unhealthyNodes` set until then). The deadline allows
     for the second pass's longest backoff (30 s, pkg/cache/queue/second_pass_queue.go)."""
-    started = time.monotonic()
-    deadline = started + t.settle + 30
     last: tuple[object, ...] | None = None
-    quiet_since = started
-    while True:
+    quiet_since = time.monotonic()
+    issues: dict[str, str] = {}
+
+    def reacted() -> bool | None:
+        nonlocal last, quiet_since, issues
         seen = w.read()
         issues = {n: why for n, wl in seen.items() if (why := problem(wl, n, w, log))}
         if w.node_controller and log.available:
@@ -167,12 +168,13 @@ def settle(w: Watch, log: KueueLog, t: Timeouts) -> None:
         )
         if signature != last:
             last, quiet_since = signature, now
-        if not issues and now - quiet_since >= t.fault_quiet:
-            return
-        if now >= deadline:
-            lines = "; ".join(f"{n}: {why}" for n, why in issues.items())
-            raise WaitTimeout(
-                f"waited {now - started:.0f}s for Kueue to react to the step (node reconciled, "
-                f"replaced or evicted and requeued); last seen: {lines or 'states still changing'}"
-            )
-        pause(t.interval)
+        return True if not issues and now - quiet_since >= t.fault_quiet else None
+
+    def gave_up(waited: float) -> str:
+        lines = "; ".join(f"{n}: {why}" for n, why in issues.items())
+        return (
+            f"waited {waited:.0f}s for Kueue to react to the step (node reconciled, "
+            f"replaced or evicted and requeued); last seen: {lines or 'states still changing'}"
+        )
+
+    poll_for(reacted, timeout=t.settle + 30, interval=t.interval, gave_up=gave_up)

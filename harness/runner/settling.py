@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from harness.kube import WaitTimeout, pause
 from harness.kube import condition as get_condition
+from harness.kube import poll_for
 from harness.runner.reading import (
     EVICTION_MESSAGE,
     NO_CONDITION,
@@ -90,11 +90,13 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
     and what was last seen of it. Anything pending, or any victim, must hold unchanged for
     `t.pending_window`: Kueue retries at once when its caches were a step behind."""
     started = time.monotonic()
-    deadline = started + t.settle
     quiet_since = started
     last: tuple[object, ...] | None = None
     released: dict[str, float] = {}
-    while True:
+    unsettled: dict[str, str] = {}
+
+    def verdict() -> State | None:
+        nonlocal last, quiet_since, released, unsettled
         seen = read()
         now = time.monotonic()
         mine = state(seen.get(sub.name))
@@ -117,13 +119,16 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
             calm = mine.kind == "admitted" and not moved
             if calm or now - quiet_since >= t.pending_window:
                 return mine
-        if now >= deadline:
-            unsettled = {} if mine.settled else {sub.name: f"{mine.kind}: {mine.message}"}
-            unsettled |= others
-            lines = "; ".join(f"{name}: {why}" for name, why in unsettled.items())
-            raise WaitTimeout(
-                f"waited {t.settle:.0f}s for the submission of {sub.ref} to settle (it admitted "
-                f"or pending, every workload it preempted released and evaluated again); "
-                f"unsettled: {lines or 'nothing, but the states kept changing'}"
-            )
-        pause(t.interval)
+        unsettled = {} if mine.settled else {sub.name: f"{mine.kind}: {mine.message}"}
+        unsettled |= others
+        return None
+
+    def gave_up(_: float) -> str:
+        lines = "; ".join(f"{name}: {why}" for name, why in unsettled.items())
+        return (
+            f"waited {t.settle:.0f}s for the submission of {sub.ref} to settle (it admitted "
+            f"or pending, every workload it preempted released and evaluated again); "
+            f"unsettled: {lines or 'nothing, but the states kept changing'}"
+        )
+
+    return poll_for(verdict, timeout=t.settle, interval=t.interval, gave_up=gave_up)

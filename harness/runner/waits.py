@@ -9,7 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from harness.kube import KUEUE_API, Kube, NotFound, Obj, WaitTimeout, absent, pause, poll_until
+from harness.kube import (
+    KUEUE_API,
+    Kube,
+    NotFound,
+    Obj,
+    absent,
+    poll_for,
+    poll_until,
+)
 from harness.runner.reading import NO_CONDITION, State, bound
 
 
@@ -74,9 +82,11 @@ def settle(
     Kueue can keep one at the head forever without storing a status (an admission the API
     server refuses, or one skipped by the final Fits check), and everything behind it too."""
     started = time.monotonic()
-    deadline = started + t.settle
     pending_since: float | None = None
-    while True:
+    seen = State("unsettled", NO_CONDITION)
+
+    def verdict() -> State | None:
+        nonlocal pending_since, seen
         seen = read()
         now = time.monotonic()
         if seen.kind == "admitted":
@@ -90,13 +100,18 @@ def settle(
             window = t.park_window if may_park else t.unwritten_window
             if seen.message == NO_CONDITION and now - started >= window and now >= not_before:
                 return State("pending", "")
-        if now >= deadline:
-            raise WaitTimeout(
-                f"waited {t.settle:.0f}s for {what} to be admitted (QuotaReserved and Admitted "
-                f"True) or pending (QuotaReserved False with a message); last seen: "
-                f"{seen.kind}: {seen.message}"
-            )
-        pause(t.interval)
+        return None
+
+    return poll_for(
+        verdict,
+        timeout=t.settle,
+        interval=t.interval,
+        gave_up=lambda _: (
+            f"waited {t.settle:.0f}s for {what} to be admitted (QuotaReserved and Admitted "
+            f"True) or pending (QuotaReserved False with a message); last seen: "
+            f"{seen.kind}: {seen.message}"
+        ),
+    )
 
 
 def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) -> str:

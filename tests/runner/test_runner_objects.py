@@ -426,7 +426,7 @@ def test_leader_worker_set_group_is_the_set_scaled_to_its_index() -> None:
     obj = objects.leader_worker_set(w, NAMES)
     assert obj["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
     assert obj["metadata"]["name"] == "serve"
-    assert obj["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == NAMES.local_queue
+    assert obj["metadata"]["labels"][kueue_keys.QUEUE_LABEL] == w.queue
     assert obj["spec"]["replicas"] == 2
     lwt = obj["spec"]["leaderWorkerTemplate"]
     assert lwt["size"] == 4
