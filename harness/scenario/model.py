@@ -149,6 +149,19 @@ class ClusterQueue:
 
 
 @dataclass(frozen=True)
+class Cohort:
+    """A Kueue Cohort object (kueue.x-k8s.io/v1beta2): a node of a cohort tree with quota of
+    its own, shared by its subtree and lent to its parent. A cohort that ClusterQueues or
+    Cohorts name but no entry defines exists implicitly, without quota and parent."""
+
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    fair_weight: Fraction | None = None
+    """`fairSharing.weight` as written (None: absent); only fair sharing reads it."""
+
+
+@dataclass(frozen=True)
 class PriorityClass:
     """A WorkloadPriorityClass."""
 
@@ -377,6 +390,8 @@ class Scenario:
     priority_classes: tuple[PriorityClass, ...] = ()
     admitted: tuple[AdmittedWorkload, ...] = ()
     shorthand: Queue | None = None
+    cohorts: tuple[Cohort, ...] = ()
+    """Top-level `cohorts:` (Kueue Cohort objects), in file order."""
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""
@@ -451,6 +466,7 @@ class Scenario:
             else "",
             f"{len(self.cluster_queues)} cluster queues" if len(self.cluster_queues) != 1 else "",
             "cohorts" if any(cq.cohort for cq in self.cluster_queues) else "",
+            "hierarchical cohorts" if self.cohorts else "",
             "priority classes" if self.priority_classes else "",
             "admitted workloads" if self.admitted else "",
         ]
