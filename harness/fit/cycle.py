@@ -208,7 +208,8 @@ class Model:
         self.snap.begin_cycle()
         entries = [self.nominate(p) for p in heads]
         entries.sort(
-            key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created)
+            # Borrows(): the borrowing height, compared as a number (cohort trees).
+            key=lambda e: (e.assignment.borrow, -e.pending.priority, e.pending.created)
         )
         claimed: dict[str, Holding] = {}
         admitted: list[Holding] = []
@@ -526,7 +527,7 @@ class Model:
             return
         self.preempted.add(victim.name)
         message = eviction_message(
-            entry.name, reason, entry.cq, self.scenario.cluster_queue(victim.cq)
+            entry.name, reason, self.snap.book.tree, entry.cq.name, victim.cq
         )
         self._pending_outcome(victim.name, message)
         self._release(victim.name)

@@ -237,7 +237,7 @@ def fits_resource_quota(
             f"({format_kueue_units(name, value)}) > maximum capacity "
             f"({format_kueue_units(name, cap)})"
         )
-    borrow = book.borrow_height(cq.name, fr, total)
+    borrow, may_reclaim = book.lowest_fitting_subtree(cq.name, fr, total)
     available = book.available(cq.name, fr)
     if total <= available:
         return Mode(FIT, borrow), None
@@ -245,7 +245,11 @@ def fits_resource_quota(
         f"insufficient unused quota for {name} in flavor {flavor}, "
         f"{format_kueue_units(name, total - available)} more needed"
     )
-    considered = book.nominal(cq.name, fr) >= total or cq.preemption.borrow_within_cohort != "Never"
+    considered = (
+        book.nominal(cq.name, fr) >= total
+        or may_reclaim  # a cohort below the root holds it: reclaim in the hierarchy
+        or cq.preemption.borrow_within_cohort != "Never"
+    )
     if not considered:
         return Mode(NO_FIT, borrow), reason
     if oracle is None:

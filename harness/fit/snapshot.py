@@ -45,7 +45,7 @@ class Snapshot:
     def __init__(self, scenario: Scenario, share: bool = True) -> None:
         self.scenario = scenario
         self.share = share
-        self.book = QuotaBook.of(scenario.cluster_queues)
+        self.book = QuotaBook.of(scenario.cluster_queues, scenario.cohorts)
         self.tas = TasTrees(scenario, scenario.nodes, scenario.usage, share)
         self.holding: dict[str, Holding] = {}
         self.workloads: dict[str, dict[str, Holding]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.fit.cohort import FlavorResource
+from harness.fit.cohort_tree import CQ, CohortTree, Node
 from harness.fit.flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Mode
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import PodCounter, TasRequest, place_workload
@@ -68,6 +69,9 @@ class Target:
 class _Candidate:
     holding: Holding
     variant: int
+    lca: Node | None = None
+    """The cohort whose subtree it was found in (the lowest common ancestor with the
+    preemptor); validity is checked on the cohorts below it only."""
 
 
 def satisfies(policy: str, pre: Preemptor, cand: Holding) -> bool:
@@ -110,26 +114,58 @@ class Search:
         self.counter: PodCounter | None = None
 
     def candidates(self) -> tuple[list[_Candidate], bool, bool]:
-        """The walk order, and whether there are other-queue / hierarchy candidates."""
-        pre, snap, book = self.pre, self.snap, self.snap.book
+        """The walk order (`NewCandidateIterator`: hierarchy candidates, then priority
+        candidates, then the preemptor's own queue's), and whether there are other-queue /
+        hierarchy candidates."""
+        pre, snap = self.pre, self.snap
         cq = pre.cq
         same: list[_Candidate] = []
         if cq.preemption.within_cluster_queue != "Never":
             for held in snap.workloads.get(cq.name, {}).values():
                 if (v := _variant(pre, held, False)) is not None:
                     same.append(_Candidate(held, v))
-        others: list[_Candidate] = []
-        advantage = False
-        if cq.cohort and cq.preemption.reclaim_within_cohort != "Never":
-            advantage = book.fits_in_nominal(cq.name, pre.requests)
-            for other in book.members(cq.name):
-                if other == cq.name or book.within_nominal(other, pre.need):
-                    continue
-                for held in snap.workloads.get(other, {}).values():
-                    if (v := _variant(pre, held, advantage)) is not None:
-                        others.append(_Candidate(held, v))
-        walk = self._ordered(others) + self._ordered(same)
-        return walk, bool(others), advantage and bool(others)
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        if snap.book.has_cohort(cq.name) and cq.preemption.reclaim_within_cohort != "Never":
+            self._reclaim_candidates(hierarchy, priority)
+        walk = self._ordered(hierarchy) + self._ordered(priority) + self._ordered(same)
+        return walk, bool(hierarchy or priority), bool(hierarchy)
+
+    def _reclaim_candidates(self, hierarchy: list[_Candidate], priority: list[_Candidate]) -> None:
+        """`collectCandidatesForHierarchicalReclaim`: walk up from the preemptor's cohort;
+        once a subtree on the way holds the request, the preemptor has the advantage over
+        every workload using quota of that subtree."""
+        book = self.snap.book
+        node = (CQ, self.pre.cq.name)
+        advantage, remaining = book.quantities_fit(node, self.pre.requests)
+        previous: Node | None = None
+        for subtree_root in book.tree.ancestors(node):
+            into = hierarchy if advantage else priority
+            self._collect(subtree_root, subtree_root, previous, advantage, into)
+            fits, remaining = book.quantities_fit(subtree_root, remaining)
+            advantage = advantage or fits
+            previous = subtree_root
+
+    def _collect(
+        self,
+        current: Node,
+        subtree_root: Node,
+        skip: Node | None,
+        advantage: bool,
+        into: list[_Candidate],
+    ) -> None:
+        """`collectCandidatesInSubtree`: the workloads of queues beyond nominal, in cohorts
+        beyond their subtree quota, leaving out the subtree already searched."""
+        book, pre = self.snap.book, self.pre
+        for child in book.tree.child_cohorts(current):
+            if child != skip and not book.node_within_nominal(child, pre.need):
+                self._collect(child, subtree_root, skip, advantage, into)
+        for _, name in book.tree.child_queues(current):
+            if name == pre.cq.name or book.within_nominal(name, pre.need):
+                continue
+            for held in self.snap.workloads.get(name, {}).values():
+                if (v := _variant(pre, held, advantage)) is not None:
+                    into.append(_Candidate(held, v, subtree_root))
 
     def _ordered(self, items: list[_Candidate]) -> list[_Candidate]:
         """`CandidatesOrdering`: other ClusterQueues first, lower priority, newer reservation;
@@ -190,7 +226,15 @@ class Search:
             return True
         if allow_borrowing and cand.variant == WITHOUT_BORROWING:
             return False
-        return not self.snap.book.within_nominal(cand.holding.cq, self.pre.need)
+        book = self.snap.book
+        if book.within_nominal(cand.holding.cq, self.pre.need):
+            return False
+        for node in book.tree.ancestors((CQ, cand.holding.cq)):
+            if node == cand.lca:
+                break
+            if book.node_within_nominal(node, self.pre.need):
+                return False
+        return True
 
     def fits(self, allow_borrowing: bool) -> bool:
         """`workloadFits`: quota first, then the TAS requests on the snapshot as it is."""
@@ -247,20 +291,13 @@ def oracle(snap: Snapshot, pre: Preemptor, fr: FlavorResource, amount: int, ties
     return Mode(PREEMPT if own else RECLAIM, borrow)
 
 
-def path(scenario_cq: ClusterQueue) -> str:
-    """`buildCQPath`: /cohort/cq, or /cq without a cohort."""
-    if scenario_cq.cohort:
-        return f"/{scenario_cq.cohort}/{scenario_cq.name}"
-    return f"/{scenario_cq.name}"
-
-
 def eviction_message(
-    preemptor: str, reason: str, preemptor_cq: ClusterQueue, victim_cq: ClusterQueue
+    preemptor: str, reason: str, tree: CohortTree, preemptor_cq: str, victim_cq: str
 ) -> str:
     """The victim's Evicted/QuotaReserved message (`preemptionMessage`). The UIDs are random
     on a cluster: the model names them by the preemptor's name, in angle brackets."""
     return (
         f"Preempted to accommodate a workload (UID: <uid of {preemptor}>, JobUID: "
         f"<job uid of {preemptor}>) due to {HUMAN_REASONS[reason]}; preemptor path: "
-        f"{path(preemptor_cq)}; preemptee path: {path(victim_cq)}"
+        f"{tree.path(preemptor_cq)}; preemptee path: {tree.path(victim_cq)}"
     )

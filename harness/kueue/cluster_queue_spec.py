@@ -52,3 +52,8 @@ def _quota(q: ResourceQuota) -> Spec:
     if q.lending_limit is not None:
         out["lendingLimit"] = format_quantity(q.lending_limit)
     return out
+
+
+def resource_groups_spec(groups: tuple[ResourceGroup, ...]) -> list[Spec]:
+    """resourceGroups in Kueue's shape (a Cohort's has the ClusterQueue's)."""
+    return [_group(g) for g in groups]

@@ -49,7 +49,7 @@ def snapshot(
     )
     classes = world_objects.priority_classes(state.priority_classes)
     queues = world_objects.cluster_queues(state.cluster_queues, {f["name"] for f in flavors}, gaps)
-    world_objects.cohorts(state.cohorts, gaps)
+    cohorts = world_objects.cohorts(state.cohorts, {f["name"] for f in flavors}, gaps)
     local_queues = world_objects.local_queues(state.local_queues, gaps)
     for check in state.admission_checks:
         gaps.add(f"AdmissionCheck {check['metadata']['name']}: admission checks")
@@ -75,6 +75,7 @@ def snapshot(
         "topologies": topologies,
         "resourceFlavors": flavors,
         "workloadPriorityClasses": [{"name": n, "value": v} for n, v in values.items()],
+        **({"cohorts": cohorts} if cohorts else {}),
         "clusterQueues": queues,
         "nodes": nodes,
         "usage": usage,

@@ -1,5 +1,5 @@
 """A cluster's Kueue objects -> the version-2 world keys (docs/scenario-format-v2.md):
-Topologies, ResourceFlavors, WorkloadPriorityClasses, ClusterQueues, written in Kueue's own
+Topologies, ResourceFlavors, WorkloadPriorityClasses, Cohorts, ClusterQueues, written in Kueue's own
 field names. What the contract has no words for is told to Gaps, naming the object."""
 
 from __future__ import annotations
@@ -169,18 +169,52 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             )
 
 
-def cohorts(items: Iterable[Obj], gaps: Gaps) -> None:
-    """Cohort objects: a flat cohort needs none; quota, a parent or fair sharing on one is
-    a hierarchical cohort, which contract v2 leaves out."""
-    for cohort in sorted(items, key=_name):
+def cohorts(items: Iterable[Obj], flavors: set[str], gaps: Gaps) -> list[Obj]:
+    """Cohort objects as `cohorts:` entries (name, parentName, resourceGroups, fairSharing
+    weight). A cycle of parents cannot be loaded (Kueue deactivates its ClusterQueues): its
+    cohorts are left out, and so is a resource group naming a missing ResourceFlavor."""
+    items = sorted(items, key=_name)
+    parent_of = {_name(c): _spec(c).get("parentName") for c in items}
+    out = []
+    for cohort in items:
         spec, name = _spec(cohort), _name(cohort)
-        for key, what in (
-            ("parentName", "a parent (hierarchical cohorts)"),
-            ("resourceGroups", "quota of its own (hierarchical cohorts)"),
-            ("fairSharing", "fair sharing"),
-        ):
-            if spec.get(key):
-                gaps.add(f"Cohort {name}: {what}")
+        if _in_cycle(name, parent_of):
+            gaps.add(f"Cohort {name}: left out, its parents reach a cycle (Kueue deactivates it)")
+            continue
+        entry: Obj = {"name": name}
+        if spec.get("parentName"):
+            entry["parentName"] = spec["parentName"]
+        groups = []
+        for group in spec.get("resourceGroups") or []:
+            missing = [f["name"] for f in group.get("flavors") or [] if f["name"] not in flavors]
+            if missing:
+                gaps.add(f"Cohort {name}: quota of missing ResourceFlavor {', '.join(missing)}")
+                continue
+            groups.append(
+                {
+                    "coveredResources": list(group.get("coveredResources") or []),
+                    "flavors": [_flavor_quotas(f) for f in group.get("flavors") or []],
+                }
+            )
+        if groups:
+            entry["resourceGroups"] = groups
+        weight = (spec.get("fairSharing") or {}).get("weight")
+        if weight is not None:
+            entry["fairSharing"] = {"weight": str(weight)}
+        out.append(entry)
+    return out
+
+
+def _in_cycle(name: str, parent_of: Mapping[str, Any]) -> bool:
+    """`hierarchy.HasCycle`: following parents from `name` comes back to a cohort seen."""
+    seen: set[str] = set()
+    node: str | None = name
+    while node and parent_of.get(node):
+        if node in seen:
+            return True
+        seen.add(node)
+        node = parent_of.get(node)
+    return False
 
 
 def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:

@@ -28,6 +28,7 @@ NAMESPACED = (
 """Kinds a run creates inside its namespaces (deleted before the namespace itself)."""
 CLUSTER_SCOPED = (
     (KUEUE_API, "ClusterQueue"),
+    (KUEUE_API, "Cohort"),
     ("v1", "Node"),
     (KUEUE_API, "ResourceFlavor"),
     (KUEUE_API, "Topology"),
@@ -35,7 +36,7 @@ CLUSTER_SCOPED = (
 )
 """Cluster-scoped kinds a run creates, in deletion order (Kueue's finalizers hold a
 ResourceFlavor while a ClusterQueue uses it, and a Topology while a flavor names it)."""
-KEPT_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass")
+KEPT_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass", "Cohort")
 """Kinds an identical object of the next scenario may keep, in the order decided (a flavor
 only with its Topology, a ClusterQueue only with all its flavors)."""
 

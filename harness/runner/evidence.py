@@ -18,6 +18,7 @@ KINDS = (
     (KUEUE_API, "Workload", True),
     (KUEUE_API, "LocalQueue", True),
     (KUEUE_API, "ClusterQueue", False),
+    (KUEUE_API, "Cohort", False),
     (KUEUE_API, "ResourceFlavor", False),
     (KUEUE_API, "Topology", False),
     (KUEUE_API, "WorkloadPriorityClass", False),

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from harness.kube import KUEUE_API
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
+from harness.kueue.cohort_spec import cohort_spec
 from harness.runner.objects import Names, Obj, taint, toleration
 from harness.scenario.model import (
     ClusterQueue,
+    Cohort,
     Flavor,
     PriorityClass,
     Scenario,
@@ -72,6 +74,17 @@ def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
     }
 
 
+def cohort(c: Cohort, names: Names) -> Obj:
+    """The Cohort under its own name: Kueue quotes the tree in messages ("preemptor path:
+    /root/team/cq")."""
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Cohort",
+        "metadata": {"name": c.name, "labels": names.labels},
+        "spec": cohort_spec(c),
+    }
+
+
 def local_queue(
     cluster_queue_name: str, names: Names, *, hold: bool = False, name: str = ""
 ) -> Obj:
@@ -92,11 +105,12 @@ def local_queue(
 
 def cluster_objects(scenario: Scenario, names: Names) -> list[Obj]:
     """The cluster-scoped Kueue objects, in the order they can be created (a flavor after
-    its Topology, a ClusterQueue after its flavors and priority classes)."""
+    its Topology, a ClusterQueue after its flavors, priority classes and Cohorts)."""
     return [
         *(topology(t, names) for t in scenario.topologies),
         *(resource_flavor(f, names) for f in scenario.resource_flavors),
         *(priority_class(pc, names) for pc in scenario.priority_classes),
+        *(cohort(c, names) for c in scenario.cohorts),
         *(cluster_queue(cq, names) for cq in scenario.cluster_queues),
     ]
 

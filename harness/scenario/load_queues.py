@@ -24,6 +24,7 @@ from harness.scenario.model import (
     WHEN_CAN_PREEMPT,
     WITHIN_CLUSTER_QUEUE,
     ClusterQueue,
+    Cohort,
     Flavor,
     FlavorFungibility,
     FlavorQuotas,
@@ -38,7 +39,6 @@ from harness.scenario.model import (
 from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
-    "cohorts": "hierarchical Cohort objects",
     "fairSharing": "fair sharing",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
@@ -70,6 +70,28 @@ flavors, and flavor x resource pairs in total."""
 
 
 @dataclass(frozen=True)
+class QuotaRules:
+    """What Kueue's webhook checks differently for a ClusterQueue's and a Cohort's
+    resourceGroups (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups, called by
+    cohort_webhook.go with isCohort and enforceNominalGreaterThanLending false)."""
+
+    limits_allowed: bool
+    """borrowingLimit/lendingLimit may be set (the ClusterQueue has a cohort, the Cohort a
+    parent)."""
+    limits_need: str = "cohort"
+    lending_at_most_nominal: bool = True
+    min_groups: int = 1
+
+
+def queue_rules(in_cohort: bool) -> QuotaRules:
+    return QuotaRules(limits_allowed=in_cohort)
+
+
+def cohort_rules(has_parent: bool) -> QuotaRules:
+    return QuotaRules(has_parent, "parent", lending_at_most_nominal=False, min_groups=0)
+
+
+@dataclass(frozen=True)
 class World:
     """What workloads and expectations refer to while the file is read. `shorthand`: the
     version-1 `queue` (its ClusterQueue is made by harness.scenario.shorthand once every workload is
@@ -80,6 +102,7 @@ class World:
     queues: tuple[ClusterQueue, ...]
     priority_classes: tuple[PriorityClass, ...]
     shorthand: Queue | None
+    cohorts: tuple[Cohort, ...] = ()
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -188,7 +211,7 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
         if "queueingStrategy" in fields
         else QUEUEING_STRATEGIES[0]
     )
-    groups = _resource_groups(fields["resourceGroups"], flavors, cohort is not None)
+    groups = resource_groups(fields["resourceGroups"], flavors, queue_rules(cohort is not None))
     return ClusterQueue(
         name=fields["name"].string(is_dns_subdomain, "ClusterQueue name"),
         resource_groups=groups,
@@ -249,16 +272,16 @@ def _fungibility(at: KeyPath) -> FlavorFungibility:
     )
 
 
-def _resource_groups(at: KeyPath, flavors: set[str], in_cohort: bool) -> tuple[ResourceGroup, ...]:
+def resource_groups(at: KeyPath, flavors: set[str], rules: QuotaRules) -> tuple[ResourceGroup, ...]:
     items = at.items()
-    if not 1 <= len(items) <= MAX_GROUPS:
-        at.fail(f"must list 1 to {MAX_GROUPS} resource groups, got {len(items)}")
+    if not rules.min_groups <= len(items) <= MAX_GROUPS:
+        at.fail(f"must list {rules.min_groups} to {MAX_GROUPS} resource groups, got {len(items)}")
     groups: list[ResourceGroup] = []
     seen_resources: set[str] = set()
     seen_flavors: set[str] = set()
     pairs = 0
     for item in items:
-        group = _resource_group(item, flavors, in_cohort)
+        group = _resource_group(item, flavors, rules)
         for index, resource in enumerate(group.covered):
             if resource in seen_resources:
                 item.child("coveredResources", None).child(index, None).fail(
@@ -278,7 +301,7 @@ def _resource_groups(at: KeyPath, flavors: set[str], in_cohort: bool) -> tuple[R
     return tuple(groups)
 
 
-def _resource_group(at: KeyPath, flavors: set[str], in_cohort: bool) -> ResourceGroup:
+def _resource_group(at: KeyPath, flavors: set[str], rules: QuotaRules) -> ResourceGroup:
     fields = at.mapping(("coveredResources", "flavors"), ("coveredResources", "flavors"))
     covered_at = fields["coveredResources"].items()
     covered = [c.string(is_qualified_name, "resource name") for c in covered_at]
@@ -292,19 +315,19 @@ def _resource_group(at: KeyPath, flavors: set[str], in_cohort: bool) -> Resource
         fields["flavors"].fail(f"must list 1 to {MAX_FLAVORS} flavors")
     return ResourceGroup(
         covered=tuple(covered),
-        flavors=tuple(_flavor_quotas(f, covered, flavors, in_cohort) for f in flavor_items),
+        flavors=tuple(_flavor_quotas(f, covered, flavors, rules) for f in flavor_items),
     )
 
 
 def _flavor_quotas(
-    at: KeyPath, covered: list[str], flavors: set[str], in_cohort: bool
+    at: KeyPath, covered: list[str], flavors: set[str], rules: QuotaRules
 ) -> FlavorQuotas:
     fields = at.mapping(("name", "resources"), ("name", "resources"))
     name = fields["name"].string()
     if name not in flavors:
         fields["name"].fail(f"no ResourceFlavor named {yaml_text(name)} in resourceFlavors")
     items = fields["resources"].items()
-    quotas = [_quota(r, in_cohort) for r in items]
+    quotas = [_quota(r, rules) for r in items]
     names = [q.name for q in quotas]
     if names != covered:
         # Kueue's CEL rule and webhook: each flavor lists exactly the covered resources,
@@ -316,17 +339,17 @@ def _flavor_quotas(
     return FlavorQuotas(name, tuple(quotas))
 
 
-def _quota(at: KeyPath, in_cohort: bool) -> ResourceQuota:
+def _quota(at: KeyPath, rules: QuotaRules) -> ResourceQuota:
     keys = ("name", "nominalQuota", "borrowingLimit", "lendingLimit")
     fields = at.mapping(keys, ("name", "nominalQuota"))
     nominal = _quantity(fields["nominalQuota"])
     limits: dict[str, Fraction | None] = {}
     for key in ("borrowingLimit", "lendingLimit"):
         limits[key] = _quantity(fields[key]) if key in fields else None
-        if limits[key] is not None and not in_cohort:
-            fields[key].fail("must be nil when cohort is empty")
+        if limits[key] is not None and not rules.limits_allowed:
+            fields[key].fail(f"must be nil when {rules.limits_need} is empty")
     lending = limits["lendingLimit"]
-    if lending is not None and lending > nominal:
+    if lending is not None and rules.lending_at_most_nominal and lending > nominal:
         fields["lendingLimit"].fail("must be less than or equal to the nominalQuota")
     return ResourceQuota(
         name=fields["name"].string(is_qualified_name, "resource name"),

@@ -30,6 +30,7 @@ from harness.kueue.gates import KUEUE_V0_19_GATES, unknown_gate
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions
 from harness.scenario import (
     load_admitted,
+    load_cohorts,
     load_faults,
     load_lws,
     load_queues,
@@ -153,6 +154,7 @@ TOP_KEYS = (
     "resourceFlavors",
     "clusterQueues",
     "workloadPriorityClasses",
+    "cohorts",
     "admitted",
     "nodes",
     "nodeGroups",
@@ -268,6 +270,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         resource_flavors=flavors,
         cluster_queues=cluster_queues,
         priority_classes=world.priority_classes,
+        cohorts=world.cohorts,
         admitted=admitted,
         nodes=tuple(nodes),
         usage=usage,
@@ -285,7 +288,13 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
 
 
 SHORTHAND_KEYS = ("topology", "flavor", "queue")
-WORLD_KEYS = ("topologies", "resourceFlavors", "clusterQueues", "workloadPriorityClasses")
+WORLD_KEYS = (
+    "topologies",
+    "resourceFlavors",
+    "clusterQueues",
+    "workloadPriorityClasses",
+    "cohorts",
+)
 
 
 def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
@@ -328,6 +337,7 @@ def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
         queues=load_queues.cluster_queues(top["clusterQueues"], flavors),
         priority_classes=classes,
         shorthand=None,
+        cohorts=load_cohorts.cohorts(top["cohorts"], flavors) if "cohorts" in top else (),
     )
 
 

@@ -152,6 +152,19 @@ class ClusterQueue:
 
 
 @dataclass(frozen=True)
+class Cohort:
+    """A Kueue Cohort object (kueue.x-k8s.io/v1beta2): a node of a cohort tree with quota of
+    its own, shared by its subtree and lent to its parent. A cohort that ClusterQueues or
+    Cohorts name but no entry defines exists implicitly, without quota and parent."""
+
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    fair_weight: Fraction | None = None
+    """`fairSharing.weight` as written (None: absent); only fair sharing reads it."""
+
+
+@dataclass(frozen=True)
 class PriorityClass:
     """A WorkloadPriorityClass."""
 
@@ -387,6 +400,8 @@ class Scenario:
     workloads: tuple[Workload, ...]
     priority_classes: tuple[PriorityClass, ...] = ()
     admitted: tuple[AdmittedWorkload, ...] = ()
+    cohorts: tuple[Cohort, ...] = ()
+    """Top-level `cohorts:` (Kueue Cohort objects), in file order."""
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""

@@ -15,6 +15,7 @@ from typing import Any
 from harness.k8s.quantity import format_quantity
 from harness.kueue.admission_status import admission_conditions, admission_status, reservation_times
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
+from harness.kueue.cohort_spec import cohort_spec
 from harness.kueue.gates import merged
 from harness.scenario.model import (
     AdmittedWorkload,
@@ -163,6 +164,7 @@ def scenario_to_dict(
         "featureGates": merged(extra_gates or {}, sc.feature_gates),
         "topologies": [{"name": t.name, "levels": list(t.levels)} for t in sc.topologies],
         "resourceFlavors": [_flavor(f) for f in sc.resource_flavors],
+        "cohorts": [{"name": c.name, **cohort_spec(c)} for c in sc.cohorts],
         "clusterQueues": [_cluster_queue(cq) for cq in sc.cluster_queues],
         "workloadPriorityClasses": [
             {"name": pc.name, "value": pc.value} for pc in sc.priority_classes

@@ -94,6 +94,14 @@ func buildClusterQueue(spec *ClusterQueueSpec) (*kueue.ClusterQueue, error) {
 	return cq, nil
 }
 
+// buildCohort makes a Cohort from the scenario's spec (the Cohort CRD defaults nothing).
+func buildCohort(spec *CohortSpec) *kueue.Cohort {
+	return &kueue.Cohort{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name},
+		Spec:       spec.CohortSpec,
+	}
+}
+
 // buildLocalQueue makes the LocalQueue of a ClusterQueue: same name, namespace default.
 func buildLocalQueue(cq string) *kueue.LocalQueue {
 	return &kueue.LocalQueue{

@@ -55,6 +55,7 @@ type cluster struct {
 	timeout  time.Duration
 
 	cqs       map[string]*kueue.ClusterQueue
+	cohorts   []*kueue.Cohort
 	flavors   map[string]*kueue.ResourceFlavor
 	nodes     map[string]*NodeSpec
 	usagePods map[string][]client.ObjectKey // usage name -> its pods
@@ -178,6 +179,17 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 			return fmt.Errorf("creating WorkloadPriorityClass: %w", err)
 		}
 	}
+	// Cohorts before ClusterQueues, as Kueue's cohort controller hands them to the cache.
+	for i := range sc.Cohorts {
+		cohort := buildCohort(&sc.Cohorts[i])
+		if err := c.client.Create(ctx, cohort); err != nil {
+			return fmt.Errorf("creating Cohort %s: %w", cohort.Name, err)
+		}
+		if err := c.cache.AddOrUpdateCohort(cohort); err != nil {
+			return fmt.Errorf("adding Cohort %s to the cache: %w", cohort.Name, err)
+		}
+		c.cohorts = append(c.cohorts, cohort)
+	}
 	for i := range sc.ClusterQueues {
 		cq, err := buildClusterQueue(&sc.ClusterQueues[i])
 		if err != nil {
@@ -213,6 +225,9 @@ func (c *cluster) addUsage(prefix string, u *UsageSpec) {
 }
 
 func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
+	for _, cohort := range c.cohorts {
+		c.queues.AddOrUpdateCohort(ctx, cohort)
+	}
 	for i := range sc.ClusterQueues {
 		cq := c.cqs[sc.ClusterQueues[i].Name]
 		if err := c.queues.AddClusterQueue(ctx, cq); err != nil {

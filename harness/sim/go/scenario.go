@@ -21,6 +21,7 @@ type Scenario struct {
 	FeatureGates            map[string]bool     `json:"featureGates"`
 	Topologies              []TopologySpec      `json:"topologies"`
 	ResourceFlavors         []FlavorSpec        `json:"resourceFlavors"`
+	Cohorts                 []CohortSpec        `json:"cohorts"`
 	ClusterQueues           []ClusterQueueSpec  `json:"clusterQueues"`
 	WorkloadPriorityClasses []PriorityClassSpec `json:"workloadPriorityClasses"`
 	Nodes                   []NodeSpec          `json:"nodes"`
@@ -56,6 +57,13 @@ type FlavorSpec struct {
 type ClusterQueueSpec struct {
 	Name string `json:"name"`
 	kueue.ClusterQueueSpec
+}
+
+// CohortSpec is a Cohort: its name and Kueue's own spec (parentName, resourceGroups,
+// fairSharing).
+type CohortSpec struct {
+	Name string `json:"name"`
+	kueue.CohortSpec
 }
 
 type PriorityClassSpec struct {
