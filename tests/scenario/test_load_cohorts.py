@@ -58,7 +58,6 @@ def test_cohorts_load_with_parent_quota_and_weight() -> None:
         Fraction(2),
         Fraction(1),
     )
-    assert "hierarchical cohorts" in sc.version2_features()
 
 
 def test_a_cohort_may_lend_more_than_its_nominal_quota() -> None:
@@ -131,7 +130,7 @@ def test_runner_and_sim_get_the_same_cohort_spec() -> None:
             "flavors": [{"name": "red", "resources": [{"name": "cpu", "nominalQuota": "2"}]}],
         }
     ]
-    objs = world.cluster_objects(sc, Names(run_id="r1", namespace="ns", own_queues=True))
+    objs = world.cluster_objects(sc, Names(run_id="r1", namespace="ns"))
     kinds = [o["kind"] for o in objs]
     assert kinds.index("Cohort") < kinds.index("ClusterQueue")
     assert [o["spec"] for o in objs if o["kind"] == "Cohort"] == [
