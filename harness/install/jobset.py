@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.install.controller_config import controller_config
 from harness.install.manifests import ManifestError, load_all, url_config
 from harness.kube import Kube, KubeError, poll_until
 
@@ -70,18 +71,13 @@ def kustomized_webhooks(directory: Path, prefix: str, base_url: str, ca_b64: str
 
 
 def config(*, health_port: int, webhook_port: int, cert_dir: Path) -> Obj:
-    """JobSet's Configuration for a local process: our certs, no leader election, no
-    metrics server, client rates as high as the other controllers'."""
-    return {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "clientConnection": {"qps": 500, "burst": 1000},
-    }
+    """JobSet's Configuration for a local process (harness/install/controller_config.py)."""
+    return controller_config(
+        "config.jobset.x-k8s.io/v1alpha1",
+        health_port=health_port,
+        webhook_port=webhook_port,
+        cert_dir=cert_dir,
+    )
 
 
 def webhook_defaults(kube: Kube, probe: Obj) -> tuple[bool, str]:

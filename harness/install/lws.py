@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.install.controller_config import controller_config
 from harness.install.jobset import kustomized_webhooks
 from harness.install.manifests import ManifestError, load_all
 from harness.kube import Kube, KubeError, poll_until
@@ -42,18 +43,13 @@ def webhook_configurations(lws_dir: Path, base_url: str, ca_b64: str) -> list[Ob
 
 
 def config(*, health_port: int, webhook_port: int, cert_dir: Path) -> Obj:
-    """LWS's Configuration (config.lws.x-k8s.io/v1alpha1) for a local process: our certs,
-    no leader election, no metrics server."""
-    return {
-        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "clientConnection": {"qps": 500, "burst": 1000},
-    }
+    """LWS's Configuration for a local process (harness/install/controller_config.py)."""
+    return controller_config(
+        "config.lws.x-k8s.io/v1alpha1",
+        health_port=health_port,
+        webhook_port=webhook_port,
+        cert_dir=cert_dir,
+    )
 
 
 def probe(namespace: str) -> Obj:

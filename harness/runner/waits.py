@@ -116,47 +116,47 @@ def settle(
 
 def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) -> str:
     """The Workload Kueue's job reconciler creates for the Job or JobSet (owner reference)."""
-    found: list[str] = []
-
-    def probe() -> tuple[bool, str]:
-        for wl in kube.list(KUEUE_API, "Workload", namespace):
-            owners = wl["metadata"].get("ownerReferences") or []
-            if any(o.get("kind") == kind and o.get("name") == job for o in owners):
-                found.append(wl["metadata"]["name"])
-                return True, wl["metadata"]["name"]
-        return False, f"no Workload owned by the {kind} yet"
-
-    poll_until(
-        probe,
-        what=f"Kueue to create a Workload for {kind} {namespace}/{job}",
-        timeout=t.settle,
-        interval=t.interval,
-    )
-    return found[0]
+    return _owned_workload(kube, namespace, kind, job, t, lambda meta: True, f"{kind} {job}")
 
 
 def find_group_workload(kube: Kube, namespace: str, lws: str, index: int, t: Timeouts) -> str:
     """The Workload Kueue makes for group `index` of a LeaderWorkerSet: owned by it, with
     annotation kueue.x-k8s.io/component-workload-index (leaderworkerset_reconciler.go)."""
-    found: list[str] = []
+
+    def of_group(meta: Obj) -> bool:
+        return (meta.get("annotations") or {}).get(GROUP_INDEX) == str(index)
+
+    what = f"LeaderWorkerSet {lws} group {index}"
+    return _owned_workload(kube, namespace, "LeaderWorkerSet", lws, t, of_group, what)
+
+
+def _owned_workload(
+    kube: Kube,
+    namespace: str,
+    kind: str,
+    owner: str,
+    t: Timeouts,
+    matches: Callable[[Obj], bool],
+    what: str,
+) -> str:
+    """The name of the first Workload in `namespace` owned by `kind` `owner` whose metadata
+    `matches`, once Kueue has made it."""
 
     def probe() -> tuple[bool, str]:
         for wl in kube.list(KUEUE_API, "Workload", namespace):
             meta = wl["metadata"]
             owners = meta.get("ownerReferences") or []
-            mine = any(o.get("kind") == "LeaderWorkerSet" and o.get("name") == lws for o in owners)
-            if mine and (meta.get("annotations") or {}).get(GROUP_INDEX) == str(index):
-                found.append(meta["name"])
+            mine = any(o.get("kind") == kind and o.get("name") == owner for o in owners)
+            if mine and matches(meta):
                 return True, meta["name"]
-        return False, f"no Workload for group {index} yet"
+        return False, f"no Workload for the {what} yet"
 
-    poll_until(
+    return poll_until(
         probe,
-        what=f"Kueue to create the Workload of LeaderWorkerSet {namespace}/{lws} group {index}",
+        what=f"Kueue to create a Workload for {what} in {namespace}",
         timeout=t.settle,
         interval=t.interval,
     )
-    return found[0]
 
 
 GROUP_INDEX = "kueue.x-k8s.io/component-workload-index"
