@@ -9,7 +9,7 @@ and 2); this module checks what refers to them.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from harness.k8s.quantity import QuantityError, parse_quantity
@@ -35,6 +35,7 @@ from harness.scenario.model import (
     Topology,
     Workload,
 )
+from harness.scenario.notices import Notices
 from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
@@ -80,6 +81,8 @@ class World:
     queues: tuple[ClusterQueue, ...]
     priority_classes: tuple[PriorityClass, ...]
     shorthand: Queue | None
+    notices: Notices = field(default_factory=Notices, compare=False)
+    """Warnings for what Kueue accepts but a typo most likely made (harness.scenario.notices)."""
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -134,6 +137,15 @@ class World:
                 )
             out[ps_name] = flavor
         return out
+
+    def levels_of(self, queue: str) -> tuple[str, ...]:
+        """Every level of the Topologies of the flavors ClusterQueue `queue` lists."""
+        if self.shorthand is not None:
+            return self.levels
+        cq = next(cq for cq in self.queues if cq.name == queue)
+        listed = {fq.name for g in cq.resource_groups for fq in g.flavors}
+        names = {f.topology_name for f in self.flavors if f.name in listed}
+        return tuple(lv for t in self.topologies if t.name in names for lv in t.levels)
 
     def offered(self, workload: Workload) -> tuple[str, ...]:
         """The flavors the workload's ClusterQueue lists (the shorthand's one flavor)."""

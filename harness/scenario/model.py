@@ -392,6 +392,9 @@ class Scenario:
     """Where the file has `expectByVersion`: `expect` on each version."""
     undetermined: tuple[tuple[KueueVersions, str], ...] = ()
     """`undeterminedOn`: versions on which Kueue gives no single answer, with the reason."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """`FILE: key.path: problem` for states Kueue accepts that a hand-written file most likely
+    did not mean (harness.scenario.notices); none for a snapshot."""
     expect_for: str | None = field(default="", repr=False, compare=False)
     """The version `expect` and the steps' expect were derived for ("": not yet)."""
 
