@@ -177,11 +177,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     topology = Topology(name="", levels=world.levels)
     nodes = _nodes(top.get("nodes"), top.get("nodeGroups"), topology)
     node_names = {n.name for n in nodes}
-    ledger = UsageLedger(nodes)
+    ledger = UsageLedger(nodes, world.notices)
     usage = tuple(_usage(u, node_names) for u in top["usage"].items()) if "usage" in top else ()
     _unique(list(usage), top.get("usage"), "usage")
     for entry, entry_at in zip(usage, top["usage"].items() if usage else [], strict=True):
-        ledger.add(entry, entry_at)
+        ledger.add(entry, entry_at, starting=True)
     levels = topology.levels
     admitted = (
         load_admitted.admitted(
