@@ -29,6 +29,7 @@ from harness.k8s.quantity import parse_quantity
 from harness.kube import KUEUE_API, Kube, poll_until, wait_for
 from harness.kube import condition as get_condition
 from harness.kueue.admission_status import admission_conditions, admission_status
+from harness.kueue.queue_activity import inactive_reason
 from harness.runner import world
 from harness.runner.objects import Names, Obj
 from harness.runner.shaping import await_local_queue
@@ -211,7 +212,9 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=names.namespace,
         )
-        await_local_queue(kube, queue, names, t, "Active after its hold was lifted")
+        active = inactive_reason(scenario.cluster_queue(queue)) is None
+        what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
+        await_local_queue(kube, queue, names, t, what, active)
 
 
 def check_bound(

@@ -20,6 +20,7 @@ from harness.scenario.model import (
     HOSTNAME,
     QUEUEING_STRATEGIES,
     RECLAIM_WITHIN_COHORT,
+    STOP_POLICIES,
     WHEN_CAN_BORROW,
     WHEN_CAN_PREEMPT,
     WITHIN_CLUSTER_QUEUE,
@@ -57,13 +58,13 @@ CQ_KEYS = (
     "preemption",
     "flavorFungibility",
     "resourceGroups",
+    "stopPolicy",
 )
 CQ_NOT_IN_V2 = {
     "fairSharing": "fair sharing",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
-    "stopPolicy": "stopPolicy",
 }
 MAX_GROUPS, MAX_COVERED, MAX_FLAVORS, MAX_PAIRS = 16, 64, 64, 512
 """ClusterQueue CRD limits (clusterqueue_types.go): groups, per-group covered resources and
@@ -211,6 +212,9 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
             _fungibility(fields["flavorFungibility"])
             if "flavorFungibility" in fields
             else FlavorFungibility()
+        ),
+        stop_policy=(
+            _choice(fields["stopPolicy"], STOP_POLICIES) if "stopPolicy" in fields else "None"
         ),
     )
 

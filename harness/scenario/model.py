@@ -140,12 +140,19 @@ class ClusterQueue:
     queueing_strategy: str = "BestEffortFIFO"
     preemption: Preemption = field(default_factory=Preemption)
     fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    stop_policy: str = "None"
+    """One of STOP_POLICIES: Hold and HoldAndDrain make it inactive (it admits nothing);
+    HoldAndDrain also evicts what it admitted (harness/kueue/queue_activity.py)."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
             if resource in group.covered:
                 return group
         return None
+
+
+STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+"""ClusterQueue spec.stopPolicy (apis/kueue/v1beta2/clusterqueue_types.go)."""
 
 
 @dataclass(frozen=True)
