@@ -192,7 +192,7 @@ def _inactive_and_empty(reason: str) -> Callable[[Obj | None], tuple[bool, str]]
 
     def check(obj: Obj | None) -> tuple[bool, str]:
         conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-        active = next((c for c in conditions if c.get("type") == "Active"), {})
+        active: dict[str, str] = next((c for c in conditions if c.get("type") == "Active"), {})
         status = (obj or {}).get("status") or {}
         counts = (status.get("reservingWorkloads", 0), status.get("pendingWorkloads", 0))
         seen = f"Active {active.get('status')} ({active.get('reason')}); reserving/pending {counts}"
