@@ -9,9 +9,10 @@ and 2); this module checks what refers to them.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from harness.errors import did_you_mean
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_subdomain, is_qualified_name
 from harness.scenario.keypath import KeyPath, kind, yaml_text
@@ -175,17 +176,49 @@ def priority_classes(at: KeyPath) -> tuple[PriorityClass, ...]:
     return tuple(out)
 
 
-def cluster_queues(at: KeyPath, flavors: Collection[Flavor]) -> tuple[ClusterQueue, ...]:
+def cluster_queues(
+    at: KeyPath, flavors: Collection[Flavor], notices: Notices | None = None
+) -> tuple[ClusterQueue, ...]:
+    """`notices`: where a flavor missing from resourceFlavors is noted (Kueue keeps that
+    ClusterQueue inactive); None: it is refused."""
     known = {f.name for f in flavors}
     out: list[ClusterQueue] = []
     for item in at.items():
         cq = _cluster_queue(item, known)
+        cq = _missing_flavors(item, cq, known, notices)
         if any(other.name == cq.name for other in out):
             item.child("name", None).fail(f"duplicate ClusterQueue name {yaml_text(cq.name)}")
         out.append(cq)
     if not out:
         at.fail("must list at least one ClusterQueue")
     return tuple(out)
+
+
+def _missing_flavors(
+    at: KeyPath, cq: ClusterQueue, known: set[str], notices: Notices | None
+) -> ClusterQueue:
+    """A flavor no ResourceFlavor is named after: Kueue's webhook lets it through and its
+    cache keeps the ClusterQueue inactive (reason FlavorNotFound, clusterqueue.go
+    inactiveReason) until one is created; a hand-written file is warned (a typo, most
+    likely)."""
+    missing: list[str] = []
+    for gi, group in enumerate(cq.resource_groups):
+        for fi, fq in enumerate(group.flavors):
+            if fq.name in known:
+                continue
+            where = at.child("resourceGroups", None).child(gi, None).child("flavors", None)
+            name_at = where.child(fi, None).child("name", fq.name)
+            problem = f"no ResourceFlavor named {yaml_text(fq.name)} in resourceFlavors"
+            if notices is None:
+                name_at.fail(problem)
+            hint = did_you_mean(fq.name, known)
+            notices.add(
+                name_at,
+                f"{problem}: Kueue keeps ClusterQueue {cq.name} inactive"
+                f"{'; ' + hint if hint else ''}",
+            )
+            missing.append(fq.name)
+    return replace(cq, missing_flavors=tuple(missing)) if missing else cq
 
 
 def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
@@ -316,9 +349,7 @@ def _flavor_quotas(
     at: KeyPath, covered: list[str], flavors: set[str], in_cohort: bool
 ) -> FlavorQuotas:
     fields = at.mapping(("name", "resources"), ("name", "resources"))
-    name = fields["name"].string()
-    if name not in flavors:
-        fields["name"].fail(f"no ResourceFlavor named {yaml_text(name)} in resourceFlavors")
+    name = fields["name"].string(is_dns_subdomain, "ResourceFlavor name")
     items = fields["resources"].items()
     quotas = [_quota(r, in_cohort) for r in items]
     names = [q.name for q in quotas]

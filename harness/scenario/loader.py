@@ -308,12 +308,14 @@ def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
     classes: tuple[PriorityClass, ...] = ()
     if "workloadPriorityClasses" in top:
         classes = load_queues.priority_classes(top["workloadPriorityClasses"])
+    notices = Notices()
     return load_queues.World(
         topologies=tuple(topologies),
         flavors=tuple(flavors),
-        queues=load_queues.cluster_queues(top["clusterQueues"], flavors),
+        queues=load_queues.cluster_queues(top["clusterQueues"], flavors, notices),
         priority_classes=classes,
         shorthand=None,
+        notices=notices,
     )
 
 

@@ -141,6 +141,8 @@ class ClusterQueue:
     preemption: Preemption = field(default_factory=Preemption)
     fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     stop_policy: str = "None"
+    missing_flavors: tuple[str, ...] = ()
+    """Flavors it lists that no ResourceFlavor is named after: Kueue keeps it inactive."""
     """One of STOP_POLICIES: Hold and HoldAndDrain make it inactive (it admits nothing);
     HoldAndDrain also evicts what it admitted (harness/kueue/queue_activity.py)."""
 

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from harness.errors import ScenarioError
+from harness.kueue.cluster_queue_spec import cluster_queue_spec
+from harness.kueue.queue_activity import drains, inactive_reason
 from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.scenario.notices import SNAPSHOT_KEY
 
@@ -60,3 +62,21 @@ def test_a_level_must_still_be_a_label_key() -> None:
     data["workloads"][0]["podSets"][0]["topology"]["level"] = "not a key"
     with pytest.raises(ScenarioError, match="'not a key' is not a valid label key"):
         scenario_from_data(data, "f.yaml")
+
+
+def test_missing_flavor_makes_the_queue_inactive() -> None:
+    path = next(p for p in CORPUS if p.stem == "v2-undefined-flavor")
+    (cq,) = load_scenario(path).cluster_queues
+    assert (cq.missing_flavors, inactive_reason(cq)) == (("a100",), "FlavorNotFound")
+
+
+@pytest.mark.parametrize("policy", ["None", "Hold", "HoldAndDrain"])
+def test_stop_policy_loads_and_reaches_the_spec(policy: str) -> None:
+    path = next(p for p in CORPUS if p.stem == "level-only-in-another-queues-flavor")
+    data = yaml.safe_load(path.read_text())
+    data["clusterQueues"][0]["stopPolicy"] = policy
+    cq = scenario_from_data(data, "f.yaml").cluster_queues[0]
+    assert cq.stop_policy == policy
+    assert cluster_queue_spec(cq).get("stopPolicy", "None") == policy
+    assert (inactive_reason(cq) is None) == (policy == "None")
+    assert drains(cq) == (policy == "HoldAndDrain")

@@ -222,7 +222,7 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 			return fmt.Errorf("adding ClusterQueue %s to the queue manager: %w", cq.Name, err)
 		}
 		ref := kueue.ClusterQueueReference(cq.Name)
-		if !c.cache.ClusterQueueActive(ref) && !stoppedQueue(cq) {
+		if !c.cache.ClusterQueueActive(ref) && !c.meantInactive(cq) {
 			_, reason, msg := c.cache.ClusterQueueReadiness(ref)
 			return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
 		}

@@ -22,10 +22,21 @@ import (
 
 const inactiveReason = "Inadmissible" // kueue.WorkloadInadmissible, the legacy condition
 
-// stoppedQueue: Kueue keeps the ClusterQueue inactive on purpose (a stopPolicy other than
-// None), so its inactivity is part of the scenario rather than a setup error.
-func stoppedQueue(cq *kueue.ClusterQueue) bool {
-	return ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.None
+// meantInactive: the scenario makes Kueue keep the ClusterQueue inactive (a stopPolicy
+// other than None, or a flavor no ResourceFlavor is named after: FlavorNotFound), so its
+// inactivity is part of the scenario rather than a setup error.
+func (c *cluster) meantInactive(cq *kueue.ClusterQueue) bool {
+	if ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.None {
+		return true
+	}
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			if _, ok := c.flavors[string(f.Name)]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // drainStopped evicts every workload admitted to a HoldAndDrain ClusterQueue (reason
