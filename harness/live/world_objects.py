@@ -119,6 +119,8 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
         entry["flavorFungibility"] = kept
     if fungibility.get("preference"):
         gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
+    if spec.get("stopPolicy") not in (None, "None"):  # contract v2 since issue 29
+        entry["stopPolicy"] = spec["stopPolicy"]
     entry["resourceGroups"] = groups
     _unrepresented(cq, gaps)
     return entry
@@ -153,8 +155,6 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
     for key, what in CQ_UNREPRESENTED.items():
         if spec.get(key):
             gaps.add(f"ClusterQueue {name}: {what} ({key})")
-    if spec.get("stopPolicy") not in (None, "None"):
-        gaps.add(f"ClusterQueue {name}: stopPolicy {spec['stopPolicy']} (Kueue admits nothing)")
     selector = spec.get("namespaceSelector")
     if selector:  # {} (every namespace) is what the snapshot assumes
         gaps.add(
@@ -162,7 +162,8 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             "namespace's LocalQueues use it)"
         )
     for cond in (cq.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Active" and cond.get("status") != "True":
+        stopped = spec.get("stopPolicy") not in (None, "None") and cond.get("reason") == "Stopped"
+        if cond.get("type") == "Active" and cond.get("status") != "True" and not stopped:
             gaps.add(
                 f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "
                 f"{cond.get('message')}); the snapshot's copy admits"
