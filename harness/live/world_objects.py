@@ -78,8 +78,8 @@ def priority_classes(items: Iterable[Obj]) -> list[Obj]:
 
 
 def cluster_queues(items: Iterable[Obj], flavors: set[str], gaps: Gaps) -> list[Obj]:
-    """Representable ClusterQueues; one naming a flavor that does not exist is left out
-    (Kueue keeps it inactive: it admits nothing)."""
+    """Every ClusterQueue; one naming a flavor that does not exist is written as it is:
+    the scenario keeps it inactive, as Kueue does (contract v2 since issue 29)."""
     out = []
     for cq in sorted(items, key=_name):
         entry = _cluster_queue(cq, flavors, gaps)
@@ -92,13 +92,6 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
     spec, name = _spec(cq), _name(cq)
     groups = []
     for group in spec.get("resourceGroups") or []:
-        missing = [f["name"] for f in group.get("flavors") or [] if f["name"] not in flavors]
-        if missing:
-            gaps.add(
-                f"ClusterQueue {name}: left out, its ResourceFlavor {', '.join(missing)} does "
-                "not exist (Kueue keeps it inactive)"
-            )
-            return None
         groups.append(
             {
                 "coveredResources": list(group.get("coveredResources") or []),
@@ -162,8 +155,9 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             "namespace's LocalQueues use it)"
         )
     for cond in (cq.get("status") or {}).get("conditions") or []:
-        stopped = spec.get("stopPolicy") not in (None, "None") and cond.get("reason") == "Stopped"
-        if cond.get("type") == "Active" and cond.get("status") != "True" and not stopped:
+        # Stopped and FlavorNotFound are in the scenario (stopPolicy, the missing flavor).
+        explained = str(cond.get("reason")) in ("Stopped", "FlavorNotFound")
+        if cond.get("type") == "Active" and cond.get("status") != "True" and not explained:
             gaps.add(
                 f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "
                 f"{cond.get('message')}); the snapshot's copy admits"
