@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 from harness.results.report import has_expectations, model_against_expect, predict
 from harness.scenario.discover import scenario_paths
 from harness.scenario.loader import load_scenario
+from harness.scenario.notices import show_on_stderr
 
 EXIT_AGREE, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -59,6 +60,7 @@ def check_file(path: Path, write_expect: bool = False) -> int:
     """Check one file, print its report; the exit code it deserves."""
     try:
         scenario = load_scenario(path)
+        show_on_stderr(scenario.warnings)
         predicted, no_model = predict(scenario)
         if predicted is None:
             raise HarnessError(no_model)

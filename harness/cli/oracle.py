@@ -42,9 +42,11 @@ def _oracle(args: argparse.Namespace) -> int:
     from harness.fit import fit
     from harness.fit.explain import Explainer
     from harness.scenario.loader import load_scenario
+    from harness.scenario.notices import show_on_stderr
     from harness.whatif import Whys
 
     scenario = load_scenario(args.file)
+    show_on_stderr(scenario.warnings)
     if args.kueue_version is not None:  # Scenario re-derives expect for it (expectByVersion)
         scenario = dataclasses.replace(scenario, kueue=args.kueue_version)
     explainer = Explainer() if args.explain_domains else None

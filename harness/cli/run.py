@@ -36,8 +36,10 @@ def register(subparsers: Any) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from harness.scenario.loader import load_scenario
+    from harness.scenario.notices import show_on_stderr
 
     scenario = load_scenario(args.file)  # bad input: HarnessError -> one line, exit 2
+    show_on_stderr(scenario.warnings)
     if args.kueue_version is not None:  # checked as that version's (the fit model refuses it)
         scenario = dataclasses.replace(scenario, kueue=args.kueue_version)
     else:

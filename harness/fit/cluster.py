@@ -12,9 +12,17 @@ from harness.fit.snapshot import Holding
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
 from harness.k8s.quantity import kueue_units
+from harness.kueue.queue_activity import drains, inactive_message, inactive_reason
 from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
-from harness.scenario.model import AdmittedWorkload, Flavor, Node, Step, Usage, Workload
+from harness.scenario.model import (
+    AdmittedWorkload,
+    Flavor,
+    Node,
+    Step,
+    Usage,
+    Workload,
+)
 
 
 class Cluster(Model):
@@ -22,8 +30,11 @@ class Cluster(Model):
 
     def hold_admitted(self, a: AdmittedWorkload, index: int) -> None:
         """A workload admitted before the scenario starts, reserved one second apart in file
-        order before anything else."""
+        order before anything else; evicted at once when its ClusterQueue drains."""
         cq = self.scenario.cluster_queue(a.queue)
+        if drains(cq):
+            self._drained(a)
+            return
         quota: dict[tuple[str, str], int] = {}
         tas: dict[str, dict[LeafKey, dict[str, int]]] = {}
         per_leaf: dict[str, dict[LeafKey, int]] = {}
@@ -72,6 +83,15 @@ class Cluster(Model):
             )
         )
 
+    def _drained(self, a: AdmittedWorkload) -> None:
+        """HoldAndDrain: the workload controller evicts it (ClusterQueueStopped) and, once its
+        Job stopped, it waits in its inactive queue (harness.kueue.queue_activity)."""
+        w = Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class)
+        self.workloads[a.name] = w
+        self.queues.push(self._pending(w))
+        # Not an `evicted` outcome: that one is what a step evicts (runner/repair.py).
+        self._pending_outcome(a.name, inactive_message(self.scenario.cluster_queue(a.queue)))
+
     def submit(self, w: Workload) -> None:
         """A workload created: Kueue's webhook refuses it, or it joins its queue."""
         self.tick += 1
@@ -81,6 +101,9 @@ class Cluster(Model):
             return
         self.queues.push(self._pending(w))
         self.outcomes.setdefault(w.name, NEVER_EVALUATED)
+        cq = self.scenario.cluster_queue(w.queue)
+        if inactive_reason(cq) is not None:  # never a head: the workload controller says why
+            self._pending_outcome(w.name, inactive_message(cq))
 
     def delete(self, name: str) -> None:
         """A workload deleted: its quota and nodes free up; if it held quota, the parked

@@ -13,6 +13,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from harness.fit.flavors import ScanKey
+from harness.kueue.queue_activity import inactive_reason
 from harness.scenario.model import Scenario, Workload
 
 NO_FIT = "NoFit"
@@ -106,7 +107,7 @@ class Queues:
         out = []
         for cq in self.scenario.cluster_queues:
             names = self.heap.get(cq.name)
-            if names:
+            if names and inactive_reason(cq) is None:  # an inactive queue has no head
                 name = min(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
                 names.discard(name)
                 out.append(self.info[name])

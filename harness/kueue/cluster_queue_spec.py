@@ -14,7 +14,8 @@ Spec = dict[str, Any]
 
 def cluster_queue_spec(cq: ClusterQueue) -> Spec:
     """queueingStrategy, preemption, flavorFungibility, resourceGroups and cohortName (when
-    set); the caller adds what only it needs (name, namespaceSelector, stopPolicy)."""
+    set) and stopPolicy (when not None); the caller adds what only it needs (name,
+    namespaceSelector)."""
     borrow: Spec = {"policy": cq.preemption.borrow_within_cohort}
     if cq.preemption.max_priority_threshold is not None:
         borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
@@ -33,6 +34,8 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
     }
     if cq.cohort:
         spec["cohortName"] = cq.cohort
+    if cq.stop_policy != "None":
+        spec["stopPolicy"] = cq.stop_policy
     return spec
 
 

@@ -78,8 +78,8 @@ def priority_classes(items: Iterable[Obj]) -> list[Obj]:
 
 
 def cluster_queues(items: Iterable[Obj], flavors: set[str], gaps: Gaps) -> list[Obj]:
-    """Representable ClusterQueues; one naming a flavor that does not exist is left out
-    (Kueue keeps it inactive: it admits nothing)."""
+    """Every ClusterQueue; one naming a flavor that does not exist is written as it is:
+    the scenario keeps it inactive, as Kueue does (contract v2 since issue 29)."""
     out = []
     for cq in sorted(items, key=_name):
         entry = _cluster_queue(cq, flavors, gaps)
@@ -92,13 +92,6 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
     spec, name = _spec(cq), _name(cq)
     groups = []
     for group in spec.get("resourceGroups") or []:
-        missing = [f["name"] for f in group.get("flavors") or [] if f["name"] not in flavors]
-        if missing:
-            gaps.add(
-                f"ClusterQueue {name}: left out, its ResourceFlavor {', '.join(missing)} does "
-                "not exist (Kueue keeps it inactive)"
-            )
-            return None
         groups.append(
             {
                 "coveredResources": list(group.get("coveredResources") or []),
@@ -119,6 +112,8 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
         entry["flavorFungibility"] = kept
     if fungibility.get("preference"):
         gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
+    if spec.get("stopPolicy") not in (None, "None"):  # contract v2 since issue 29
+        entry["stopPolicy"] = spec["stopPolicy"]
     entry["resourceGroups"] = groups
     _unrepresented(cq, gaps)
     return entry
@@ -153,8 +148,6 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
     for key, what in CQ_UNREPRESENTED.items():
         if spec.get(key):
             gaps.add(f"ClusterQueue {name}: {what} ({key})")
-    if spec.get("stopPolicy") not in (None, "None"):
-        gaps.add(f"ClusterQueue {name}: stopPolicy {spec['stopPolicy']} (Kueue admits nothing)")
     selector = spec.get("namespaceSelector")
     if selector:  # {} (every namespace) is what the snapshot assumes
         gaps.add(
@@ -162,7 +155,9 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             "namespace's LocalQueues use it)"
         )
     for cond in (cq.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Active" and cond.get("status") != "True":
+        # Stopped and FlavorNotFound are in the scenario (stopPolicy, the missing flavor).
+        explained = str(cond.get("reason")) in ("Stopped", "FlavorNotFound")
+        if cond.get("type") == "Active" and cond.get("status") != "True" and not explained:
             gaps.add(
                 f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "
                 f"{cond.get('message')}); the snapshot's copy admits"

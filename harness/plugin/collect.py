@@ -26,6 +26,7 @@ from harness.results.report import (
 )
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Scenario
+from harness.scenario.notices import emit
 
 BACKEND_KEY = pytest.StashKey[Any]()
 
@@ -54,6 +55,7 @@ class ScenarioFile(pytest.File):
         except HarnessError as err:
             yield ScenarioItem.from_parent(self, name=self.path.stem, problem=str(err))
             return
+        emit(scenario.warnings)
         yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
 
 

@@ -29,6 +29,7 @@ from harness.k8s.quantity import parse_quantity
 from harness.kube import KUEUE_API, Kube, poll_until, wait_for
 from harness.kube import condition as get_condition
 from harness.kueue.admission_status import admission_conditions, admission_status
+from harness.kueue.queue_activity import DRAIN_REASON, inactive_reason
 from harness.runner import world
 from harness.runner.objects import Names, Obj
 from harness.runner.shaping import await_local_queue
@@ -80,6 +81,33 @@ def wait_stopped(kube: Kube, names: Names, kueue_name: str, queue: str, t: Timeo
         check,
         namespace=names.namespace,
         what=f"QuotaReserved=False '{wanted}'",
+        timeout=t.settle,
+        interval=t.interval,
+    )
+
+
+def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None:
+    """Until Kueue has evicted the Workload from its HoldAndDrain ClusterQueue and its Job
+    has given the quota back (harness.kueue.queue_activity)."""
+
+    def check(wl: Obj | None) -> tuple[bool, str]:
+        evicted = (get_condition(wl, "Evicted") if wl else None) or {}
+        reserved = (get_condition(wl, "QuotaReserved") if wl else None) or {}
+        seen = (
+            f"Evicted={evicted.get('status')} ({evicted.get('reason')}),"
+            f" QuotaReserved={reserved.get('status')}"
+        )
+        done = evicted.get("reason") == DRAIN_REASON and reserved.get("status") == "False"
+        return done, seen
+
+    wait_for(
+        kube,
+        KUEUE_API,
+        "Workload",
+        kueue_name,
+        check,
+        namespace=names.namespace,
+        what=f"evicted ({DRAIN_REASON}) and its quota released",
         timeout=t.settle,
         interval=t.interval,
     )
@@ -211,7 +239,9 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=names.namespace,
         )
-        await_local_queue(kube, queue, names, t, "Active after its hold was lifted")
+        active = inactive_reason(scenario.cluster_queue(queue)) is None
+        what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
+        await_local_queue(kube, queue, names, t, what, active)
 
 
 def check_bound(

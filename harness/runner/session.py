@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, events
 from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, reservation_times
+from harness.kueue.queue_activity import drains
 from harness.results.outcome import Outcome
 from harness.runner import binding, faults, objects, preadmit, repair, steps
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
@@ -274,12 +275,16 @@ class Session:
             )
         for patch in patches:
             self.kube.apply(patch, subresource="status", field_manager=ADMISSION_FIELD_MANAGER)
-        for patch in patches:
+        # HoldAndDrain evicts them once the hold is lifted (harness.kueue.queue_activity):
+        # no admission to read back, only the eviction to wait for.
+        drained = {a.name for a in admitted if drains(self.scenario.cluster_queue(a.queue))}
+        kept = [p for a, p in zip(admitted, patches, strict=True) if a.name not in drained]
+        for patch in kept:
             preadmit.wait_admitted_as_written(self.kube, self.names, patch, self.t)
-        preadmit.wait_counted(self.kube, patches, self.t)
+        preadmit.wait_counted(self.kube, kept, self.t)
         for a in admitted:
             entry = self.entries[a.name]
-            if not self.has_pods(entry):
+            if not self.has_pods(entry) or a.name in drained:
                 continue
             for aps in a.pod_sets:
                 preadmit.wait_pods_placed(
@@ -292,6 +297,8 @@ class Session:
                     self.t,
                 )
         preadmit.release(self.kube, self.scenario, self.names, self.t)
+        for name in sorted(drained):
+            preadmit.wait_drained(self.kube, self.names, self.entries[name].kueue_name, self.t)
 
     def _refuse_skipped_webhook(self, w: Workload, obj: Obj) -> None:
         """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).

@@ -6,7 +6,7 @@ Clearing away what the run created before is harness.providers.cleanup.clear_run
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from harness.kube import (
     KUEUE_API,
@@ -20,6 +20,7 @@ from harness.kube import (
     wait_for_all,
 )
 from harness.kube import condition as get_condition
+from harness.kueue.queue_activity import inactive_reason
 from harness.providers.cleanup import content
 from harness.runner import objects, world
 from harness.runner.objects import Names, Obj
@@ -131,13 +132,14 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
     for cq in scenario.cluster_queues:
         kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
     for cq in scenario.cluster_queues:
+        inactive = inactive_reason(cq)
         wait_for(
             kube,
             KUEUE_API,
             "ClusterQueue",
             cq.name,
-            _active_and_empty,
-            what="Active and holding no workload",
+            _inactive_and_empty(inactive) if inactive else _active_and_empty,
+            what=f"Active False ({inactive})" if inactive else "Active and holding no workload",
             timeout=t.settle,
             interval=t.interval,
         )
@@ -146,12 +148,27 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
             KUEUE_API,
             "LocalQueue",
             cq.name,
-            has_condition("Active", "False" if cq.name in held else "True"),
+            has_condition("Active", "False" if cq.name in held or inactive else "True"),
             namespace=names.namespace,
-            what="held (Active False)" if cq.name in held else "Active",
+            what="held (Active False)" if cq.name in held or inactive else "Active",
             timeout=t.settle,
             interval=t.interval,
         )
+
+
+def _inactive_and_empty(reason: str) -> Callable[[Obj | None], tuple[bool, str]]:
+    """A ClusterQueue Kueue keeps inactive (harness.kueue.queue_activity), for that reason."""
+
+    def check(obj: Obj | None) -> tuple[bool, str]:
+        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+        active: dict[str, str] = next((c for c in conditions if c.get("type") == "Active"), {})
+        status = (obj or {}).get("status") or {}
+        counts = (status.get("reservingWorkloads", 0), status.get("pendingWorkloads", 0))
+        seen = f"Active {active.get('status')} ({active.get('reason')}); reserving/pending {counts}"
+        held = active.get("status") == "False" and reason in str(active.get("reason", ""))
+        return held and counts == (0, 0), seen
+
+    return check
 
 
 def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
@@ -162,14 +179,18 @@ def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
     return active and counts == (0, 0), f"{seen}; reserving/pending {counts}"
 
 
-def await_local_queue(kube: Kube, queue: str, names: Names, t: Timeouts, what: str) -> None:
-    """A LocalQueue of the run is Active (Kueue admits nothing through one that is not)."""
+def await_local_queue(
+    kube: Kube, queue: str, names: Names, t: Timeouts, what: str, active: bool = True
+) -> None:
+    """A LocalQueue of the run is Active (Kueue admits nothing through one that is not);
+    `active` False: the LocalQueue of an inactive ClusterQueue, which Kueue keeps inactive
+    (reason ClusterQueueIsInactive)."""
     wait_for(
         kube,
         KUEUE_API,
         "LocalQueue",
         queue,
-        has_condition("Active"),
+        has_condition("Active", "True" if active else "False"),
         namespace=names.namespace,
         what=what,
         timeout=t.settle,

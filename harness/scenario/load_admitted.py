@@ -75,7 +75,11 @@ def _entry(
                 f"{yaml_text(flavor_name)} is not a flavor of ClusterQueue {workload.queue}"
                 f" (its flavors: {', '.join(world.offered(workload))})"
             )
-        flavor = next(f for f in world.flavors if f.name == flavor_name)
+        flavor = next((f for f in world.flavors if f.name == flavor_name), None)
+        if flavor is None:  # its ClusterQueue lists a flavor that does not exist
+            keys["flavor"].fail(
+                f"no ResourceFlavor named {yaml_text(flavor_name)} in resourceFlavors"
+            )
         placement = _placement(ps_at, keys.get("placement"), flavor, world, nodes, by_domain)
         for node, count in (placement or {}).items():
             where = keys["placement"].child(node, count)

@@ -9,9 +9,10 @@ and 2); this module checks what refers to them.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from harness.errors import did_you_mean
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_subdomain, is_qualified_name
 from harness.scenario.keypath import KeyPath, kind, yaml_text
@@ -20,6 +21,7 @@ from harness.scenario.model import (
     HOSTNAME,
     QUEUEING_STRATEGIES,
     RECLAIM_WITHIN_COHORT,
+    STOP_POLICIES,
     WHEN_CAN_BORROW,
     WHEN_CAN_PREEMPT,
     WITHIN_CLUSTER_QUEUE,
@@ -36,6 +38,7 @@ from harness.scenario.model import (
     Topology,
     Workload,
 )
+from harness.scenario.notices import Notices
 from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
@@ -56,13 +59,13 @@ CQ_KEYS = (
     "preemption",
     "flavorFungibility",
     "resourceGroups",
+    "stopPolicy",
 )
 CQ_NOT_IN_V2 = {
     "fairSharing": "fair sharing",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
-    "stopPolicy": "stopPolicy",
 }
 MAX_GROUPS, MAX_COVERED, MAX_FLAVORS, MAX_PAIRS = 16, 64, 64, 512
 """ClusterQueue CRD limits (clusterqueue_types.go): groups, per-group covered resources and
@@ -103,6 +106,8 @@ class World:
     priority_classes: tuple[PriorityClass, ...]
     shorthand: Queue | None
     cohorts: tuple[Cohort, ...] = ()
+    notices: Notices = field(default_factory=Notices, compare=False)
+    """Warnings for what Kueue accepts but a typo most likely made (harness.scenario.notices)."""
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -158,6 +163,15 @@ class World:
             out[ps_name] = flavor
         return out
 
+    def levels_of(self, queue: str) -> tuple[str, ...]:
+        """Every level of the Topologies of the flavors ClusterQueue `queue` lists."""
+        if self.shorthand is not None:
+            return self.levels
+        cq = next(cq for cq in self.queues if cq.name == queue)
+        listed = {fq.name for g in cq.resource_groups for fq in g.flavors}
+        names = {f.topology_name for f in self.flavors if f.name in listed}
+        return tuple(lv for t in self.topologies if t.name in names for lv in t.levels)
+
     def offered(self, workload: Workload) -> tuple[str, ...]:
         """The flavors the workload's ClusterQueue lists (the shorthand's one flavor)."""
         if self.shorthand is not None:
@@ -185,17 +199,49 @@ def priority_classes(at: KeyPath) -> tuple[PriorityClass, ...]:
     return tuple(out)
 
 
-def cluster_queues(at: KeyPath, flavors: Collection[Flavor]) -> tuple[ClusterQueue, ...]:
+def cluster_queues(
+    at: KeyPath, flavors: Collection[Flavor], notices: Notices | None = None
+) -> tuple[ClusterQueue, ...]:
+    """`notices`: where a flavor missing from resourceFlavors is noted (Kueue keeps that
+    ClusterQueue inactive); None: it is refused."""
     known = {f.name for f in flavors}
     out: list[ClusterQueue] = []
     for item in at.items():
         cq = _cluster_queue(item, known)
+        cq = _missing_flavors(item, cq, known, notices)
         if any(other.name == cq.name for other in out):
             item.child("name", None).fail(f"duplicate ClusterQueue name {yaml_text(cq.name)}")
         out.append(cq)
     if not out:
         at.fail("must list at least one ClusterQueue")
     return tuple(out)
+
+
+def _missing_flavors(
+    at: KeyPath, cq: ClusterQueue, known: set[str], notices: Notices | None
+) -> ClusterQueue:
+    """A flavor no ResourceFlavor is named after: Kueue's webhook lets it through and its
+    cache keeps the ClusterQueue inactive (reason FlavorNotFound, clusterqueue.go
+    inactiveReason) until one is created; a hand-written file is warned (a typo, most
+    likely)."""
+    missing: list[str] = []
+    for gi, group in enumerate(cq.resource_groups):
+        for fi, fq in enumerate(group.flavors):
+            if fq.name in known:
+                continue
+            where = at.child("resourceGroups", None).child(gi, None).child("flavors", None)
+            name_at = where.child(fi, None).child("name", fq.name)
+            problem = f"no ResourceFlavor named {yaml_text(fq.name)} in resourceFlavors"
+            if notices is None:
+                name_at.fail(problem)
+            hint = did_you_mean(fq.name, known)
+            notices.add(
+                name_at,
+                f"{problem}: Kueue keeps ClusterQueue {cq.name} inactive"
+                f"{'; ' + hint if hint else ''}",
+            )
+            missing.append(fq.name)
+    return replace(cq, missing_flavors=tuple(missing)) if missing else cq
 
 
 def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
@@ -222,6 +268,9 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
             _fungibility(fields["flavorFungibility"])
             if "flavorFungibility" in fields
             else FlavorFungibility()
+        ),
+        stop_policy=(
+            _choice(fields["stopPolicy"], STOP_POLICIES) if "stopPolicy" in fields else "None"
         ),
     )
 
@@ -323,9 +372,7 @@ def _flavor_quotas(
     at: KeyPath, covered: list[str], flavors: set[str], rules: QuotaRules
 ) -> FlavorQuotas:
     fields = at.mapping(("name", "resources"), ("name", "resources"))
-    name = fields["name"].string()
-    if name not in flavors:
-        fields["name"].fail(f"no ResourceFlavor named {yaml_text(name)} in resourceFlavors")
+    name = fields["name"].string(is_dns_subdomain, "ResourceFlavor name")
     items = fields["resources"].items()
     quotas = [_quota(r, rules) for r in items]
     names = [q.name for q in quotas]

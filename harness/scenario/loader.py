@@ -14,7 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import ScenarioError
+from harness.errors import ScenarioError, did_you_mean
 from harness.gcpause import without_gc_pauses
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import (
@@ -61,6 +61,7 @@ from harness.scenario.model import (
     Usage,
     Workload,
 )
+from harness.scenario.notices import Notices, for_file
 from harness.scenario.strict_yaml import parse_yaml as parse_yaml
 from harness.scenario.usage_ledger import UsageLedger
 
@@ -180,11 +181,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     topology = Topology(name="", levels=world.levels)
     nodes = _nodes(top.get("nodes"), top.get("nodeGroups"), topology)
     node_names = {n.name for n in nodes}
-    ledger = UsageLedger(nodes)
+    ledger = UsageLedger(nodes, world.notices)
     usage = tuple(_usage(u, node_names) for u in top["usage"].items()) if "usage" in top else ()
     _unique(list(usage), top.get("usage"), "usage")
     for entry, entry_at in zip(usage, top["usage"].items() if usage else [], strict=True):
-        ledger.add(entry, entry_at)
+        ledger.add(entry, entry_at, starting=True)
     levels = topology.levels
     admitted = (
         load_admitted.admitted(
@@ -277,6 +278,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         workloads=tuple(workloads),
         expect=expect,
         steps=steps,
+        warnings=for_file(data, world.notices),
         path=file,
         by_version=by_version,
         undetermined=(
@@ -331,13 +333,15 @@ def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
     classes: tuple[PriorityClass, ...] = ()
     if "workloadPriorityClasses" in top:
         classes = load_queues.priority_classes(top["workloadPriorityClasses"])
+    notices = Notices()
     return load_queues.World(
         topologies=tuple(topologies),
         flavors=tuple(flavors),
-        queues=load_queues.cluster_queues(top["clusterQueues"], flavors),
+        queues=load_queues.cluster_queues(top["clusterQueues"], flavors, notices),
         priority_classes=classes,
         shorthand=None,
         cohorts=load_cohorts.cohorts(top["cohorts"], flavors) if "cohorts" in top else (),
+        notices=notices,
     )
 
 
@@ -587,6 +591,7 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
     if len(name) > 63:
         fields["name"].fail("at most 63 characters")
     queue, priority_class = world.references(at, fields)
+    _note_missing_levels(fields["podSets"], pod_sets, world.levels_of(queue), world.notices)
     return Workload(
         name=name,
         pod_sets=tuple(pod_sets),
@@ -595,6 +600,29 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
         submit_at=fields["submitAt"].seconds(above_zero=False) if "submitAt" in fields else None,
         run_for=fields["runFor"].seconds(above_zero=True) if "runFor" in fields else None,
     )
+
+
+def _note_missing_levels(
+    listed: _At, pod_sets: list[PodSet], levels: tuple[str, ...], notices: Notices
+) -> None:
+    """A level none of the ClusterQueue's flavors has: Kueue's webhook checks only that it is
+    a label key (jobframework/tas_validation.go), then skips each flavor, "Flavor X does not
+    contain the requested level" (flavorassigner/tas_flavorassigner.go), and the workload
+    waits. Accepted as Kueue does; a hand-written file is warned (a typo, most likely)."""
+    for ps_at, ps in zip(listed.items(), pod_sets, strict=True):
+        request = ps.topology
+        asked = (("level", request.level), ("sliceLevel", request.slice_level)) if request else ()
+        for key, level in asked:
+            if level is None or level in levels:
+                continue
+            at = ps_at.child("topology", None).child(key, level)
+            hint = did_you_mean(level, levels)
+            notices.add(
+                at,
+                f"{yaml_text(level)} is not a level of its ClusterQueue's flavors"
+                f" ({', '.join(dict.fromkeys(levels)) or 'none'}): Kueue keeps the workload"
+                f" pending{'; ' + hint if hint else ''}",
+            )
 
 
 POD_SET_KEYS = ("name", "count", "requests", "topology", "nodeSelector", "tolerations")
@@ -606,25 +634,24 @@ def _pod_set(at: _At, levels: tuple[str, ...]) -> PodSet:
         name=fields["name"].string(is_dns_label, "pod set name (a DNS label)"),
         count=fields["count"].positive_int(),
         requests=_resources(fields["requests"], container=True),
-        topology=_topology_request(fields["topology"], levels) if "topology" in fields else None,
+        topology=(_topology_request(fields["topology"], levels) if "topology" in fields else None),
         node_selector=_labels(fields["nodeSelector"]) if "nodeSelector" in fields else {},
         tolerations=_tolerations(fields.get("tolerations")),
     )
 
 
 def _topology_request(at: _At, levels: tuple[str, ...]) -> TopologyRequest:
+    """`levels`: those of every Topology; the ClusterQueue's are checked by the caller."""
     keys = ("mode", "level", "sliceLevel", "sliceSize", "podSetGroupName")
     fields = at.mapping(keys)
 
     def level_of(key: str) -> str | None:
         if key not in fields:
             return None
-        level = fields[key].string()
-        if level not in levels:
-            fields[key].fail(
-                f"{yaml_text(level)} is not a level of the topology ({', '.join(levels)})"
-            )
-        return level
+        if fields[key].value in levels:
+            return str(fields[key].value)
+        # Any label key, as Kueue's webhook (jobframework/tas_validation.go ValidateLabelName).
+        return fields[key].string(is_qualified_name, "label key")
 
     mode = fields["mode"].string() if "mode" in fields else None
     if mode is not None and mode not in MODES:

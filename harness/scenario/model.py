@@ -143,12 +143,21 @@ class ClusterQueue:
     """Resources no group covers get ample quota where the harness adds workloads the file
     does not hold (a fixture's manifests, `up`): harness.scenario.shorthand.covering. Set
     for the ClusterQueue a `queue` shorthand means; never written to Kueue."""
+    stop_policy: str = "None"
+    """One of STOP_POLICIES: Hold and HoldAndDrain make it inactive (it admits nothing);
+    HoldAndDrain also evicts what it admitted (harness/kueue/queue_activity.py)."""
+    missing_flavors: tuple[str, ...] = ()
+    """Flavors it lists that no ResourceFlavor is named after: Kueue keeps it inactive."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
             if resource in group.covered:
                 return group
         return None
+
+
+STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+"""ClusterQueue spec.stopPolicy (apis/kueue/v1beta2/clusterqueue_types.go)."""
 
 
 @dataclass(frozen=True)
@@ -417,6 +426,9 @@ class Scenario:
     """Where the file has `expectByVersion`: `expect` on each version."""
     undetermined: tuple[tuple[KueueVersions, str], ...] = ()
     """`undeterminedOn`: versions on which Kueue gives no single answer, with the reason."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """`FILE: key.path: problem` for states Kueue accepts that a hand-written file most likely
+    did not mean (harness.scenario.notices); none for a snapshot."""
     expect_for: str | None = field(default="", repr=False, compare=False)
     """The version `expect` and the steps' expect were derived for ("": not yet)."""
 

@@ -1,9 +1,13 @@
-"""What `usage` pods take from each node, so usage beyond a node's allocatable is refused.
+"""What `usage` pods and admitted workloads take from each node, against its allocatable.
 
-The kubelet does not run a pod whose requests, with those of the pods already on the node,
+The kubelet does not start a pod whose requests, with those of the pods already on the node,
 exceed the node's allocatable (OutOfcpu, OutOfpods, ...; pkg/kubelet/lifecycle/predicate.go),
-so such a scenario describes a cluster that cannot exist, and the fit model would see
-negative free capacity. Every usage pod also takes one of the node's `pods`.
+so an `add-usage` step beyond it is refused. The state the file starts in may hold more than
+a node's allocatable, though: a GPU marked unhealthy by the device plugin lowers allocatable
+under pods already running, and Kueue counts the node's free capacity as negative (v0.17) or
+as none (clamped from v0.18; fit/versions.py `count_clamped_at_zero`). Such a start loads,
+with a warning for a hand-written file (harness.scenario.notices). Every usage pod also takes
+one of the node's `pods`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from fractions import Fraction
 from harness.k8s.quantity import format_kueue_units, kueue_units
 from harness.scenario.keypath import KeyPath, yaml_text
 from harness.scenario.model import Node, Usage
+from harness.scenario.notices import Notices
 
 PODS = "pods"
 Amount = Fraction | int
@@ -23,7 +28,9 @@ Amount = Fraction | int
 class UsageLedger:
     """Per node: its allocatable and the usage entries on it, in the order they arrive."""
 
-    def __init__(self, nodes: Iterable[Node]) -> None:
+    def __init__(self, nodes: Iterable[Node], notices: Notices | None = None) -> None:
+        self.notices = notices
+        """Where a starting state beyond allocatable is noted; None: it is refused."""
         self.allocatable = {n.name: n.allocatable for n in nodes}
         self.limits = {name: _whole_numbers(a) for name, a in self.allocatable.items()}
         self.entries: dict[str, list[Usage]] = {name: [] for name in self.allocatable}
@@ -32,8 +39,9 @@ class UsageLedger:
         20,000 entries, and summing a node's entries again at every add was quadratic)."""
         self.deleted: set[str] = set()
 
-    def add(self, usage: Usage, at: KeyPath) -> None:
-        """Record `usage` (read at `at`), or fail at the first resource it overcommits."""
+    def add(self, usage: Usage, at: KeyPath, starting: bool = False) -> None:
+        """Record `usage` (read at `at`), or fail at the first resource it overcommits
+        (`starting`, the file's `usage`: note it, see the module's docstring)."""
         if usage.node in self.deleted:
             at.child("node", usage.node).fail(
                 f"node {yaml_text(usage.node)} was deleted by an earlier step"
@@ -46,17 +54,22 @@ class UsageLedger:
                 if resource == PODS
                 else at.child("requests", None).child(resource, None)
             )
-            where.fail(self._problem("the usage", usage, resource))
+            self._refuse_or_note(where, self._problem("the usage", usage, resource), starting)
         self._record(usage, sums)
 
     def add_admitted(self, pods: Usage, at: KeyPath) -> None:
-        """Record the pods of an admitted workload on one node, or fail at `at` (its
-        placement entry) when the node cannot hold them with what is already there."""
+        """Record the pods of an admitted workload on one node; more than the node holds
+        with what is already there is a starting state (noted at `at`, its placement entry)."""
         sums = self._sums(pods)
         resource = self._overcommitted(pods.node, sums)
         if resource is not None:
-            at.fail(self._problem("what is placed", pods, resource))
+            self._refuse_or_note(at, self._problem("what is placed", pods, resource), True)
         self._record(pods, sums)
+
+    def _refuse_or_note(self, at: KeyPath, problem: str, starting: bool) -> None:
+        if not starting or self.notices is None:
+            at.fail(problem)
+        self.notices.add(at, f"{problem} (real when a GPU is marked unhealthy under running pods)")
 
     def _record(self, usage: Usage, sums: dict[str, Amount] | None = None) -> None:
         self.entries[usage.node].append(usage)

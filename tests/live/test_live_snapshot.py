@@ -13,6 +13,7 @@ import yaml
 
 from harness.errors import InputError
 from harness.fit import fit
+from harness.kueue.queue_activity import inactive_reason
 from harness.live.cluster_read import ClusterState
 from harness.live.snapshot import read_file, render, render_json, snapshot
 from harness.scenario import json_items
@@ -214,7 +215,8 @@ def test_a_cluster_becomes_a_loadable_version2_scenario() -> None:
     assert h100.topology_name == "gpu-topology" and dict(h100.node_labels) == {
         "example.com/gpu": "h100"
     }
-    assert [cq.name for cq in scenario.cluster_queues] == ["team-a", "team-b"]
+    # team-c names a flavor that does not exist: kept, inactive (issue 29)
+    assert [cq.name for cq in scenario.cluster_queues] == ["team-a", "team-b", "team-c"]
     team_b = scenario.cluster_queue("team-b")
     assert team_b.cohort == "research"
     assert team_b.resource_groups[0].flavors[0].resources[0].lending_limit == 2
@@ -264,7 +266,6 @@ def test_what_cannot_be_represented_is_said() -> None:
         "Cohort (not served): not read",
         "ClusterQueue team-b: fair sharing (weight) (fairSharing)",
         "ClusterQueue team-b: namespaceSelector {'matchLabels': {'team': 'b'}} (the snapshot lets every namespace's LocalQueues use it)",
-        "ClusterQueue team-c: left out, its ResourceFlavor a100 does not exist (Kueue keeps it inactive)",
         "1 node(s) in no ResourceFlavor left out (Kueue places nothing there)",
         "priority 50 (PriorityClass system-ish) has no WorkloadPriorityClass of that value: written as WorkloadPriorityClass priority-50",
         "1 deactivated Workload(s) left out (spec.active: false)",
@@ -331,3 +332,15 @@ def test_a_large_snapshot_file_reads_its_long_lists_as_json(tmp_path: Path) -> N
     path = tmp_path / "snap.yaml"
     path.write_text(text)
     assert read_file(str(path)) == yaml.safe_load(text)
+
+
+def test_a_queue_naming_a_missing_flavor_is_kept_inactive() -> None:
+    """Issue 29: contract v2 holds it, so the snapshot writes it as it is (no gap) and the
+    loaded scenario keeps it inactive, as Kueue does (FlavorNotFound); no warning, since a
+    snapshot's states are the cluster's."""
+    snap = snapshot(state())
+    assert not any("team-c" in line for line in snap.gaps.lines)
+    scenario = scenario_from_data(snap.data, "snap.yaml")
+    team_c = scenario.cluster_queue("team-c")
+    assert (team_c.missing_flavors, inactive_reason(team_c)) == (("a100",), "FlavorNotFound")
+    assert scenario.warnings == ()

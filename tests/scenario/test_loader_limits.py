@@ -187,12 +187,14 @@ def test_a_resource_map_read_before_is_still_checked_by_its_value_types() -> Non
 
 def test_fractional_and_whole_usage_add_up_exactly() -> None:
     """The ledger keeps whole amounts as int and the rest as fractions: 8 cpu is filled by
-    7 + 3 x 333m + 1m exactly, and one more millicore is refused."""
+    7 + 3 x 333m + 1m exactly, and one more millicore is beyond allocatable (a warning)."""
     parts = ["7", "333m", "333m", "333m", "1m"]
     usage = [{"node": "n1", "requests": {"cpu": c}} for c in parts]
-    assert len(scenario_from_data(base(usage=usage)).usage) == 5
+    exact = scenario_from_data(base(usage=usage))
+    assert (len(exact.usage), exact.warnings) == (5, ())
     over = [*usage, {"node": "n1", "requests": {"cpu": "1m"}}]
-    assert refusal(base(usage=over)).endswith(
-        "usage[5].requests.cpu: the usage on node 'n1' adds up to 8001m cpu, more than its "
-        "allocatable 8"
+    (warning,) = scenario_from_data(base(usage=over), "f.yaml").warnings
+    assert warning.startswith(
+        "f.yaml: usage[5].requests.cpu: the usage on node 'n1' adds up to 8001m cpu, more than"
+        " its allocatable 8"
     )

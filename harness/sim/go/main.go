@@ -181,6 +181,7 @@ func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 	if err := c.settle(ctx); err != nil {
 		return err
 	}
+	c.faults.beginStep() // `evicted` is what a step evicts; a HoldAndDrain drain is no step
 	if err := c.refresh(ctx, outcome); err != nil {
 		return err
 	}

@@ -126,6 +126,9 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	if err := hook.awaitBoundary(timeout); err != nil {
 		return fail(fmt.Errorf("starting the scheduler: %w", err))
 	}
+	if err := c.drainStopped(ctx); err != nil {
+		return fail(err)
+	}
 	return c, nil
 }
 
@@ -234,7 +237,7 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 			return fmt.Errorf("adding ClusterQueue %s to the queue manager: %w", cq.Name, err)
 		}
 		ref := kueue.ClusterQueueReference(cq.Name)
-		if !c.cache.ClusterQueueActive(ref) {
+		if !c.cache.ClusterQueueActive(ref) && !c.meantInactive(cq) {
 			_, reason, msg := c.cache.ClusterQueueReadiness(ref)
 			return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
 		}
@@ -366,7 +369,13 @@ func (c *cluster) settle(ctx context.Context) error {
 		if p := takePanic(); p != "" {
 			return &kueuePanic{msg: p}
 		}
-		if len(c.queues.Dump()) == 0 && !c.hook.secondPassQueued() {
+		if wrote, err := c.blockInactive(ctx); err != nil || wrote {
+			if err != nil {
+				return err
+			}
+			continue // the workload controller's writes reach the queues first
+		}
+		if c.poppable() == 0 && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
 			if n < maxCycles && c.timers.fireNext() {

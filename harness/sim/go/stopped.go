@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// What Kueue's workload controller does for a ClusterQueue the cache reports inactive (a
+// stopPolicy other than None): pkg/controller/core/workload_controller.go
+// reconcileOnClusterQueueActiveState evicts the workloads it admitted when the policy is
+// HoldAndDrain, and getQueueBlocker writes "ClusterQueue NAME is inactive" into each
+// pending one. The scheduler never pops them (queue manager heads() skips an inactive
+// ClusterQueue).
+
+const inactiveReason = "Inadmissible" // kueue.WorkloadInadmissible, the legacy condition
+
+// meantInactive: the scenario makes Kueue keep the ClusterQueue inactive (a stopPolicy
+// other than None, or a flavor no ResourceFlavor is named after: FlavorNotFound), so its
+// inactivity is part of the scenario rather than a setup error.
+func (c *cluster) meantInactive(cq *kueue.ClusterQueue) bool {
+	if ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.None {
+		return true
+	}
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			if _, ok := c.flavors[string(f.Name)]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drainStopped evicts every workload admitted to a HoldAndDrain ClusterQueue (reason
+// ClusterQueueStopped, "The ClusterQueue is stopped"); deliver then stops its Job.
+func (c *cluster) drainStopped(ctx context.Context) error {
+	list := &kueue.WorkloadList{}
+	if err := c.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if wl.Status.Admission == nil {
+			continue
+		}
+		cq := c.cqs[string(wl.Status.Admission.ClusterQueue)]
+		if cq == nil || ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.HoldAndDrain {
+			continue
+		}
+		err := patchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
+			return apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+				Type:               kueue.WorkloadEvicted,
+				Status:             metav1.ConditionTrue,
+				Reason:             kueue.WorkloadEvictedByClusterQueueStopped,
+				Message:            "The ClusterQueue is stopped",
+				LastTransitionTime: metav1.NewTime(c.clock.Now()),
+				ObservedGeneration: wl.Generation,
+			}), nil
+		})
+		if err != nil {
+			return fmt.Errorf("evicting %s from stopped ClusterQueue %s: %w", wl.Name, cq.Name, err)
+		}
+	}
+	return nil
+}
+
+// blockInactive writes "ClusterQueue NAME is inactive" into every workload without quota
+// that waits in an inactive ClusterQueue and does not say so yet; true when it wrote one.
+func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
+	list := &kueue.WorkloadList{}
+	if err := c.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return false, err
+	}
+	wrote := false
+	for i := range list.Items {
+		wl := &list.Items[i]
+		cq := string(wl.Spec.QueueName) // each LocalQueue is named after its ClusterQueue
+		if workload.HasQuotaReservation(wl) || c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq)) {
+			continue
+		}
+		msg := fmt.Sprintf("ClusterQueue %s is inactive", cq)
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Message == msg {
+			continue
+		}
+		err := patchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
+			return workload.UnsetQuotaReservationWithCondition(wl, inactiveReason, msg, c.clock.Now()), nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("marking %s inactive: %w", wl.Name, err)
+		}
+		wrote = true
+	}
+	return wrote, nil
+}
+
+// poppable: the queue manager's pending workloads in ClusterQueues the scheduler pops from.
+func (c *cluster) poppable() int {
+	n := 0
+	for cq, items := range c.queues.Dump() {
+		if c.cache.ClusterQueueActive(cq) {
+			n += len(items)
+		}
+	}
+	return n
+}
