@@ -340,7 +340,7 @@ def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
         queues=load_queues.cluster_queues(top["clusterQueues"], flavors, notices),
         priority_classes=classes,
         shorthand=None,
-        cohorts=load_cohorts.cohorts(top["cohorts"], flavors) if "cohorts" in top else (),
+        cohorts=load_cohorts.cohorts(top["cohorts"], flavors, notices) if "cohorts" in top else (),
         notices=notices,
     )
 
