@@ -14,12 +14,14 @@ cycle. Cycles run until one changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError
 from harness.fit import explain
 from harness.fit.binding import Binder
+from harness.fit.fair_victims import find_targets
+from harness.fit.fairshare import Head, iterate
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -43,7 +45,7 @@ from harness.fit.tas_step import (
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
-from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
+from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
@@ -104,6 +106,7 @@ class Model:
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
+        self.fair = scenario.kueue_config.fair_sharing
         self.observe: Callable[[str, Tree], None] | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.preempted: set[str] = set()
@@ -207,15 +210,12 @@ class Model:
         heads = self.queues.heads()
         self.snap.begin_cycle()
         entries = [self.nominate(p) for p in heads]
-        entries.sort(
-            key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created)
-        )
         claimed: dict[str, Holding] = {}
         admitted: list[Holding] = []
         victims: list[tuple[Holding, Entry, str]] = []
         requeue: list[tuple[Entry, str]] = []
         written: list[Pending] = []
-        for entry in entries:
+        for entry in self._in_order(entries):
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason:
                 requeue.append((entry, reason))
@@ -245,6 +245,27 @@ class Model:
         for victim, entry, why in victims:
             self._evict(victim, entry, why)
 
+    def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """`makeIterator`: the classical order (non-borrowing first, higher priority,
+        earlier), or with fair sharing the tournament of each cohort (harness.fit.fairshare),
+        whose shares count the entries processed before."""
+        if self.fair is None:
+            yield from sorted(
+                entries,
+                key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created),
+            )
+            return
+
+        def head(e: Entry) -> Head:
+            return Head(e.cq.name, e.assignment.usage, e.pending.priority, e.pending.created)
+
+        def pick(roots: list[str]) -> str:
+            return self.ties.pick(
+                roots, f"cycle {self.cycle}: heads of {', '.join(roots)} are taken in Go map order"
+            )
+
+        yield from iterate(self.snap.book, entries, head, pick)
+
     def _pending_outcome(self, name: str, message: str) -> None:
         self.outcomes[name] = Outcome(
             admitted=False, message=message, preempted=name in self.preempted
@@ -267,17 +288,20 @@ class Model:
             and self.generation[cq.name] > scan.generation
         ):
             scan = None
-        base = Preemptor(w.name, cq, pending.priority, pending.created, {}, frozenset())
+        base = Preemptor(
+            w.name, cq, pending.priority, pending.created, {}, frozenset(), fair=self.fair
+        )
         a = assign_flavors(
             self.scenario,
             self.snap.book,
             w,
             start=scan.start() if scan is not None and pinned is None else None,
-            oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
+            oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties, find_targets),
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
             grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
             start_in_order=self.rules.scan_start_in_request_order,
+            fair_sharing=self.fair is not None,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)
@@ -291,6 +315,7 @@ class Model:
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
                 self.rules,
+                self.fair,
             )
             entry.targets = find_targets(self.snap, pre, self.ties)
             self._tas_for_preemption(entry)

@@ -27,6 +27,8 @@ from harness.scenario.model import FAULT_ACTIONS, Flavor, Scenario, Step, Worklo
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
+MODELLED_CONFIG = ("fairSharing",)
+"""kueueConfig sections the model follows; any other is refused, not ignored."""
 MAX_FAULT_ROUNDS = 100
 NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
 """Fault steps that change a Node (its Ready condition or taints)."""
@@ -57,6 +59,12 @@ def check_supported(scenario: Scenario) -> KueueRules:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
             )
+    unmodelled = scenario.kueue_config.unmodelled(MODELLED_CONFIG)
+    if unmodelled:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.{unmodelled[0]}: not modelled by the fit model "
+            "(the embedded cluster runs it: --cluster=local)"
+        )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(

@@ -33,6 +33,8 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
     }
     if cq.cohort:
         spec["cohortName"] = cq.cohort
+    if cq.fair_weight is not None:
+        spec["fairSharing"] = {"weight": format_quantity(cq.fair_weight)}
     return spec
 
 

@@ -39,7 +39,7 @@ from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
     "cohorts": "hierarchical Cohort objects",
-    "fairSharing": "fair sharing",
+    "fairSharing": "fair sharing (set it in kueueConfig.fairSharing)",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "provisioningRequests": "ProvisioningRequests",
@@ -56,9 +56,9 @@ CQ_KEYS = (
     "preemption",
     "flavorFungibility",
     "resourceGroups",
+    "fairSharing",
 )
 CQ_NOT_IN_V2 = {
-    "fairSharing": "fair sharing",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
@@ -200,7 +200,20 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
             if "flavorFungibility" in fields
             else FlavorFungibility()
         ),
+        fair_weight=fair_weight(fields["fairSharing"]) if "fairSharing" in fields else None,
     )
+
+
+def fair_weight(at: KeyPath) -> Fraction | None:
+    """`fairSharing.weight` of a ClusterQueue or Cohort, with the webhook's rules
+    (pkg/webhooks/common.go validateFairSharing): not negative; when not 0, above 1n."""
+    fields = at.mapping(("weight",))
+    if "weight" not in fields:
+        return None
+    weight = _quantity(fields["weight"])
+    if 0 < weight <= Fraction(1, 10**9):
+        fields["weight"].fail("When not 0, weight must be > 10e-9")
+    return weight
 
 
 def _choice(at: KeyPath, allowed: tuple[str, ...]) -> str:

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from harness.errors import HarnessError
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
+from harness.scenario.kueue_config import KueueConfig
 
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("required", "preferred", "unconstrained")
@@ -140,6 +141,8 @@ class ClusterQueue:
     queueing_strategy: str = "BestEffortFIFO"
     preemption: Preemption = field(default_factory=Preemption)
     fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    fair_weight: Fraction | None = None
+    """`fairSharing.weight` (None: not set; Kueue's default weight is 1)."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -385,6 +388,8 @@ class Scenario:
     kueue_versions: KueueVersions | None = None
     """The versions the file's `kueue:` says its expectations hold for (None: not said)."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    kueue_config: KueueConfig = field(default_factory=KueueConfig)
+    """`kueueConfig`: the sections of Kueue's Configuration the file sets."""
     expect: Mapping[str, Expectation] | None = None
     steps: tuple[Step, ...] = ()
     path: str = "<scenario>"
