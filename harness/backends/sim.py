@@ -46,6 +46,7 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
         for name, v in (data or {}).items()
     }
 
+
 SIM_CONFIG = ("fairSharing",)
 """kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
 
