@@ -155,7 +155,9 @@ def test_the_embedded_cluster_gets_the_sections_merged_into_its_configuration() 
 def test_the_sim_gets_the_sections_in_its_contract() -> None:
     scenario = load({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}})
     sent = scenario_to_dict(scenario)
-    assert sent["kueueConfig"] == {"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}}
+    assert sent["kueueConfig"] == {
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
+    }
 
 
 @pytest.mark.parametrize("section", ["admissionFairSharing", "waitForPodsReady", "resources"])
