@@ -70,10 +70,10 @@ def weight_of(book: QuotaBook, cq: str) -> float:
     return DEFAULT_WEIGHT if weight is None else float(weight)
 
 
-def _cohort_frs(book: QuotaBook, cq: str) -> set[FlavorResource]:
+def _cohort_frs(book: QuotaBook, members: list[str]) -> set[FlavorResource]:
     return {
         (f.name, q.name)
-        for member in book.members(cq)
+        for member in members
         for g in book.queues[member].resource_groups
         for f in g.flavors
         for q in f.resources
@@ -85,7 +85,8 @@ def share(book: QuotaBook, cq: str, extra: Mapping[FlavorResource, int] | None =
     cohort. Lendable per resource: what the cohort root holds of it, over all flavors
     (`calculateLendable`: the root's potentialAvailable)."""
     weight = weight_of(book, cq)
-    if not book.queues[cq].cohort:
+    members = book.members(cq)
+    if not members:
         return Share(weight=weight)
     extra = extra or {}
     borrowed: dict[str, int] = {}
@@ -101,8 +102,8 @@ def share(book: QuotaBook, cq: str, extra: Mapping[FlavorResource, int] | None =
     if not borrowed:
         return Share(weight=weight)
     lendable: dict[str, int] = {}
-    for fr in _cohort_frs(book, cq):
-        lendable[fr[1]] = lendable.get(fr[1], 0) + book.subtree(cq, fr)
+    for fr in _cohort_frs(book, members):
+        lendable[fr[1]] = lendable.get(fr[1], 0) + sum(book.lendable(m, fr) for m in members)
     ratio = 0.0
     for resource in sorted(borrowed):
         if lendable.get(resource, 0) > 0:
@@ -148,8 +149,8 @@ def _less(a: tuple[bool, Share, int, int], b: tuple[bool, Share, int, int]) -> b
 
 def root_of(book: QuotaBook, cq: str) -> str:
     """The root a ClusterQueue's heads compete under: its cohort, or itself."""
-    cohort = book.queues[cq].cohort
-    return f"cohort/{cohort}" if cohort else f"cq/{cq}"
+    members = book.members(cq)
+    return "cohort of " + ", ".join(sorted(members)) if members else f"ClusterQueue {cq}"
 
 
 def iterate(
