@@ -580,6 +580,8 @@ def total_requests(
 
 
 MODELLED_GATES = {
+    "FairSharingPreemptWithinNominal": True,
+    "FairSharingPrioritizeNonBorrowing": True,
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,
     "PrioritySortingWithinCohort": True,

@@ -22,6 +22,7 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
+from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import FAULT_ACTIONS, Flavor, Scenario, Step, Workload
 
@@ -64,6 +65,11 @@ def check_supported(scenario: Scenario) -> KueueRules:
         raise UnsupportedVersionError(
             f"{scenario.path}: kueueConfig.{unmodelled[0]}: not modelled by the fit model "
             "(the embedded cluster runs it: --cluster=local)"
+        )
+    if scenario.kueue_config.fair_sharing is not None and rules.version != DEFAULT_KUEUE:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.fairSharing: modelled for Kueue {DEFAULT_KUEUE} "
+            f"only, not {rules.version} (the sim and the embedded cluster run it)"
         )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:

@@ -171,3 +171,22 @@ def test_engines_that_do_not_run_a_section_refuse_the_scenario(section: str) -> 
 
 def test_fair_sharing_is_modelled() -> None:
     check_supported(load({"fairSharing": FULL["fairSharing"]}))
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({"kueue": "v0.18.2"}, "kueueConfig.fairSharing: modelled for Kueue v0.19.2 only, not v0.18.2"),
+        (
+            {"featureGates": {"FairSharingPreemptWithinNominal": False}},
+            "featureGates.FairSharingPreemptWithinNominal: False is not modelled",
+        ),
+    ],
+)  # fmt: skip
+def test_fair_sharing_outside_what_the_model_follows_is_refused(
+    extra: dict[str, Any], error: str
+) -> None:
+    data = {**base({"fairSharing": FULL["fairSharing"]}), **extra}
+    with pytest.raises(UnsupportedVersionError) as raised:
+        check_supported(scenario_from_data(data, FILE))
+    assert error in str(raised.value)
