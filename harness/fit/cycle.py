@@ -210,6 +210,9 @@ class Model:
         heads = self.queues.heads()
         self.snap.begin_cycle()
         entries = [self.nominate(p) for p in heads]
+        entries.sort(
+            key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created)
+        )
         claimed: dict[str, Holding] = {}
         admitted: list[Holding] = []
         victims: list[tuple[Holding, Entry, str]] = []
@@ -246,14 +249,11 @@ class Model:
             self._evict(victim, entry, why)
 
     def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
-        """`makeIterator`: the classical order (non-borrowing first, higher priority,
-        earlier), or with fair sharing the tournament of each cohort (harness.fit.fairshare),
-        whose shares count the entries processed before."""
+        """`makeIterator`: the classical order (`entries` come sorted: non-borrowing first,
+        higher priority, earlier), or with fair sharing the tournament of each cohort
+        (harness.fit.fairshare), whose shares count the entries processed before."""
         if self.fair is None:
-            yield from sorted(
-                entries,
-                key=lambda e: (int(e.assignment.borrowing), -e.pending.priority, e.pending.created),
-            )
+            yield from entries
             return
 
         def head(e: Entry) -> Head:
