@@ -11,7 +11,6 @@ from harness.kube import Obj
 from harness.live.gaps import Gaps
 
 CQ_UNREPRESENTED = {
-    "fairSharing": "fair sharing (weight)",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (admission fair sharing)",
@@ -119,6 +118,9 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
         entry["flavorFungibility"] = kept
     if fungibility.get("preference"):
         gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        entry["fairSharing"] = {"weight": str(weight)}
     entry["resourceGroups"] = groups
     _unrepresented(cq, gaps)
     return entry
