@@ -18,10 +18,8 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError
-from harness.fit import explain
+from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
-from harness.fit.fair_victims import find_targets
-from harness.fit.fairshare import Head, iterate
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -256,15 +254,16 @@ class Model:
             yield from entries
             return
 
-        def head(e: Entry) -> Head:
-            return Head(e.cq.name, e.assignment.usage, e.pending.priority, e.pending.created)
+        def head(e: Entry) -> fairshare.Head:
+            pending = e.pending
+            return fairshare.Head(e.cq.name, e.assignment.usage, pending.priority, pending.created)
 
         def pick(roots: list[str]) -> str:
             return self.ties.pick(
                 roots, f"cycle {self.cycle}: heads of {', '.join(roots)} are taken in Go map order"
             )
 
-        yield from iterate(self.snap.book, entries, head, pick)
+        yield from fairshare.iterate(self.snap.book, entries, head, pick)
 
     def _pending_outcome(self, name: str, message: str) -> None:
         self.outcomes[name] = Outcome(
@@ -296,7 +295,9 @@ class Model:
             self.snap.book,
             w,
             start=scan.start() if scan is not None and pinned is None else None,
-            oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties, find_targets),
+            oracle=lambda fr, v: oracle(
+                self.snap, base, fr, v, self.ties, fair_victims.find_targets
+            ),
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
             grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
@@ -317,7 +318,7 @@ class Model:
                 self.rules,
                 self.fair,
             )
-            entry.targets = find_targets(self.snap, pre, self.ties)
+            entry.targets = fair_victims.find_targets(self.snap, pre, self.ties)
             self._tas_for_preemption(entry)
         pending.scan = Scan(dict(a.tried), self.cycle, self.generation[cq.name])
         if self.note:
