@@ -47,6 +47,10 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
+SIM_CONFIG = ("fairSharing",)
+"""kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
+
+
 class SimBackend:
     """`harness.backends.base` adapter: one kueue-sim process, built against one Kueue version,
     for the whole session (a scenario on another version gets a new backend)."""
@@ -94,6 +98,13 @@ class SimBackend:
     def _observe(self, scenario: Scenario, version: str) -> Observation:
         """The scenario on kueue-sim built against `version`."""
         self._check_gates(scenario, version)
+        unmodelled = scenario.kueue_config.unmodelled(SIM_CONFIG)
+        if unmodelled:
+            raise Unsupported(
+                f"{scenario.path}: kueueConfig.{unmodelled[0]}: not run by the sim (its "
+                "controllers are emulated without it); the embedded cluster runs it: "
+                "--cluster=local"
+            )
         if version not in self._sims:
             self._sims[version] = SimProcess(build_sim(version=version))
         answer = self._sims[version].run(scenario_to_dict(scenario, self.gates))

@@ -14,11 +14,11 @@ cycle. Cycles run until one changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError
-from harness.fit import explain
+from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
@@ -43,7 +43,7 @@ from harness.fit.tas_step import (
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
-from harness.fit.victims import Preemptor, Target, eviction_message, find_targets, oracle
+from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
@@ -104,6 +104,7 @@ class Model:
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
+        self.fair = scenario.kueue_config.fair_sharing
         self.observe: Callable[[str, Tree], None] | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.preempted: set[str] = set()
@@ -216,7 +217,7 @@ class Model:
         victims: list[tuple[Holding, Entry, str]] = []
         requeue: list[tuple[Entry, str]] = []
         written: list[Pending] = []
-        for entry in entries:
+        for entry in self._in_order(entries):
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason:
                 requeue.append((entry, reason))
@@ -246,6 +247,25 @@ class Model:
         for victim, entry, why in victims:
             self._evict(victim, entry, why)
 
+    def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """`makeIterator`: the classical order (`entries` come sorted: non-borrowing first,
+        higher priority, earlier), or with fair sharing the tournament of each cohort
+        (harness.fit.fairshare), whose shares count the entries processed before."""
+        if self.fair is None:
+            yield from entries
+            return
+
+        def head(e: Entry) -> fairshare.Head:
+            pending = e.pending
+            return fairshare.Head(e.cq.name, e.assignment.usage, pending.priority, pending.created)
+
+        def pick(roots: list[str]) -> str:
+            return self.ties.pick(
+                roots, f"cycle {self.cycle}: heads of {', '.join(roots)} are taken in Go map order"
+            )
+
+        yield from fairshare.iterate(self.snap.book, entries, head, pick)
+
     def _pending_outcome(self, name: str, message: str) -> None:
         self.outcomes[name] = Outcome(
             admitted=False, message=message, preempted=name in self.preempted
@@ -268,17 +288,22 @@ class Model:
             and self.generation[cq.name] > scan.generation
         ):
             scan = None
-        base = Preemptor(w.name, cq, pending.priority, pending.created, {}, frozenset())
+        base = Preemptor(
+            w.name, cq, pending.priority, pending.created, {}, frozenset(), fair=self.fair
+        )
         a = assign_flavors(
             self.scenario,
             self.snap.book,
             w,
             start=scan.start() if scan is not None and pinned is None else None,
-            oracle=lambda fr, v: oracle(self.snap, base, fr, v, self.ties),
+            oracle=lambda fr, v: oracle(
+                self.snap, base, fr, v, self.ties, fair_victims.find_targets
+            ),
             pinned=pinned,
             past_no_fit=self.rules.quota_reasons_past_no_fit,
             grouped_borrows=self.rules.grouped_pod_set_borrows_flavor,
             start_in_order=self.rules.scan_start_in_request_order,
+            fair_sharing=self.fair is not None,
         )
         entry = Entry(pending, cq, a)
         self._tas_step(entry)
@@ -292,8 +317,9 @@ class Model:
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
                 self.rules,
+                self.fair,
             )
-            entry.targets = find_targets(self.snap, pre, self.ties)
+            entry.targets = fair_victims.find_targets(self.snap, pre, self.ties)
             self._tas_for_preemption(entry)
         pending.scan = Scan(dict(a.tried), self.cycle, self.generation[cq.name])
         if self.note:
@@ -556,6 +582,8 @@ def total_requests(
 
 
 MODELLED_GATES = {
+    "FairSharingPreemptWithinNominal": True,
+    "FairSharingPrioritizeNonBorrowing": True,
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,
     "PrioritySortingWithinCohort": True,

@@ -22,11 +22,14 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
+from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import FAULT_ACTIONS, Flavor, Scenario, Step, Workload
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
+MODELLED_CONFIG = ("fairSharing",)
+"""kueueConfig sections the model follows; any other is refused, not ignored."""
 MAX_FAULT_ROUNDS = 100
 NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
 """Fault steps that change a Node (its Ready condition or taints)."""
@@ -57,6 +60,24 @@ def check_supported(scenario: Scenario) -> KueueRules:
             raise UnsupportedVersionError(
                 f"{scenario.path}: featureGates.{gate}: {bad} is not modelled by the fit model"
             )
+    unmodelled = scenario.kueue_config.unmodelled(MODELLED_CONFIG)
+    if unmodelled:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.{unmodelled[0]}: not modelled by the fit model "
+            "(the embedded cluster runs it: --cluster=local)"
+        )
+    if scenario.kueue_config.fair_sharing is not None and rules.version != DEFAULT_KUEUE:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.fairSharing: modelled for Kueue {DEFAULT_KUEUE} "
+            f"only, not {rules.version} (the sim and the embedded cluster run it)"
+        )
+    tree = [c.name for c in scenario.cohorts if c.parent or c.resource_groups or c.fair_weight]
+    if scenario.kueue_config.fair_sharing is not None and tree:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.fairSharing with the Cohort object {tree[0]} (a "
+            "parent, quota or weight of its own): the fit model's shares are for flat cohorts "
+            "(the sim and the embedded cluster run it)"
+        )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(

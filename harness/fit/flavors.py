@@ -225,8 +225,10 @@ def fits_resource_quota(
     assumed: int,
     value: int,
     oracle: Oracle | None = None,
+    fair_sharing: bool = False,
 ) -> tuple[Mode, str | None]:
-    """`fitsResourceQuota` for one fr; the oracle answers where preemption may help."""
+    """`fitsResourceQuota` for one fr; the oracle answers where preemption may help
+    (`canPreemptWhileBorrowing`: also beyond nominal with fair sharing and reclaim)."""
     name, flavor = fr[1], fr[0]
     total = assumed + value
     cap = book.potential(cq.name, fr)
@@ -249,6 +251,7 @@ def fits_resource_quota(
         book.nominal(cq.name, fr) >= total
         or may_reclaim  # a cohort below the root holds it: reclaim in the hierarchy
         or cq.preemption.borrow_within_cohort != "Never"
+        or (fair_sharing and cq.preemption.reclaim_within_cohort != "Never")
     )
     if not considered:
         return Mode(NO_FIT, borrow), reason
@@ -286,6 +289,7 @@ class _Search:
     pinned: Mapping[str, Mapping[str, str]] | None
     past_no_fit: bool = True
     """KueueRules.quota_reasons_past_no_fit: False before v0.19."""
+    fair_sharing: bool = False
 
 
 def assign_flavors(
@@ -298,6 +302,7 @@ def assign_flavors(
     past_no_fit: bool = True,
     grouped_borrows: bool = True,
     start_in_order: bool = True,
+    fair_sharing: bool = False,
 ) -> Assignment:
     """Kueue's `assignFlavors` up to (not including) the TAS step. `pinned` is the
     nomination mapping of a same-cycle recompute (rules §3.4 step 1). `grouped_borrows`
@@ -307,7 +312,7 @@ def assign_flavors(
     KueueRules.scan_start_in_request_order): a resource group's scan starts at the furthest
     record of the resources it covers."""
     cq = scenario.cluster_queue(workload.queue)
-    search = _Search(scenario, book, cq, oracle, pinned, past_no_fit)
+    search = _Search(scenario, book, cq, oracle, pinned, past_no_fit, fair_sharing)
     out = Assignment()
     slot = 0
     for indices in pod_set_groups(workload.pod_sets):
@@ -424,7 +429,13 @@ def _choose(
         for resource in resources:
             fr = (fq.name, resource)
             got, reason = fits_resource_quota(
-                search.book, cq, fr, assumed.get(fr, 0), requests[resource], search.oracle
+                search.book,
+                cq,
+                fr,
+                assumed.get(fr, 0),
+                requests[resource],
+                search.oracle,
+                search.fair_sharing,
             )
             mode = worst(mode, got)
             per_resource[resource] = got

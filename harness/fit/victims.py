@@ -10,7 +10,8 @@ it still fits. Removals and re-adds are deltas on the snapshot, restored before 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from harness.fit.cohort import FlavorResource
 from harness.fit.cohort_tree import CQ, CohortTree, Node
@@ -25,7 +26,9 @@ from harness.scenario.model import ClusterQueue
 IN_CLUSTER_QUEUE = "InClusterQueue"
 RECLAMATION = "InCohortReclamation"
 RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+FAIR_SHARING = "InCohortFairSharing"
 HUMAN_REASONS = {
+    FAIR_SHARING: "Fair Sharing within the cohort",
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     RECLAMATION: "reclamation within the cohort",
     RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
@@ -57,6 +60,8 @@ class Preemptor:
     rules: KueueRules = RULES[DEFAULT_KUEUE]
     """The version's rules the TAS check of each candidate set places with (workloadFits ->
     FindTopologyAssignmentsForWorkload runs that version's placement)."""
+    fair: tuple[str, ...] | None = None
+    """kueueConfig.fairSharing's preemption strategies (None: fair sharing off)."""
 
 
 @dataclass(frozen=True)
@@ -274,11 +279,21 @@ def find_targets(snap: Snapshot, pre: Preemptor, ties: TieBreak) -> list[Target]
     return Search(snap, pre, ties).targets()
 
 
-def oracle(snap: Snapshot, pre: Preemptor, fr: FlavorResource, amount: int, ties: TieBreak) -> Mode:
+Finder = Callable[[Snapshot, Preemptor, TieBreak], list[Target]]
+
+
+def oracle(
+    snap: Snapshot,
+    pre: Preemptor,
+    fr: FlavorResource,
+    amount: int,
+    ties: TieBreak,
+    find: Finder = find_targets,
+) -> Mode:
     """`SimulatePreemption` for one fr during flavor assignment: a search for that fr alone
     without TAS; the borrowing height is taken with the victims removed."""
-    one = Preemptor(pre.name, pre.cq, pre.priority, pre.created, {fr: amount}, frozenset({fr}))
-    targets = find_targets(snap, one, ties)
+    one = replace(pre, requests={fr: amount}, need=frozenset({fr}), tas=())
+    targets = find(snap, one, ties)
     book = snap.book
     if not targets:
         return Mode(NO_CANDIDATES, book.borrow_height(pre.cq.name, fr, amount))

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.fuzz.generator import GPU, LEVEL_POOL, _Case, case_rng
 from harness.k8s.quantity import parse_quantity
+from harness.scenario.kueue_config import PREEMPTION_STRATEGY_SETS
 from harness.scenario.model import HOSTNAME
 
 Data = dict[str, Any]
@@ -94,7 +95,19 @@ class _WorldCase(_Case):
         if admitted and self.chance(0.25):
             victim = rng.choice(admitted)["name"]
             data["steps"] = [{"delete-workload": victim}]
+        # Drawn last, so the rest of a case is what it was before fair sharing was added.
+        if any("cohortName" in q for q in queues) and self.chance(0.35):
+            self._fair_sharing(data, queues)
         return data
+
+    def _fair_sharing(self, data: Data, queues: list[Data]) -> None:
+        """kueueConfig.fairSharing with one of Kueue's strategy lists, and some weights
+        (0: borrows only what nobody wants)."""
+        strategies = self.rng.choice(PREEMPTION_STRATEGY_SETS)
+        data["kueueConfig"] = {"fairSharing": {"preemptionStrategies": list(strategies)}}
+        for queue in queues:
+            if self.chance(0.4):
+                queue["fairSharing"] = {"weight": self.rng.choice(("0", "0.5", "2", "3"))}
 
     def _priority_classes(self) -> list[Data]:
         if self.chance(0.2):

@@ -32,6 +32,8 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
         },
         "resourceGroups": [_group(g) for g in cq.resource_groups],
     }
+    if cq.fair_weight is not None:
+        spec["fairSharing"] = {"weight": format_quantity(cq.fair_weight)}
     if cq.cohort:
         spec["cohortName"] = cq.cohort
     if cq.stop_policy != "None":

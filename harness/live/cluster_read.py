@@ -38,6 +38,7 @@ class ClusterState:
     nodes: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
     pod_priority_classes: list[Obj] = field(default_factory=list)
+    kueue_config_maps: list[Obj] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     queue_positions: QueuePositions | None = None  # None: not read (states built by hand)
@@ -55,6 +56,8 @@ LISTS: dict[str, tuple[str, str, str | None]] = {
     "nodes": ("v1", "Node", None),
     "pods": ("v1", "Pod", BOUND_AND_RUNNING),
     "pod_priority_classes": ("scheduling.k8s.io/v1", "PriorityClass", None),
+    # Kueue's Configuration (harness/live/kueue_configuration.py), in whichever namespace.
+    "kueue_config_maps": ("v1", "ConfigMap", "metadata.name=kueue-manager-config"),
 }
 """ClusterState attribute -> (apiVersion, kind, field selector)."""
 REQUIRED = ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")

@@ -18,16 +18,11 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError
-from harness.live import node_objects, workload_objects, world_objects
+from harness.live import kueue_configuration, node_objects, workload_objects, world_objects
 from harness.live.cluster_read import ClusterState
 from harness.live.gaps import Gaps
 from harness.live.queue_positions import QueuePositions
 from harness.scenario.strict_yaml import parse_yaml
-
-ALWAYS_NOTED = (
-    "Kueue's configuration (feature gates, fair sharing mode, waitForPodsReady, resource "
-    "transformations) is not read: Kueue v0.19.2's defaults are assumed",
-)
 
 
 @dataclass(frozen=True)
@@ -67,11 +62,11 @@ def snapshot(
         priority_classes=values,
     )
     written = workload_objects.workloads(state.workloads, world, gaps)
-    for note in ALWAYS_NOTED:
-        gaps.add(note)
+    configured = kueue_configuration.configuration(state.kueue_config_maps, gaps)
     data: dict[str, Any] = {
         "name": name,
         "description": f"snapshot of {state.server} (context {state.context or '-'})",
+        **configured,
         "topologies": topologies,
         "resourceFlavors": flavors,
         "workloadPriorityClasses": [{"name": n, "value": v} for n, v in values.items()],

@@ -11,7 +11,6 @@ from harness.kube import Obj
 from harness.live.gaps import Gaps
 
 CQ_UNREPRESENTED = {
-    "fairSharing": "fair sharing (weight)",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (admission fair sharing)",
@@ -114,6 +113,9 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
         gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
     if spec.get("stopPolicy") not in (None, "None"):  # contract v2 since issue 29
         entry["stopPolicy"] = spec["stopPolicy"]
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        entry["fairSharing"] = {"weight": str(weight)}
     entry["resourceGroups"] = groups
     _unrepresented(cq, gaps)
     return entry

@@ -7,6 +7,7 @@ with the package installed. No cluster starts unless `--cluster` asks for one.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -179,16 +180,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: keys[id(item)])
 
 
-GroupKey = tuple[bool, str, int, tuple[tuple[str, bool], ...]]
+GroupKey = tuple[bool, str, int, tuple[tuple[str, bool], ...], str]
 
 
 def _group_key(config: pytest.Config, scenario: Scenario | None) -> GroupKey:
     """Scenarios (None: a Python test, or a file that did not load and reports itself when
-    it runs) with equal keys need the same cluster; the default version and gates sort first."""
+    it runs) with equal keys need the same cluster (Kueue version, gates and kueueConfig);
+    the default version, gates and configuration sort first."""
     version = _version_of(config, scenario)
     first = version == config.stash[DEFAULT_VERSION_KEY]
     gates = scenario.feature_gates if scenario is not None else {}
-    return (not first, version, 1 if gates else 0, tuple(sorted(gates.items())))
+    kueue_config = scenario.kueue_config.document if scenario is not None else {}
+    configured = json.dumps(kueue_config, sort_keys=True) if kueue_config else ""
+    return (not first, version, 1 if gates else 0, tuple(sorted(gates.items())), configured)
 
 
 def _group_of_file(config: pytest.Config, path: Path) -> str:
@@ -201,10 +205,13 @@ def _group_of_file(config: pytest.Config, path: Path) -> str:
         scenario = load_scenario(path)
     except HarnessError:
         return ""
-    not_first, version, _, gates = _group_key(config, scenario)
-    if not not_first and not gates:
+    not_first, version, _, gates, configured = _group_key(config, scenario)
+    if not not_first and not gates and not configured:
         return ""
-    return "+".join([version, *(f"{k}={str(v).lower()}" for k, v in gates)])
+    named = [version, *(f"{k}={str(v).lower()}" for k, v in gates)]
+    if configured:
+        named.append("kueueConfig=" + hashlib.sha256(configured.encode()).hexdigest()[:8])
+    return "+".join(named)
 
 
 def _scenario_of(item: pytest.Item) -> Scenario | None:

@@ -68,6 +68,8 @@ def unit_of(item: pytest.Item) -> str:
         if scenario is not None and scenario.feature_gates:
             gates = sorted(scenario.feature_gates.items())
             return "gates:" + ",".join(f"{k}={v}" for k, v in gates)
+        if scenario is not None and scenario.kueue_config.document:
+            return "kueueConfig:" + json.dumps(scenario.kueue_config.document, sort_keys=True)
         return item.nodeid
     return item.nodeid.split("::", 1)[0]
 

@@ -46,6 +46,9 @@ class Provider(Protocol):
     name: str
     can_set_feature_gates: bool
     """Kueue's feature gates are the harness's to choose (it installs Kueue)."""
+    can_set_kueue_config: bool
+    """A scenario's kueueConfig can be merged into Kueue's Configuration
+    (`kueue_overrides`), restarting Kueue's cluster when it changes."""
     shared: bool
     """Someone else's cluster: it outlives the run and may hold objects and nodes that are
     not the run's, so the runner clears before the first scenario and vets each one."""
@@ -101,6 +104,7 @@ class ProviderBase:
 
     name = ""
     can_set_feature_gates = True
+    can_set_kueue_config = False
     shared = False
     needs_kubeconfig = False
     live_kueue_log = False

@@ -83,6 +83,9 @@ class ClusterBackend:
         self.timeouts = Timeouts.from_env()
         self.provider: Provider | None = None
         self.running_gates: dict[str, bool] | None = None
+        self.running_config: dict[str, Any] = {}
+        self.wanted_config: dict[str, Any] = {}
+        """The scenario's kueueConfig the next start merges into Kueue's Configuration."""
         self.kube: Kube | None = None
         self.seq = 0
         self.jobsets = False
@@ -102,8 +105,14 @@ class ClusterBackend:
     # -- cluster lifecycle ---------------------------------------------------------------
 
     def _ensure_cluster(self, wanted: dict[str, bool]) -> Kube:
-        if self.kube is not None and self.running_gates == wanted:
+        config = self.wanted_config
+        if self.kube is not None and self.running_gates == wanted and self.running_config == config:
             return self.kube
+        if config and not self.provider_type.can_set_kueue_config:
+            raise Unsupported(
+                f"kueueConfig ({', '.join(config)}) cannot be set on the {self.name} cluster; "
+                "run it with --cluster=local"
+            )
         if wanted and not self.provider_type.can_set_feature_gates:
             shown = ", ".join(f"{k}={str(v).lower()}" for k, v in wanted.items())
             raise Unsupported(
@@ -111,7 +120,10 @@ class ClusterBackend:
                 "--cluster=local, or leave featureGates out"
             )
         if self.provider is not None:
-            logger.info(f"restarting the cluster for feature gates {wanted or '(defaults)'}")
+            logger.info(
+                f"restarting the cluster for feature gates {wanted or '(defaults)'} and "
+                f"kueueConfig {config or '(defaults)'}"
+            )
             self._stop_provider()
         started = time.monotonic()
         self.provider = provider = self._provider(wanted)
@@ -119,6 +131,7 @@ class ClusterBackend:
         self.kueue_version = provider.kueue_version
         self.dirty = provider.shared
         self.running_gates = wanted
+        self.running_config = config
         self.jobsets = kueue_install.jobset_managed(self.kube)
         probe = kueue_install.probe_jobset("default")
         self.jobset_pods = self.jobsets and jobset_install.webhook_defaults(self.kube, probe)[0]
@@ -138,6 +151,7 @@ class ClusterBackend:
                 self.name,
                 keep=self.keep,
                 feature_gates=wanted,
+                kueue_overrides=self.wanted_config,
                 kubeconfig=self.kubeconfig,
                 run_id=self.run_id,
                 kueue_version=self.kueue_version,
@@ -153,6 +167,7 @@ class ClusterBackend:
             self.provider.stop()
             self.provider = None
         self.running_gates = None
+        self.running_config = {}
 
     def close(self) -> None:
         """Stop the cluster; a shared cluster's provider deletes what the run created."""
@@ -167,9 +182,14 @@ class ClusterBackend:
 
     # -- one scenario --------------------------------------------------------------------
 
-    def cluster(self, scenario_gates: Mapping[str, bool] | None = None) -> Kube:
-        """The running cluster with the command line's feature gates plus these: started on
-        first use, restarted when the gates differ from the running ones."""
+    def cluster(
+        self,
+        scenario_gates: Mapping[str, bool] | None = None,
+        kueue_config: Mapping[str, Any] | None = None,
+    ) -> Kube:
+        """The running cluster with the command line's feature gates plus these, and this
+        kueueConfig: started on first use, restarted when either differs from the running."""
+        self.wanted_config = dict(kueue_config or {})
         return self._ensure_cluster(merged(self.cli_gates, scenario_gates or {}))
 
     def fresh_names(self, scenario: Scenario) -> Names:
@@ -274,6 +294,7 @@ class ClusterBackend:
 
     def _attempt(self, scenario: Scenario) -> Observation:
         gates = merged(self.cli_gates, scenario.feature_gates)
+        self.wanted_config = dict(scenario.kueue_config.document)
         kube = self._ensure_cluster(gates)
         if not self.jobsets:
             _refuse_unsupported(scenario)

@@ -42,7 +42,7 @@ from harness.scenario.notices import Notices
 from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
-    "fairSharing": "fair sharing",
+    "fairSharing": "fair sharing (set it in kueueConfig.fairSharing)",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "provisioningRequests": "ProvisioningRequests",
@@ -60,9 +60,9 @@ CQ_KEYS = (
     "flavorFungibility",
     "resourceGroups",
     "stopPolicy",
+    "fairSharing",
 )
 CQ_NOT_IN_V2 = {
-    "fairSharing": "fair sharing",
     "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
@@ -272,7 +272,20 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
         stop_policy=(
             _choice(fields["stopPolicy"], STOP_POLICIES) if "stopPolicy" in fields else "None"
         ),
+        fair_weight=fair_weight(fields["fairSharing"]) if "fairSharing" in fields else None,
     )
+
+
+def fair_weight(at: KeyPath) -> Fraction | None:
+    """`fairSharing.weight` of a ClusterQueue or Cohort, with the webhook's rules
+    (pkg/webhooks/common.go validateFairSharing): not negative; when not 0, above 1n."""
+    fields = at.mapping(("weight",))
+    if "weight" not in fields:
+        return None
+    weight = _quantity(fields["weight"])
+    if 0 < weight <= Fraction(1, 10**9):
+        fields["weight"].fail("When not 0, weight must be > 10e-9")
+    return weight
 
 
 def _choice(at: KeyPath, allowed: tuple[str, ...]) -> str:

@@ -32,6 +32,7 @@ from harness.scenario import (
     load_admitted,
     load_cohorts,
     load_faults,
+    load_kueue_config,
     load_lws,
     load_queues,
     load_versions,
@@ -40,6 +41,7 @@ from harness.scenario import (
 )
 from harness.scenario.keypath import KeyPath as KeyPath
 from harness.scenario.keypath import kind, yaml_text
+from harness.scenario.kueue_config import KueueConfig
 from harness.scenario.model import (
     FAULT_ACTIONS,
     HOSTNAME,
@@ -148,6 +150,7 @@ TOP_KEYS = (
     "source",
     "kueue",
     "featureGates",
+    "kueueConfig",
     "topology",
     "flavor",
     "queue",
@@ -267,6 +270,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         kueue=runs_on,
         kueue_versions=declared,
         feature_gates=_gates(top["featureGates"]) if "featureGates" in top else {},
+        kueue_config=(
+            load_kueue_config.kueue_config(top["kueueConfig"])
+            if "kueueConfig" in top
+            else KueueConfig()
+        ),
         topologies=topologies,
         resource_flavors=flavors,
         cluster_queues=cluster_queues,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
+from harness.scenario.kueue_config import KueueConfig
 
 HOSTNAME = "kubernetes.io/hostname"
 MODES = ("required", "preferred", "unconstrained")
@@ -148,6 +149,8 @@ class ClusterQueue:
     HoldAndDrain also evicts what it admitted (harness/kueue/queue_activity.py)."""
     missing_flavors: tuple[str, ...] = ()
     """Flavors it lists that no ResourceFlavor is named after: Kueue keeps it inactive."""
+    fair_weight: Fraction | None = None
+    """`fairSharing.weight` (None: not set; Kueue's default weight is 1)."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -419,6 +422,8 @@ class Scenario:
     kueue_versions: KueueVersions | None = None
     """The versions the file's `kueue:` says its expectations hold for (None: not said)."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    kueue_config: KueueConfig = field(default_factory=KueueConfig)
+    """`kueueConfig`: the sections of Kueue's Configuration the file sets."""
     expect: Mapping[str, Expectation] | None = None
     steps: tuple[Step, ...] = ()
     path: str = "<scenario>"

@@ -162,6 +162,7 @@ def scenario_to_dict(
     return {
         "name": sc.name,
         "featureGates": merged(extra_gates or {}, sc.feature_gates),
+        "kueueConfig": dict(sc.kueue_config.document),
         "topologies": [{"name": t.name, "levels": list(t.levels)} for t in sc.topologies],
         "resourceFlavors": [_flavor(f) for f in sc.resource_flavors],
         "cohorts": [{"name": c.name, **cohort_spec(c)} for c in sc.cohorts],

@@ -264,7 +264,8 @@ def test_what_cannot_be_represented_is_said() -> None:
     lines = snap.gaps.lines
     expected = [
         "Cohort (not served): not read",
-        "ClusterQueue team-b: fair sharing (weight) (fairSharing)",
+        "Kueue's configuration is not read (no ConfigMap kueue-manager-config with "
+        "controller_manager_config.yaml): Kueue v0.19.2's defaults are assumed",
         "ClusterQueue team-b: namespaceSelector {'matchLabels': {'team': 'b'}} (the snapshot lets every namespace's LocalQueues use it)",
         "1 node(s) in no ResourceFlavor left out (Kueue places nothing there)",
         "priority 50 (PriorityClass system-ish) has no WorkloadPriorityClass of that value: written as WorkloadPriorityClass priority-50",
@@ -275,7 +276,7 @@ def test_what_cannot_be_represented_is_said() -> None:
         assert line in lines
     text = render(snap)
     assert "# Not represented (Kueue may decide differently where these matter):" in text
-    assert "#   - ClusterQueue team-b: fair sharing (weight) (fairSharing)" in text
+    assert "#   - Cohort (not served): not read" in text
     assert snap.data["x-snapshot"]["notRepresented"] == lines
 
 
@@ -344,3 +345,41 @@ def test_a_queue_naming_a_missing_flavor_is_kept_inactive() -> None:
     team_c = scenario.cluster_queue("team-c")
     assert (team_c.missing_flavors, inactive_reason(team_c)) == (("a100",), "FlavorNotFound")
     assert scenario.warnings == ()
+
+
+def test_a_clusterqueue_weight_and_kueues_configuration_are_written() -> None:
+    cluster = state()
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "featureGates": {"TASBalancedPlacement": True, "NoSuchGate": True},
+        "fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]},
+        "waitForPodsReady": {"timeout": "10m", "blockAdmission": False},
+        "integrations": {"frameworks": ["batch/job"]},
+    }
+    cluster.kueue_config_maps = [
+        {"metadata": meta("kueue-manager-config", "kueue-system"),
+         "data": {"controller_manager_config.yaml": yaml.safe_dump(config)}}
+    ]  # fmt: skip
+    snap = snapshot(cluster)
+    assert snap.data["featureGates"] == {"TASBalancedPlacement": True}
+    assert snap.data["kueueConfig"] == {
+        "fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]},
+        "waitForPodsReady": {"timeout": "10m", "blockAdmission": False},
+    }
+    assert "Kueue feature gate NoSuchGate: not a v0.19.2 gate, left out" in snap.gaps.lines
+    scenario = scenario_from_data(snap.data, "snap.yaml")
+    assert scenario.kueue_config.fair_sharing == ("LessThanInitialShare",)
+    assert {cq.name: cq.fair_weight for cq in scenario.cluster_queues}["team-b"] == 2
+
+
+def test_a_configuration_kueue_would_refuse_is_left_out_and_said() -> None:
+    cluster = state()
+    bad = {"fairSharing": {"preemptionStrategies": ["Nope"]}}
+    cluster.kueue_config_maps = [
+        {"metadata": meta("kueue-manager-config", "kueue-system"),
+         "data": {"controller_manager_config.yaml": yaml.safe_dump(bad)}}
+    ]  # fmt: skip
+    snap = snapshot(cluster)
+    assert "kueueConfig" not in snap.data
+    assert any("preemptionStrategies: [Nope] is not supported" in g for g in snap.gaps.lines)

@@ -103,7 +103,10 @@ class WhereRan:
 
     def run(self, scenario):
         gates = ",".join(f"{k}={v}" for k, v in sorted(scenario.feature_gates.items()))
-        raise Unsupported(f"ran on {os.environ['PYTEST_XDIST_WORKER']} gates [{gates}]")
+        config = ",".join(sorted(scenario.kueue_config.document))
+        raise Unsupported(
+            f"ran on {os.environ['PYTEST_XDIST_WORKER']} gates [{gates}] config [{config}]"
+        )
 
     def close(self):
         pass
@@ -138,6 +141,32 @@ def test_each_gate_set_runs_on_one_worker(pytester: pytest.Pytester) -> None:
         workers.setdefault(gates, set()).add(worker)
     assert len(workers["TASBalancedPlacement=True"]) == 1, workers
     assert len(workers["VectorizedResourceRequests=False"]) == 1, workers
+
+
+def test_each_kueue_config_runs_on_one_worker(pytester: pytest.Pytester) -> None:
+    """A kueueConfig change restarts Kueue as a gate change does: scenarios with the same
+    configuration run together, on one worker."""
+    fair = {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
+    for prefix, config in {"d": None, "f": fair}.items():
+        for i in range(6):
+            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+            data["name"] = f"{prefix}{i}"
+            if config:
+                data["kueueConfig"] = config
+            path = pytester.path / "suites" / f"{data['name']}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+    pytester.makeconftest(STAND_IN_BACKEND)
+    result = pytester.runpytest_subprocess(
+        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
+    )
+    result.assert_outcomes(skipped=12)
+    workers: dict[str, set[str]] = {}
+    for worker, config in re.findall(
+        r"ran on (gw\d) gates \[\] config \[([^\]]*)\]", result.stdout.str()
+    ):
+        workers.setdefault(config, set()).add(worker)
+    assert len(workers["fairSharing"]) == 1, workers
 
 
 def _own_processes(root: Path) -> list[str]:

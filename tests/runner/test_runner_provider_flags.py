@@ -82,3 +82,17 @@ def test_command_line_gates_alone_are_unsupported_too(tmp_path: Path) -> None:
 def test_unknown_provider_is_a_backend_error() -> None:
     with pytest.raises(BackendError, match="unknown provider 'nowhere'; known: existing"):
         ClusterBackend(name="nowhere")
+
+
+def test_only_the_embedded_cluster_takes_a_kueue_config() -> None:
+    assert LocalCluster.can_set_kueue_config
+    assert not ExistingCluster.can_set_kueue_config
+    assert not KindCluster.can_set_kueue_config
+
+
+@pytest.mark.usefixtures("stand_in")
+def test_kueue_config_on_a_cluster_that_cannot_take_it_is_unsupported(tmp_path: Path) -> None:
+    backend = ClusterBackend(name="stand-in", kubeconfig=tmp_path / "kubeconfig")
+    scenario = load_scenario(SUITES / "fair-sharing" / "fs-reclaim-huge-borrower.yaml")
+    with pytest.raises(Unsupported, match=r"kueueConfig \(fairSharing\) cannot be set on the"):
+        backend.run(scenario)

@@ -110,6 +110,7 @@ class LocalCluster(ProviderBase):
     live_kueue_log = True  # Kueue runs here as a process writing logs()["kueue"]
     one_per_worker = True  # own ports, run dir and run id: one per pytest-xdist worker
     can_upgrade_kueue = True  # upgrade_kueue replaces its Kueue process
+    can_set_kueue_config = True  # kueue_overrides are merged into the config file it writes
     kueue_versions = tuple(toolchain.KUEUE_JOBSET)
     """The Kueue versions it starts (`kueue_version`, else $KTH_KUEUE_VERSION, else v0.19.2)."""
 

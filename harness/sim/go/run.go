@@ -118,7 +118,8 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		return fail(err)
 	}
 	s := scheduler.New(c.queues, c.cache, c.client, recorder{},
-		scheduler.WithPreemptionExpectations(expectations), scheduler.WithClock(nil, clock))
+		scheduler.WithPreemptionExpectations(expectations), scheduler.WithClock(nil, clock),
+		scheduler.WithFairSharing(sc.KueueConfig.FairSharing))
 	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
 	if err := s.Start(ctrl.LoggerInto(ctx, hookedLogger(hook, log))); err != nil {
 		return fail(err)
@@ -153,7 +154,8 @@ func reservedAt(a *AdmittedSpec) (time.Time, bool) {
 }
 
 func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
-	c.cache = schdcache.New(c.client)
+	// Fair sharing as Kueue's main.go sets it up from the Configuration.
+	c.cache = schdcache.New(c.client, schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil))
 	tas := c.cache.TASCache()
 	for i := range sc.Nodes {
 		c.nodes[sc.Nodes[i].Name] = &sc.Nodes[i]

@@ -19,6 +19,7 @@ import (
 type Scenario struct {
 	Name                    string              `json:"name"`
 	FeatureGates            map[string]bool     `json:"featureGates"`
+	KueueConfig             KueueConfig         `json:"kueueConfig"`
 	Topologies              []TopologySpec      `json:"topologies"`
 	ResourceFlavors         []FlavorSpec        `json:"resourceFlavors"`
 	Cohorts                 []CohortSpec        `json:"cohorts"`
