@@ -51,6 +51,7 @@ class Cluster(Model):
         self.workloads[a.name] = Workload(
             a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
         )
+        self.checks.sync(a.name, cq, {p.flavor for p in a.pod_sets})
         self.outcomes[a.name] = Outcome(
             admitted=True,
             placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
@@ -81,6 +82,12 @@ class Cluster(Model):
             return
         self.queues.push(self._pending(w))
         self.outcomes.setdefault(w.name, NEVER_EVALUATED)
+        cq = self.scenario.cluster_queue(w.queue)
+        self.checks.sync(w.name, cq, None)
+        if cq.name in self.queues.inactive:  # the workload controller's getQueueBlocker
+            self.outcomes[w.name] = Outcome(
+                admitted=False, message=self.checks.inactive_message(cq)
+            )
 
     def delete(self, name: str) -> None:
         """A workload deleted: its quota and nodes free up; if it held quota, the parked

@@ -33,6 +33,13 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
     }
     if cq.cohort:
         spec["cohortName"] = cq.cohort
+    if cq.admission_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [
+                {"name": r.name, **({"onFlavors": list(r.on_flavors)} if r.on_flavors else {})}
+                for r in cq.admission_checks
+            ]
+        }
     return spec
 
 

@@ -20,8 +20,9 @@ from harness.kube import (
     wait_for_all,
 )
 from harness.kube import condition as get_condition
+from harness.kueue.admission_checks import inactive_checks
 from harness.providers.cleanup import content
-from harness.runner import objects, world
+from harness.runner import check_controller, objects, world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
 from harness.scenario.model import Node, Scenario, Usage
@@ -158,10 +159,14 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
     (harness.runner.preadmit); returns once Kueue shows them all ready and empty."""
     for obj in world.cluster_objects(scenario, names):
         create_or_keep(kube, obj, names)
+    check_controller.report_active(kube, scenario.admission_checks)
     held = world.held_queues(scenario)
     for cq in scenario.cluster_queues:
         kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
     for cq in scenario.cluster_queues:
+        if inactive_checks(cq, scenario.admission_checks):
+            _await_inactive(kube, cq.name, names, t)
+            continue
         wait_for(
             kube,
             KUEUE_API,
@@ -180,6 +185,23 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
             has_condition("Active", "False" if cq.name in held else "True"),
             namespace=names.namespace,
             what="held (Active False)" if cq.name in held else "Active",
+            timeout=t.settle,
+            interval=t.interval,
+        )
+
+
+def _await_inactive(kube: Kube, cq: str, names: Names, t: Timeouts) -> None:
+    """A ClusterQueue using a missing or inactive AdmissionCheck: Kueue shows it inactive,
+    and its LocalQueue too."""
+    for kind, namespace in (("ClusterQueue", None), ("LocalQueue", names.namespace)):
+        wait_for(
+            kube,
+            KUEUE_API,
+            kind,
+            cq,
+            has_condition("Active", "False"),
+            namespace=namespace,
+            what="inactive (Active False: an admission check is missing or inactive)",
             timeout=t.settle,
             interval=t.interval,
         )

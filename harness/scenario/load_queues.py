@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_subdomain, is_qualified_name
+from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.model import (
     BORROW_WITHIN_COHORT,
@@ -40,7 +41,6 @@ from harness.scenario.shorthand import CLUSTER_QUEUE
 NOT_IN_V2 = {
     "cohorts": "hierarchical Cohort objects",
     "fairSharing": "fair sharing",
-    "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "provisioningRequests": "ProvisioningRequests",
     "multiKueue": "MultiKueue",
@@ -56,11 +56,11 @@ CQ_KEYS = (
     "preemption",
     "flavorFungibility",
     "resourceGroups",
+    "admissionChecks",
+    "admissionChecksStrategy",
 )
 CQ_NOT_IN_V2 = {
     "fairSharing": "fair sharing",
-    "admissionChecks": "admission checks",
-    "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
     "stopPolicy": "stopPolicy",
 }
@@ -199,6 +199,9 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
             _fungibility(fields["flavorFungibility"])
             if "flavorFungibility" in fields
             else FlavorFungibility()
+        ),
+        admission_checks=load_checks.cluster_queue_rules(
+            fields, {fq.name for g in groups for fq in g.flavors}
         ),
     )
 
