@@ -137,6 +137,14 @@ func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 			return c.updateStatus(ctx, old, wl)
 		}
 	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued); cond != nil &&
+		cond.Status == metav1.ConditionFalse && cond.Reason == kueue.WorkloadEvictedByAdmissionCheck &&
+		(wl.Status.RequeueState == nil || wl.Status.RequeueState.RequeueAt == nil) {
+		// No requeueAfterSeconds from the check: the backoff is over at once, and the
+		// Requeued=True write takes the workload out of the inadmissible set.
+		workload.SetRequeuedCondition(wl, kueue.WorkloadBackoffFinished, "The workload backoff was finished", true)
+		return c.updateStatus(ctx, old, wl)
+	}
 	if !workload.HasQuotaReservation(wl) {
 		ref := kueue.ClusterQueueReference(cq.Name)
 		cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
