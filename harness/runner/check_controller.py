@@ -46,8 +46,10 @@ def report_active(kube: Kube, checks: tuple[AdmissionCheck, ...]) -> None:
 
 
 def set_state(kube: Kube, namespace: str, workload: str, change: CheckChange) -> Obj:
-    """The check's state in status.admissionChecks (a map keyed by name: only this entry is
-    the harness's)."""
+    """The check's state in status.admissionChecks (a map keyed by name), applied under a
+    field manager of that check's own, as each check has its controller: an apply by one
+    manager removes the entries it applied before and leaves out now, so one manager for
+    every check would drop the other checks' states."""
     return kube.apply(
         {
             "apiVersion": KUEUE_API,
@@ -65,5 +67,5 @@ def set_state(kube: Kube, namespace: str, workload: str, change: CheckChange) ->
             },
         },
         subresource="status",
-        field_manager=CHECK_CONTROLLER_MANAGER,
+        field_manager=f"{CHECK_CONTROLLER_MANAGER}-{change.check}"[:128],
     )

@@ -220,3 +220,14 @@ func checksMessage(checks []kueue.AdmissionCheckState, state kueue.CheckState) s
 	}
 	return fmt.Sprintf("%s in %s state: %s", noun, state, strings.Join(parts, "; "))
 }
+
+// nothingToPop: no active ClusterQueue has a workload in its heap (Kueue's queue manager
+// pops none from an inactive one: Manager.heads).
+func (c *cluster) nothingToPop() bool {
+	for cq, queued := range c.queues.Dump() {
+		if len(queued) > 0 && c.cache.ClusterQueueActive(cq) {
+			return false
+		}
+	}
+	return true
+}

@@ -369,7 +369,7 @@ func (c *cluster) settle(ctx context.Context) error {
 		if p := takePanic(); p != "" {
 			return &kueuePanic{msg: p}
 		}
-		if len(c.queues.Dump()) == 0 && !c.hook.secondPassQueued() {
+		if c.nothingToPop() && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
 			if n < maxCycles && c.timers.fireNext() {
