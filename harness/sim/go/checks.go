@@ -174,7 +174,13 @@ func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 		return evictWorkload(ctx, c.client, wl, kueue.WorkloadDeactivated, msg,
 			kueue.EvictionUnderlyingCause(kueue.WorkloadEvictedByAdmissionCheck), c.clock)
 	}
-	msg := "Evicted due to " + checksMessage(workload.RetryChecks(wl), kueue.CheckStateRetry)
+	var retry []kueue.AdmissionCheckState // workload.RetryChecks, which Kueue v0.17 lacks
+	for _, s := range wl.Status.AdmissionChecks {
+		if s.State == kueue.CheckStateRetry {
+			retry = append(retry, s)
+		}
+	}
+	msg := "Evicted due to " + checksMessage(retry, kueue.CheckStateRetry)
 	return evictWorkload(ctx, c.client, wl, kueue.WorkloadEvictedByAdmissionCheck, msg, "", c.clock)
 }
 
