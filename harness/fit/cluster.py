@@ -12,7 +12,7 @@ from harness.fit.snapshot import Holding
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
 from harness.k8s.quantity import kueue_units
-from harness.kueue.queue_activity import drains, inactive_message, inactive_reason
+from harness.kueue.queue_activity import drains, inactive_message
 from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
@@ -62,6 +62,7 @@ class Cluster(Model):
         self.workloads[a.name] = Workload(
             a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
         )
+        self.checks.sync(a.name, cq, {p.flavor for p in a.pod_sets})
         self.outcomes[a.name] = Outcome(
             admitted=True,
             placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
@@ -102,7 +103,8 @@ class Cluster(Model):
         self.queues.push(self._pending(w))
         self.outcomes.setdefault(w.name, NEVER_EVALUATED)
         cq = self.scenario.cluster_queue(w.queue)
-        if inactive_reason(cq) is not None:  # never a head: the workload controller says why
+        self.checks.sync(w.name, cq, None)
+        if cq.name in self.queues.inactive:  # never a head: the workload controller says why
             self._pending_outcome(w.name, inactive_message(cq))
 
     def delete(self, name: str) -> None:

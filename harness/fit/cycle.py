@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from harness.errors import HarnessError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
+from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -45,6 +46,8 @@ from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
+from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
+from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
@@ -119,6 +122,12 @@ class Model:
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
         self.binder = Binder(scenario)
+        self.checks = CheckStates(scenario)
+        self.queues.inactive = {
+            cq.name
+            for cq in scenario.cluster_queues
+            if inactive_reason(cq, scenario.admission_checks) is not None
+        }
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
@@ -127,6 +136,9 @@ class Model:
         (harness.fit.binding: a node Kueue over-commits leaves some waiting)."""
         self.snap.hold(held)
         w = self.workloads[held.name]
+        outcome = self.outcomes.get(held.name)
+        if outcome is not None and outcome.quota_reserved:
+            return  # waiting for admission checks: its Job stays suspended, no pods
         self.binder.admit(w, self._released(w, held), held.per_leaf, self.nodes, self.usage)
         self._note_unschedulable(held.name)
 
@@ -150,6 +162,10 @@ class Model:
         held = self.snap.release(name)
         self.binder.forget(name)
         self._rebind()
+        if held is not None:
+            # resetChecksOnEviction, then the checks of a workload without admission.
+            self.checks.reset_on_eviction(name)
+            self.checks.sync(name, self.scenario.cluster_queue(held.cq), None)
         return held
 
     def _rebind(self) -> None:
@@ -206,6 +222,11 @@ class Model:
     def run_cycle(self) -> None:
         self.cycle += 1
         heads = self.queues.heads()
+        failed = [p for p in heads if self.checks.failed(p.workload.name)]
+        for pending in failed:  # nominate: "The workload has failed admission checks"
+            self._pending_outcome(pending.workload.name, FAILED_CHECKS)
+            self.queues.requeue(pending, "Generic")
+        heads = [p for p in heads if p not in failed]
         self.snap.begin_cycle()
         entries = [self.nominate(p) for p in heads]
         entries.sort(
@@ -526,11 +547,16 @@ class Model:
         }
         flavors = {ps.name: a.pod_set_flavor(ps.name) for ps in w.pod_sets}
         self.queues.delete(w.name)
+        used = flavors_of(flavors)
+        ready = self.checks.admits_at_reservation(w.name, entry.cq, used)
+        self.checks.sync(w.name, entry.cq, used)
         self.outcomes[w.name] = Outcome(
-            admitted=True,
+            admitted=ready,
             placement=placement,
             flavors=flavors,
             preempted=w.name in self.preempted,
+            quota_reserved=not ready,
+            message="" if ready else waiting_message(),
         )
         return Holding(
             name=w.name,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
+from harness.fit import check_controller
 from harness.fit.cluster import Cluster
 from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
@@ -24,7 +25,14 @@ from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSI
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
-from harness.scenario.model import FAULT_ACTIONS, Flavor, Scenario, Step, Workload
+from harness.scenario.model import (
+    FAULT_ACTIONS,
+    CheckChange,
+    Flavor,
+    Scenario,
+    Step,
+    Workload,
+)
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
@@ -145,6 +153,9 @@ class Engine(Cluster):
         if action == "delete-workload":
             self.faults.unhealthy.pop(str(target), None)
             self.delete(str(target))
+        elif action == "set-admission-check":
+            assert isinstance(target, CheckChange)
+            check_controller.apply(self, target)
         elif action == "upgrade-kueue":
             self.upgrade(str(target))
             self.faults.rules = self.rules

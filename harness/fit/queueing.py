@@ -13,7 +13,6 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from harness.fit.flavors import ScanKey
-from harness.kueue.queue_activity import inactive_reason
 from harness.scenario.model import Scenario, Workload
 
 NO_FIT = "NoFit"
@@ -79,6 +78,8 @@ class Queues:
     parked: dict[str, set[str]] = field(default_factory=dict)
     hashes: dict[str, set[Hashable]] = field(default_factory=dict)
     preemptor: dict[str, str] = field(default_factory=dict)
+    inactive: set[str] = field(default_factory=set)
+    """ClusterQueues Kueue does not pop (`Manager.heads`): inactive ones."""
     hashing: bool = True
     """SchedulingEquivalenceHashing: a workload shaped like one found inadmissible is parked
     with it unevaluated (BestEffortFIFO). Off by default in Kueue v0.17.1."""
@@ -107,7 +108,7 @@ class Queues:
         out = []
         for cq in self.scenario.cluster_queues:
             names = self.heap.get(cq.name)
-            if names and inactive_reason(cq) is None:  # an inactive queue has no head
+            if names and cq.name not in self.inactive:
                 name = min(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
                 names.discard(name)
                 out.append(self.info[name])

@@ -38,6 +38,13 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
         spec["cohortName"] = cq.cohort
     if cq.stop_policy != "None":
         spec["stopPolicy"] = cq.stop_policy
+    if cq.admission_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [
+                {"name": r.name, **({"onFlavors": list(r.on_flavors)} if r.on_flavors else {})}
+                for r in cq.admission_checks
+            ]
+        }
     return spec
 
 

@@ -29,6 +29,7 @@ NAMESPACED = (
 CLUSTER_SCOPED = (
     (KUEUE_API, "ClusterQueue"),
     (KUEUE_API, "Cohort"),
+    (KUEUE_API, "AdmissionCheck"),
     ("v1", "Node"),
     (KUEUE_API, "ResourceFlavor"),
     (KUEUE_API, "Topology"),
@@ -36,7 +37,14 @@ CLUSTER_SCOPED = (
 )
 """Cluster-scoped kinds a run creates, in deletion order (Kueue's finalizers hold a
 ResourceFlavor while a ClusterQueue uses it, and a Topology while a flavor names it)."""
-KEPT_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass", "Cohort")
+KEPT_KINDS = (
+    "Topology",
+    "ResourceFlavor",
+    "AdmissionCheck",
+    "ClusterQueue",
+    "WorkloadPriorityClass",
+    "Cohort",
+)
 """Kinds an identical object of the next scenario may keep, in the order decided (a flavor
 only with its Topology, a ClusterQueue only with all its flavors)."""
 
@@ -101,6 +109,9 @@ def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[t
                     f["name"] for g in spec.get("resourceGroups") or [] for f in g["flavors"]
                 }
                 same = same and all(("ResourceFlavor", f) in kept for f in flavors)
+                # Kueue's finalizer holds an AdmissionCheck while a ClusterQueue uses it.
+                checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks")
+                same = same and all(("AdmissionCheck", c["name"]) in kept for c in checks or [])
             if same and not obj["metadata"].get("deletionTimestamp"):
                 kept.add(key)
             else:
@@ -110,7 +121,7 @@ def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[t
     return [
         (kind, name)
         for kind, name in doomed
-        if kind in ("Topology", "ResourceFlavor") or (kind, name) in wanted
+        if kind in ("Topology", "ResourceFlavor", "AdmissionCheck") or (kind, name) in wanted
     ]
 
 

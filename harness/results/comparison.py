@@ -63,6 +63,14 @@ def against_expectations(
                 f"{name}: expected {'admitted' if want.admitted else 'pending'}, got {_state(got)}"
             )
             continue
+        if not want.admitted and bool(want.quota_reserved) != got.quota_reserved:
+            said = (
+                "quota reserved (waiting for admission checks)"
+                if want.quota_reserved
+                else "pending"
+            )
+            lines.append(f"{name}: expected {said}, got {_state(got)}")
+            continue
         if want.replaced is not None:
             lines += _replaced_lines(name, _EXPECTED, want.replaced, got.replaced)
         if want.drift is not None and got.binding_observed:
@@ -178,8 +186,14 @@ def against_prediction(
                 f"{name}: predicted eviction {_evicted(want.evicted)}, "
                 f"observed {_evicted(got.evicted)}"
             )
-        if want.admitted != got.admitted:
+        if want.admitted != got.admitted or want.quota_reserved != got.quota_reserved:
             lines.append(f"{name}: predicted {_state(want)}, observed {_state(got)}")
+        elif want.quota_reserved:
+            lines += _placement_lines(name, want.placement, got.placement)
+            if want.flavors and got.flavors and dict(want.flavors) != dict(got.flavors):
+                lines.append(
+                    f"{name}: predicted flavors {dict(want.flavors)}, observed {dict(got.flavors)}"
+                )
         elif want.admitted:
             lines += _placement_lines(name, want.placement, got.placement)
             lines += _replaced_lines(name, _PREDICTED, want.replaced, got.replaced)
@@ -230,6 +244,9 @@ def _state(outcome: Outcome | None) -> str:
         return f"admitted ({parts})"
     if outcome.rejected:
         return f"rejected ({outcome.message})"
+    if outcome.quota_reserved:
+        parts = "; ".join(f"{ps}: {_spread(d)}" for ps, d in outcome.placement.items())
+        return f"quota reserved, waiting for admission checks ({parts})"
     return f"pending ({outcome.message})"
 
 

@@ -26,7 +26,11 @@ class Outcome:
     replaced during that step -> the nodes that took its pods; `evicted`, an eviction other
     than by preemption during that step (reason and Kueue's message), whether or not it was
     readmitted since; `drift`, per pod set, the workload's running pods on nodes its
-    assignment no longer names (only where pods are watched)."""
+    assignment no longer names (only where pods are watched).
+
+    `quota_reserved`: not admitted, but holding quota and its topology assignment while an
+    admission check is not Ready (QuotaReserved True, Admitted False): `placement` and
+    `flavors` are the reservation's, `message` empty (Kueue writes none)."""
 
     admitted: bool
     placement: Placement = field(default_factory=dict)
@@ -40,6 +44,7 @@ class Outcome:
     replaced: Replaced = field(default_factory=dict)
     evicted: Eviction | None = None
     drift: Placement = field(default_factory=dict)
+    quota_reserved: bool = False
 
     def to_json(self) -> dict[str, Any]:
         if self.admitted:
@@ -62,6 +67,11 @@ class Outcome:
                 result["drift"] = {ps: dict(sorted(d.items())) for ps, d in self.drift.items()}
             return result | self._eviction_json()
         out: dict[str, Any] = {"admitted": False, "message": self.message}
+        if self.quota_reserved:
+            out["quotaReserved"] = True
+            out["placement"] = {ps: dict(sorted(d.items())) for ps, d in self.placement.items()}
+            if self.flavors:
+                out["flavors"] = dict(self.flavors)
         if self.rejected:
             out["rejected"] = True
         if self.preempted:
@@ -96,6 +106,7 @@ class Outcome:
             drift={
                 ps: {k: int(v) for k, v in d.items()} for ps, d in (data.get("drift") or {}).items()
             },
+            quota_reserved=bool(data.get("quotaReserved", False)),
         )
 
 

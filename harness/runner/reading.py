@@ -17,14 +17,15 @@ NO_CONDITION = "no QuotaReserved condition"
 
 @dataclass(frozen=True)
 class State:
-    """admitted / pending (evaluated and refused) / unsettled, with what was seen."""
+    """admitted / reserved (quota reserved, waiting for admission checks) / pending
+    (evaluated and refused) / unsettled, with what was seen."""
 
     kind: str
     message: str = ""
 
     @property
     def settled(self) -> bool:
-        return self.kind in ("admitted", "pending")
+        return self.kind in ("admitted", "reserved", "pending")
 
 
 def state(wl: Obj | None) -> State:
@@ -37,6 +38,8 @@ def state(wl: Obj | None) -> State:
     if reserved and reserved.get("status") == "True":
         if admitted and admitted.get("status") == "True":
             return State("admitted")
+        if _checks_waiting(wl):
+            return State("reserved")
         return State("unsettled", "QuotaReserved=True, Admitted not yet True")
     refused = reserved is not None and reserved.get("status") == "False"
     if (
@@ -55,6 +58,16 @@ def state(wl: Obj | None) -> State:
         )
     )
     return State("unsettled", seen)
+
+
+def _checks_waiting(wl: Obj) -> bool:
+    """Holding quota, not admitted: some check is Pending and none is Retry or Rejected
+    (Kueue's workload controller soon evicts or deactivates a workload with one of those,
+    and admits one whose checks are all Ready). Without UnadmittedWorkloadsObservability
+    (off in v0.19.2) Kueue writes no Admitted condition while it waits
+    (pkg/workload/admissionchecks.go SyncAdmittedCondition)."""
+    states = [c.get("state") for c in (wl.get("status") or {}).get("admissionChecks") or []]
+    return "Pending" in states and not any(s in ("Retry", "Rejected") for s in states)
 
 
 def admission_placement(wl: Obj, rename: Mapping[str, str]) -> dict[str, dict[str, int]]:

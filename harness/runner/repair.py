@@ -90,7 +90,9 @@ def new_eviction(
         return None
     for event in new_events:
         for reason in grown:
-            if event.get("reason") == f"EvictedDueTo{reason}":  # patching.ReasonWithCause
+            # patching.ReasonWithCause; a deactivation adds its cause ("...DueToAdmissionCheck")
+            said = str(event.get("reason") or "")
+            if said == f"EvictedDueTo{reason}" or said.startswith(f"EvictedDueTo{reason}DueTo"):
                 return Eviction(reason, str(event.get("message") or event.get("note") or ""))
     reason = grown[0]
     for kind in ("Evicted", "Requeued"):
@@ -125,8 +127,10 @@ def problem(wl: Obj | None, name: str, w: Watch, log: KueueLog) -> str | None:
     if evicted_now(wl) and held:
         return "evicted, still holding quota"
     evicted = condition(wl, "Evicted")
+    deactivated = ((wl.get("spec") or {}).get("active")) is False
     if (
-        evicted_now(wl)
+        not deactivated  # Kueue never evaluates a deactivated workload again
+        and evicted_now(wl)
         and evicted is not None
         and reserved is not None
         and reserved.get("message") == evicted.get("message")

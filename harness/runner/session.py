@@ -363,6 +363,16 @@ class Session:
             rename = self.rename(entry)
             placement = admission_placement(wl, rename)
             flavors = admission_flavors(wl, rename, self._groups(wl))
+            if seen.kind == "reserved":  # its Job stays suspended until every check is Ready
+                out[name] = Outcome(
+                    admitted=False,
+                    placement=placement,
+                    flavors=flavors,
+                    preempted=was_preempted,
+                    quota_reserved=True,
+                    message=seen.message,
+                )
+                continue
             if not self.has_pods(entry):  # a bare Workload has no pods to bind
                 out[name] = Outcome(
                     True,

@@ -65,7 +65,7 @@ def victim_problem(wl: Obj | None) -> str | None:
     if evicted_now(wl) and reserved is not None and reserved.get("status") == "True":
         return "evicted, still holding quota"
     seen = state(wl)
-    if seen.kind == "admitted":
+    if seen.kind in ("admitted", "reserved"):
         return None
     if seen.kind == "pending" and not seen.message.startswith(EVICTION_MESSAGE):
         return None

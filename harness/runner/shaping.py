@@ -22,7 +22,7 @@ from harness.kube import (
 from harness.kube import condition as get_condition
 from harness.kueue.queue_activity import inactive_reason
 from harness.providers.cleanup import content
-from harness.runner import objects, world
+from harness.runner import check_controller, objects, world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
 from harness.scenario.model import Node, Scenario, Usage
@@ -128,11 +128,12 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
     (harness.runner.preadmit); returns once Kueue shows them all ready and empty."""
     for obj in world.cluster_objects(scenario, names):
         create_or_keep(kube, obj, names)
+    check_controller.report_active(kube, scenario.admission_checks)
     held = world.held_queues(scenario)
     for cq in scenario.cluster_queues:
         kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
     for cq in scenario.cluster_queues:
-        inactive = inactive_reason(cq)
+        inactive = inactive_reason(cq, scenario.admission_checks)
         wait_for(
             kube,
             KUEUE_API,

@@ -18,12 +18,20 @@ from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Obj, events, pause, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue.keys import TAS_POD_ANNOTATIONS
-from harness.runner import binding, faults, objects, repair, shaping
+from harness.runner import binding, check_controller, faults, objects, repair, shaping
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import admission_placement, state
 from harness.runner.requeue import retry_window
 from harness.runner.waits import delete_pods, wait_gone
-from harness.scenario.model import Node, PodFault, Step, TaintChange, Usage, Workload
+from harness.scenario.model import (
+    CheckChange,
+    Node,
+    PodFault,
+    Step,
+    TaintChange,
+    Usage,
+    Workload,
+)
 
 if TYPE_CHECKING:
     from harness.runner.session import Entry, Session
@@ -180,6 +188,11 @@ def _act(s: Session, step: Step) -> list[str]:
         ready = {n.name for n in s.nodes.values() if n.ready}
         shaping.create_usage(s.kube, [(s.usage_count, target)], s.names, ready, s.t)
         s.usage_count += 1
+    elif action == "set-admission-check":
+        assert isinstance(target, CheckChange)
+        entry = s.entries.get(target.workload)
+        if entry is not None and entry.rejected is None and entry.kueue_name:
+            check_controller.set_state(s.kube, ns, entry.kueue_name, target)
     elif action == "upgrade-kueue":
         if s.upgrade_kueue is None:
             raise BackendError("step upgrade-kueue: this cluster cannot replace its Kueue")

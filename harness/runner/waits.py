@@ -91,7 +91,7 @@ def settle(
         now = time.monotonic()
         if seen.kind == "admitted":
             return seen
-        if seen.kind == "pending":
+        if seen.kind in ("pending", "reserved"):  # reserved: waiting for admission checks
             pending_since = pending_since if pending_since is not None else now
             if now - pending_since >= t.pending_window and now >= not_before:
                 return seen

@@ -16,6 +16,7 @@ from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.kueue.cohort_spec import cohort_spec
 from harness.runner.objects import Names, Obj, taint, toleration
 from harness.scenario.model import (
+    AdmissionCheck,
     ClusterQueue,
     Cohort,
     Flavor,
@@ -62,6 +63,20 @@ def priority_class(pc: PriorityClass, names: Names) -> Obj:
     }
 
 
+def admission_check(c: AdmissionCheck, names: Names) -> Obj:
+    """The AdmissionCheck's spec; its Active condition is the check controller's, which the
+    harness plays (harness.runner.check_controller)."""
+    spec: Obj = {"controllerName": c.controller_name}
+    if c.parameters is not None:
+        spec["parameters"] = dict(c.parameters)
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": c.name, "labels": names.labels},
+        "spec": spec,
+    }
+
+
 def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
     """The ClusterQueue under its own name: Kueue quotes it in messages ("preemptor path:
     /research/team-a"), so the scenario's name is what the expectations see."""
@@ -105,12 +120,14 @@ def local_queue(
 
 def cluster_objects(scenario: Scenario, names: Names) -> list[Obj]:
     """The cluster-scoped Kueue objects, in the order they can be created (a flavor after
-    its Topology, a ClusterQueue after its flavors, priority classes and Cohorts)."""
+    its Topology, a ClusterQueue after its flavors, priority classes, Cohorts and admission
+    checks)."""
     return [
         *(topology(t, names) for t in scenario.topologies),
         *(resource_flavor(f, names) for f in scenario.resource_flavors),
         *(priority_class(pc, names) for pc in scenario.priority_classes),
         *(cohort(c, names) for c in scenario.cohorts),
+        *(admission_check(c, names) for c in scenario.admission_checks),
         *(cluster_queue(cq, names) for cq in scenario.cluster_queues),
     ]
 

@@ -15,6 +15,7 @@ from fractions import Fraction
 from harness.errors import did_you_mean
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_subdomain, is_qualified_name
+from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.model import (
     BORROW_WITHIN_COHORT,
@@ -43,7 +44,6 @@ from harness.scenario.shorthand import CLUSTER_QUEUE
 
 NOT_IN_V2 = {
     "fairSharing": "fair sharing (set it in kueueConfig.fairSharing)",
-    "admissionChecks": "admission checks",
     "admissionChecksStrategy": "admission checks",
     "provisioningRequests": "ProvisioningRequests",
     "multiKueue": "MultiKueue",
@@ -61,10 +61,10 @@ CQ_KEYS = (
     "resourceGroups",
     "stopPolicy",
     "fairSharing",
+    "admissionChecks",
+    "admissionChecksStrategy",
 )
 CQ_NOT_IN_V2 = {
-    "admissionChecks": "admission checks",
-    "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (fair sharing)",
 }
 MAX_GROUPS, MAX_COVERED, MAX_FLAVORS, MAX_PAIRS = 16, 64, 64, 512
@@ -273,6 +273,9 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
             _choice(fields["stopPolicy"], STOP_POLICIES) if "stopPolicy" in fields else "None"
         ),
         fair_weight=fair_weight(fields["fairSharing"]) if "fairSharing" in fields else None,
+        admission_checks=load_checks.cluster_queue_rules(
+            fields, {fq.name for g in groups for fq in g.flavors}
+        ),
     )
 
 

@@ -30,6 +30,7 @@ from harness.kueue.gates import KUEUE_V0_19_GATES, unknown_gate
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions
 from harness.scenario import (
     load_admitted,
+    load_checks,
     load_cohorts,
     load_faults,
     load_kueue_config,
@@ -159,6 +160,7 @@ TOP_KEYS = (
     "clusterQueues",
     "workloadPriorityClasses",
     "cohorts",
+    "admissionChecks",
     "admitted",
     "nodes",
     "nodeGroups",
@@ -280,6 +282,9 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         cluster_queues=cluster_queues,
         priority_classes=world.priority_classes,
         cohorts=world.cohorts,
+        admission_checks=(
+            load_checks.admission_checks(top["admissionChecks"]) if "admissionChecks" in top else ()
+        ),
         admitted=admitted,
         nodes=tuple(nodes),
         usage=usage,
@@ -701,7 +706,9 @@ FAULT_EXPECT_KEYS = ("replaced", "evicted", "drift")
 def _expectation(
     at: _At, workload: Workload, domains: _Domains, world: load_queues.World
 ) -> Expectation:
-    fields = at.mapping((*EXPECT_KEYS, "preempted", *FAULT_EXPECT_KEYS), ("admitted",))
+    fields = at.mapping(
+        (*EXPECT_KEYS, "preempted", *FAULT_EXPECT_KEYS, "quotaReserved"), ("admitted",)
+    )
     placement = None
     if "placement" in fields:
         pod_set_names = tuple(p.name for p in workload.pod_sets)
@@ -716,9 +723,12 @@ def _expectation(
                 pods[str(domain)] = where.positive_int()
             placement[ps_name] = pods
     admitted = fields["admitted"].boolean()
+    reserved = fields["quotaReserved"].boolean() if "quotaReserved" in fields else None
+    if admitted and reserved is not None:
+        fields["quotaReserved"].fail("only a workload not admitted waits for admission checks")
     if admitted and "message" in fields:
         fields["message"].fail("a message is only expected for a pending workload")
-    if not admitted and placement is not None:
+    if not admitted and not reserved and placement is not None:
         fields["placement"].fail("a pending workload has no placement")
     unschedulable = None
     if "unschedulable" in fields:
@@ -745,6 +755,7 @@ def _expectation(
         drift=load_faults.drift(fields["drift"], workload, domains.level, domains.values)
         if "drift" in fields
         else None,
+        quota_reserved=reserved,
     )
 
 
@@ -842,6 +853,7 @@ def _step_target(
         "add-node": lambda: _node(at, topology),
         "add-usage": lambda: _usage(at, nodes),
         "submit": lambda: _workload(at, topology.levels, world),
+        "set-admission-check": lambda: load_checks.change(at, known, world.queues),
     }
     target = handlers[action]()
     if isinstance(target, Node):

@@ -131,6 +131,41 @@ class FlavorFungibility:
 
 
 @dataclass(frozen=True)
+class AdmissionCheck:
+    """A Kueue AdmissionCheck; the harness plays its controller (docs/scenario-format-v2.md,
+    "Admission checks"): `active` False is a controller that reports Active=False, which
+    makes every ClusterQueue using the check inactive."""
+
+    name: str
+    controller_name: str
+    parameters: Mapping[str, str] | None = None
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class CheckRule:
+    """One entry of a ClusterQueue's admissionChecksStrategy: the check, and the flavors it
+    runs for (empty: every flavor of the ClusterQueue)."""
+
+    name: str
+    on_flavors: tuple[str, ...] = ()
+
+
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+"""Kueue's CheckState values (apis/kueue/v1beta2/admissioncheck_types.go)."""
+
+
+@dataclass(frozen=True)
+class CheckChange:
+    """A `set-admission-check` step: the check controller sets the state of `check` in the
+    workload's status.admissionChecks."""
+
+    workload: str
+    check: str
+    state: str
+
+
+@dataclass(frozen=True)
 class ClusterQueue:
     """A ClusterQueue (each has one LocalQueue of the same name)."""
 
@@ -151,6 +186,8 @@ class ClusterQueue:
     """Flavors it lists that no ResourceFlavor is named after: Kueue keeps it inactive."""
     fair_weight: Fraction | None = None
     """`fairSharing.weight` (None: not set; Kueue's default weight is 1)."""
+    admission_checks: tuple[CheckRule, ...] = ()
+    """admissionChecksStrategy (the v1beta1 `admissionChecks` list converted, as Kueue does)."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -309,6 +346,9 @@ class Expectation:
     replaced: Replaced | None = None
     evicted: Eviction | bool | None = None
     drift: Mapping[str, Mapping[str, int]] | None = None
+    quota_reserved: bool | None = None
+    """Quota (and topology) reserved, waiting for admission checks; None: not said (then a
+    pending expectation means no reservation)."""
 
     def fault_keys(self) -> tuple[str, ...]:
         """The keys about faults under running workloads this expectation uses."""
@@ -393,10 +433,13 @@ STEP_ACTIONS = (
     "submit",
     *FAULT_ACTIONS,
     "upgrade-kueue",
+    "set-admission-check",
 )
 """`upgrade-kueue: VERSION` replaces the running Kueue by a newer one, as a platform team
 upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its target is the
-version."""
+version. `set-admission-check: {workload, check, state}` sets a check's state as its
+controller would (docs/scenario-format-v2.md, "Admission checks"); its target is a
+CheckChange."""
 
 
 @dataclass(frozen=True)
@@ -414,6 +457,7 @@ class Scenario:
     admitted: tuple[AdmittedWorkload, ...] = ()
     cohorts: tuple[Cohort, ...] = ()
     """Top-level `cohorts:` (Kueue Cohort objects), in file order."""
+    admission_checks: tuple[AdmissionCheck, ...] = ()
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""

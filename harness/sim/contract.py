@@ -18,7 +18,9 @@ from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.kueue.cohort_spec import cohort_spec
 from harness.kueue.gates import merged
 from harness.scenario.model import (
+    AdmissionCheck,
     AdmittedWorkload,
+    CheckChange,
     ClusterQueue,
     Flavor,
     Node,
@@ -150,7 +152,17 @@ def _step(step: Step) -> dict[str, Any]:
         if target.count is not None:
             out["count"] = target.count
         return {step.action: out}
+    if isinstance(target, CheckChange):
+        change = {"workload": target.workload, "check": target.check, "state": target.state}
+        return {step.action: change}
     return {step.action: str(target)}
+
+
+def _admission_check(c: AdmissionCheck) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": c.name, "controllerName": c.controller_name}
+    if c.parameters is not None:
+        out["parameters"] = dict(c.parameters)
+    return out | {"active": c.active}
 
 
 def scenario_to_dict(
@@ -173,6 +185,7 @@ def scenario_to_dict(
         "nodes": [_node(n) for n in sc.nodes],
         "usage": [_usage(u) for u in sc.usage],
         "admitted": [_admitted(sc, a, reserved[a.name]) for a in sc.admitted],
+        "admissionChecks": [_admission_check(c) for c in sc.admission_checks],
         "workloads": [_workload(w) for w in sc.workloads],
         "steps": [_step(st) for st in sc.steps],
     }

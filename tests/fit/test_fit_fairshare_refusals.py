@@ -34,5 +34,7 @@ def test_fair_sharing_on_a_cohort_tree_is_refused_by_name() -> None:
 
 
 def test_the_same_tree_without_fair_sharing_is_modelled() -> None:
-    text = TREE.replace("kueueConfig: {fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}}\n", "")
+    text = TREE.replace(
+        "kueueConfig: {fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}}\n", ""
+    )
     assert fit(scenario_from_data(parse_yaml(text, "t.yaml"), "t.yaml")).outcomes["w"].admitted

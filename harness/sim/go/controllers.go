@@ -51,6 +51,9 @@ func (c *cluster) deliver(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := c.reconcileWritten(ctx, writes); err != nil {
+			return err
+		}
 	}
 	c.requeuer.ProcessRequeues(ctx)
 	return nil
@@ -66,6 +69,13 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 	// The queue manager logs second-pass queueing to this logger (see cycleHook.secondPass).
 	ctx = ctrl.LoggerInto(ctx, controllerLogger(c.hook, c.log))
 	switch {
+	case !workload.IsActive(new):
+		// Deactivated (a Rejected admission check): out of the queues and the cache.
+		c.queues.DeleteWorkload(c.log, key)
+		c.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, key, func() {
+			_ = c.cache.DeleteWorkload(c.log, key)
+		})
+		return
 	case prev == workload.StatusPending && status == workload.StatusPending:
 		_ = c.queues.AddOrUpdateWorkload(c.log, wlCopy) // errors are ignored there too
 	case prev == workload.StatusPending &&
@@ -115,4 +125,23 @@ func (c *cluster) stopEvicted(ctx context.Context, name string) error {
 		return fmt.Errorf("releasing evicted workload %s: %w", name, err)
 	}
 	return c.stopPods(ctx, name)
+}
+
+// reconcileWritten runs the workload controller's admission-check reconcile for every
+// Workload written this round (checks.go), when a ClusterQueue uses checks.
+func (c *cluster) reconcileWritten(ctx context.Context, writes []statusWrite) error {
+	if !c.usesChecks() {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, w := range writes {
+		if done[w.new.Name] {
+			continue
+		}
+		done[w.new.Name] = true
+		if err := c.reconcileChecks(ctx, w.new.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }

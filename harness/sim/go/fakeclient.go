@@ -115,6 +115,14 @@ func (w *statusWrites) refuseEmptyTopology(wl *kueue.Workload) error {
 	return nil
 }
 
+// record adds a status write made by an update rather than an apply (the workload
+// controller's Status().Update).
+func (w *statusWrites) record(old, new *kueue.Workload) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stored = append(w.stored, statusWrite{old: old, new: new})
+}
+
 // take returns the writes recorded since the last call.
 func (w *statusWrites) take() []statusWrite {
 	w.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -345,7 +346,13 @@ func (c *cluster) noteRepair(old, new *kueue.Workload) {
 	if cond := apimeta.FindStatusCondition(new.Status.Conditions, kueue.WorkloadEvicted); cond != nil &&
 		cond.Status == metav1.ConditionTrue && !apimeta.IsStatusConditionTrue(old.Status.Conditions, kueue.WorkloadEvicted) &&
 		cond.Reason != kueue.WorkloadEvictedByPreemption {
-		c.faults.evicted[new.Name] = &Eviction{Reason: cond.Reason, Message: cond.Message}
+		// A deactivation's reason carries its cause ("DeactivatedDueToAdmissionCheck");
+		// the schedulingStats record, which the cluster runner reads, has it apart.
+		reason := cond.Reason
+		if strings.HasPrefix(reason, kueue.WorkloadDeactivated+"DueTo") {
+			reason = kueue.WorkloadDeactivated
+		}
+		c.faults.evicted[new.Name] = &Eviction{Reason: reason, Message: cond.Message}
 	}
 	if old.Status.Admission == nil || new.Status.Admission == nil ||
 		equality.Semantic.DeepEqual(old.Status.Admission, new.Status.Admission) {

@@ -50,3 +50,9 @@ func (recorder) AnnotatedEventf(runtime.Object, map[string]string, string, strin
 
 // GetEventRecorderFor: v0.17's tas.SetupControllers asks for a record.EventRecorder.
 func (m *simManager) GetEventRecorderFor(string) record.EventRecorder { return recorder{} }
+
+// evictWorkload: see kueue_v0_19.go.
+func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, reason, msg string,
+	cause kueue.EvictionUnderlyingCause, clk clock.Clock) error {
+	return workload.Evict(ctx, c, recorder{}, wl, reason, msg, cause, clk, false, nil, nil)
+}

@@ -46,3 +46,9 @@ func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, s
 
 // GetEventRecorder is what tas.SetupControllers asks the manager for (see manager.go).
 func (m *simManager) GetEventRecorder(string) events.EventRecorder { return recorder{} }
+
+// evictWorkload: see kueue_v0_19.go.
+func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, reason, msg string,
+	cause kueue.EvictionUnderlyingCause, clk clock.Clock) error {
+	return workload.Evict(ctx, c, recorder{}, wl, reason, msg, cause, clk, false, nil, nil)
+}

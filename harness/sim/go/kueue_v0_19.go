@@ -21,6 +21,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 	"sigs.k8s.io/kueue/pkg/workload"
+	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 )
 
@@ -60,3 +61,10 @@ func (recorder) Eventf(runtime.Object, runtime.Object, string, string, string, s
 
 // GetEventRecorder is what tas.SetupControllers asks the manager for (see manager.go).
 func (m *simManager) GetEventRecorder(string) events.EventRecorder { return recorder{} }
+
+// evictWorkload is Kueue's eviction (pkg/workload/evict since v0.19, pkg/workload before):
+// Evicted=True, admission checks reset to Pending, the eviction counted.
+func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, reason, msg string,
+	cause kueue.EvictionUnderlyingCause, clk clock.Clock) error {
+	return workloadevict.Evict(ctx, c, recorder{}, wl, reason, msg, cause, clk, false, nil, nil)
+}

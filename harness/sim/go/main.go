@@ -28,9 +28,11 @@ import (
 
 // Result is one workload's outcome in the oracle's JSON shape.
 type Result struct {
-	Admitted  bool                          `json:"admitted"`
-	Rejected  bool                          `json:"rejected,omitempty"`
-	Placement *orderedMap[map[string]int32] `json:"placement,omitempty"`
+	Admitted bool `json:"admitted"`
+	Rejected bool `json:"rejected,omitempty"`
+	// QuotaReserved: not admitted, holding quota and topology while a check is not Ready.
+	QuotaReserved bool                          `json:"quotaReserved,omitempty"`
+	Placement     *orderedMap[map[string]int32] `json:"placement,omitempty"`
 	// Flavors: pod set -> the ResourceFlavor it was admitted on.
 	Flavors *orderedMap[string] `json:"flavors,omitempty"`
 	Message *string             `json:"message,omitempty"`

@@ -195,6 +195,9 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 		}
 		c.cohorts = append(c.cohorts, cohort)
 	}
+	if err := c.addAdmissionChecks(ctx, sc); err != nil {
+		return err
+	}
 	for i := range sc.ClusterQueues {
 		cq, err := buildClusterQueue(&sc.ClusterQueues[i])
 		if err != nil {
@@ -241,6 +244,13 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 		ref := kueue.ClusterQueueReference(cq.Name)
 		if !c.cache.ClusterQueueActive(ref) && !c.meantInactive(cq) {
 			_, reason, msg := c.cache.ClusterQueueReadiness(ref)
+			if inactiveByChecks(reason) {
+				// A missing or inactive AdmissionCheck: the scenario means it.
+				if err := c.queues.AddLocalQueue(ctx, buildLocalQueue(cq.Name)); err != nil {
+					return fmt.Errorf("adding LocalQueue %s: %w", cq.Name, err)
+				}
+				continue
+			}
 			return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
 		}
 		if err := c.queues.AddLocalQueue(ctx, buildLocalQueue(cq.Name)); err != nil {
@@ -328,6 +338,9 @@ func (c *cluster) addAdmitted(ctx context.Context, spec *AdmittedSpec) error {
 		return fmt.Errorf("the cache did not take the admission to ClusterQueue %s",
 			admitted.Status.Admission.ClusterQueue)
 	}
+	if c.usesChecks() {
+		return c.reconcileChecks(ctx, stored.Name)
+	}
 	return nil
 }
 
@@ -343,6 +356,11 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 	workload.AdjustResources(ctx, c.client, stored)
 	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
+	}
+	if c.usesChecks() {
+		if err := c.reconcileChecks(ctx, wl.Name); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := c.settle(ctx); err != nil {
 		return Result{}, fmt.Errorf("workload %s: %w", wl.Name, err)
@@ -377,7 +395,7 @@ func (c *cluster) settle(ctx context.Context) error {
 			}
 			continue // the workload controller's writes reach the queues first
 		}
-		if c.poppable() == 0 && !c.hook.secondPassQueued() {
+		if c.nothingToPop() && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
 			if n < maxCycles && c.timers.fireNext() {
@@ -542,6 +560,16 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	}
 	res := Result{Preempted: wasPreempted(wl), note: c.notes[name], unstable: c.unstable.Has(name),
 		Evicted: c.faults.evicted[name]}
+	if wl.Status.Admission != nil && !workload.IsAdmitted(wl) && c.usesChecks() {
+		// Quota and topology reserved, waiting for admission checks: no Admitted
+		// condition (SyncAdmittedCondition without UnadmittedWorkloadsObservability).
+		res.QuotaReserved = true
+		res.Placement = placement(wl.Status.Admission)
+		res.Flavors = c.flavorsOf(wl.Status.Admission)
+		empty := ""
+		res.Message = &empty
+		return res, nil
+	}
 	if wl.Status.Admission != nil {
 		res.Admitted = true
 		res.Replaced = c.replacedOf(wl)

@@ -17,19 +17,20 @@ import (
 // not need (description, source, kueue, expect) are ignored; the Python loader has validated
 // the document already, and Kueue's own webhooks check the objects again here.
 type Scenario struct {
-	Name                    string              `json:"name"`
-	FeatureGates            map[string]bool     `json:"featureGates"`
-	KueueConfig             KueueConfig         `json:"kueueConfig"`
-	Topologies              []TopologySpec      `json:"topologies"`
-	ResourceFlavors         []FlavorSpec        `json:"resourceFlavors"`
-	Cohorts                 []CohortSpec        `json:"cohorts"`
-	ClusterQueues           []ClusterQueueSpec  `json:"clusterQueues"`
-	WorkloadPriorityClasses []PriorityClassSpec `json:"workloadPriorityClasses"`
-	Nodes                   []NodeSpec          `json:"nodes"`
-	Usage                   []UsageSpec         `json:"usage"`
-	Admitted                []AdmittedSpec      `json:"admitted"`
-	Workloads               []WorkloadSpec      `json:"workloads"`
-	Steps                   []StepSpec          `json:"steps"`
+	Name                    string               `json:"name"`
+	FeatureGates            map[string]bool      `json:"featureGates"`
+	KueueConfig             KueueConfig          `json:"kueueConfig"`
+	Topologies              []TopologySpec       `json:"topologies"`
+	ResourceFlavors         []FlavorSpec         `json:"resourceFlavors"`
+	Cohorts                 []CohortSpec         `json:"cohorts"`
+	ClusterQueues           []ClusterQueueSpec   `json:"clusterQueues"`
+	WorkloadPriorityClasses []PriorityClassSpec  `json:"workloadPriorityClasses"`
+	Nodes                   []NodeSpec           `json:"nodes"`
+	Usage                   []UsageSpec          `json:"usage"`
+	Admitted                []AdmittedSpec       `json:"admitted"`
+	AdmissionChecks         []AdmissionCheckSpec `json:"admissionChecks"`
+	Workloads               []WorkloadSpec       `json:"workloads"`
+	Steps                   []StepSpec           `json:"steps"`
 	// SimOptions are knobs of this backend only, not part of the contract.
 	SimOptions SimOptions `json:"simOptions"`
 }

@@ -26,6 +26,7 @@ type StepSpec struct {
 	Workload *WorkloadSpec
 	Taint    *TaintStep
 	Pods     *PodStep
+	Check    *CheckStep
 }
 
 // TaintStep is a taint-node or untaint-node step: the node and the taint (an untaint
@@ -72,6 +73,9 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 		case "submit":
 			s.Workload = &WorkloadSpec{}
 			target = s.Workload
+		case "set-admission-check":
+			s.Check = &CheckStep{}
+			target = s.Check
 		default:
 			return fmt.Errorf("unknown step action %q", action)
 		}
@@ -106,6 +110,8 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		return c.faultPods(ctx, st)
 	case "submit":
 		return c.submitSpec(ctx, sc, st.Workload, outcome)
+	case "set-admission-check":
+		return c.setAdmissionCheck(ctx, st.Check)
 	case "delete-workload":
 		return c.deleteWorkload(ctx, st.Name, outcome)
 	case "add-usage":

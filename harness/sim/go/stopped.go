@@ -100,14 +100,3 @@ func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
 	}
 	return wrote, nil
 }
-
-// poppable: the queue manager's pending workloads in ClusterQueues the scheduler pops from.
-func (c *cluster) poppable() int {
-	n := 0
-	for cq, items := range c.queues.Dump() {
-		if c.cache.ClusterQueueActive(cq) {
-			n += len(items)
-		}
-	}
-	return n
-}

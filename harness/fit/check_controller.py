@@ -1,0 +1,62 @@
+"""A `set-admission-check` step in the fit model: the check controller writes a state, and
+Kueue's workload controller reacts (pkg/controller/core/workload_controller.go:
+`reconcileSyncAdmissionChecks`, `SyncAdmittedCondition`, `reconcileCheckBasedEviction`; the
+job reconciler then stops the evicted Job and gives its quota back). The rules are in
+harness.fit.checks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from harness.fit.checks import rejection, retry_eviction
+from harness.results.outcome import Outcome
+from harness.scenario.model import CheckChange
+
+if TYPE_CHECKING:
+    from harness.fit.engine import Engine
+
+
+def apply(engine: Engine, change: CheckChange) -> None:
+    """Write the state; then evict (Retry), deactivate (Rejected) or admit (all Ready) a
+    workload holding quota. A pending workload only carries the state to its next
+    evaluation: a status change does not requeue it (cluster_queue.go PushOrUpdate)."""
+    engine.tick += 1
+    checks, name = engine.checks, change.workload
+    if not checks.set(change) or name not in engine.snap.holding:
+        return
+    rejected, retry = checks.with_state(name, "Rejected"), checks.with_state(name, "Retry")
+    outcome = engine.outcomes[name]
+    if rejected:
+        eviction = rejection(rejected)
+        engine.faults.report.evicted[name] = eviction
+        _give_back(engine, name)
+        checks.inactive_workloads.add(name)
+        engine.queues.delete(name)
+        engine.outcomes[name] = Outcome(
+            admitted=False, message=eviction.message, preempted=outcome.preempted
+        )
+    elif retry:
+        eviction = retry_eviction(retry)
+        engine.faults.report.evicted[name] = eviction
+        _give_back(engine, name)
+        # GetQueueOrderTimestamp: an AdmissionCheck eviction orders it by its eviction time.
+        engine.created[name] = max(engine.created.values()) + 1
+        engine.queues.push(engine._pending(engine.workloads[name]))
+        engine.outcomes[name] = Outcome(
+            admitted=False, message=eviction.message, preempted=outcome.preempted
+        )
+    elif outcome.quota_reserved and checks.all_ready(name):
+        held, w = engine.snap.holding[name], engine.workloads[name]
+        engine.outcomes[name] = replace(outcome, admitted=True, quota_reserved=False, message="")
+        engine.binder.admit(w, engine._released(w, held), held.per_leaf, engine.nodes, engine.usage)
+        engine._note_unschedulable(name)
+
+
+def _give_back(engine: Engine, name: str) -> None:
+    """The Job stopped: quota and nodes released, its cohort's parked workloads requeued."""
+    held = engine._release(name)
+    if held is None:
+        return
+    engine.generation[held.cq] += 1
+    engine.queues.flush(engine._cohort_of(held.cq))
