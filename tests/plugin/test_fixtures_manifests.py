@@ -133,7 +133,7 @@ def test_a_leader_worker_set_manifest_predicts_what_its_suite_expects(path: Path
         obj = objects.leader_worker_set(w, NAMES)
         del obj["metadata"]["namespace"]
         (m,) = read(obj)
-        tagged_obj = tagged(m, "kth-7-x", {"run": "abc"}, [NAMES.local_queue])
+        tagged_obj = tagged(m, "kth-7-x", {"run": "abc"}, [w.queue])
         lwt = tagged_obj["spec"]["leaderWorkerTemplate"]
         assert all(
             t["metadata"]["labels"]["run"] == "abc" for t in lwt.values() if isinstance(t, dict)
