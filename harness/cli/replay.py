@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
 from harness.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from harness.replay.stream import Stream
 
 ENGINES = ("fit",)
 """Engines that replay today; the sim and the embedded cluster do not yet (docs/replay.md)."""
@@ -23,7 +26,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     cmd = sub.add_parser(
         "replay", help="replay a stream of workloads over time: when each ran, where"
     )
-    cmd.add_argument("file", help="scenario whose workloads carry submitAt / runFor")
+    cmd.add_argument(
+        "file",
+        help="the stream: a scenario whose workloads carry submitAt / runFor, a .jsonl or .csv "
+        "stream (with --world), or Kueue's scheduler-performance generator.yaml",
+    )
+    cmd.add_argument(
+        "--world",
+        metavar="SCENARIO.yaml",
+        help="the cluster a .jsonl/.csv stream (or a scenario's workloads) runs on: its "
+        "topologies, flavors, queues, nodes and usage (default: the stream file's own)",
+    )
     cmd.add_argument(
         "--compare",
         metavar="OTHER.yaml",
@@ -36,25 +49,29 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from harness.replay.stream import load_stream
     from harness.scenario.loader import load_scenario
 
-    base = load_scenario(args.file)
-    runs = {"base": base}
+    stream = load_stream(args.file, args.world)
+    runs = {"base": stream}
     if args.compare:
-        runs["other"] = _same_stream(base, load_scenario(args.compare))
-    results = {name: run(scenario) for name, scenario in runs.items()}
+        other = load_scenario(args.compare)
+        runs["other"] = (
+            load_stream(args.compare) if other.workloads else _same_stream(stream, other)
+        )
+    results = {name: run(s.scenario, s.classes) for name, s in runs.items()}
     if args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
     else:
         for name, result in results.items():
             if len(results) > 1:
-                print(f"== {name}: {runs[name].path}")
+                print(f"== {name}: {runs[name].scenario.path}")
             print(render_text(result))
     return 0
 
 
-def run(scenario: Scenario) -> dict[str, Any]:
+def run(scenario: Scenario, classes: dict[str, str] | None = None) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
     from harness.replay.engine import replay
     from harness.replay.summary import summary
@@ -62,23 +79,23 @@ def run(scenario: Scenario) -> dict[str, Any]:
     timeline = replay(scenario)
     return {
         "jobs": {name: job.to_json() for name, job in timeline.jobs.items()},
-        "summary": summary(scenario, timeline),
+        "summary": summary(scenario, timeline, classes),
     }
 
 
-def _same_stream(base: Scenario, other: Scenario) -> Scenario:
-    """OTHER's world with the base stream, unless OTHER brings workloads of its own."""
-    if other.workloads:
-        return other
+def _same_stream(base: Stream, other: Scenario) -> Stream:
+    """OTHER's world (it has no workloads of its own) with the base stream."""
+    from harness.replay.stream import Stream
+
     queues = {cq.name for cq in other.cluster_queues}
-    for w in base.workloads:
+    for w in base.scenario.workloads:
         if w.queue not in queues:
             raise InputError(
                 str(other.path),
                 "clusterQueues",
-                f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.path}",
+                f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.scenario.path}",
             )
-    return dataclasses.replace(other, workloads=base.workloads)
+    return Stream(dataclasses.replace(other, workloads=base.scenario.workloads), base.classes)
 
 
 def render_text(result: dict[str, Any]) -> str:

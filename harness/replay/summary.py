@@ -69,11 +69,16 @@ def _gpus(job: JobRecord) -> Fraction:
     )  # fmt: skip
 
 
-def summary(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
-    """The stream's figures, as `replay --format json` prints them under "summary"."""
+def summary(
+    scenario: Scenario, timeline: Timeline, classes: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The stream's figures, as `replay --format json` prints them under "summary";
+    `classes`: each workload's class (default: its priorityClass, else "default")."""
     jobs = timeline.jobs
     waited = waits(jobs)
     queues = sorted({j.workload.queue for j in jobs.values()})
+    class_of = {n: (classes or {}).get(n) or j.workload.priority_class or "default"
+                for n, j in jobs.items()}  # fmt: skip
     finished = [j.finished_at for j in jobs.values() if j.finished_at is not None]
     return {
         "jobs": len(jobs),
@@ -81,6 +86,10 @@ def summary(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
         "timeToAdmissionByClusterQueue": {
             q: wait_figures([w for n, w in waited.items() if jobs[n].workload.queue == q])
             for q in queues
+        },
+        "timeToAdmissionByClass": {
+            c: wait_figures([w for n, w in waited.items() if class_of[n] == c])
+            for c in sorted(set(class_of.values()))
         },
         "preemptions": sum(len(j.preempted_at) for j in jobs.values()),
         "neverAdmitted": sorted(n for n, j in jobs.items() if not j.admissions),

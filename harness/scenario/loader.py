@@ -9,6 +9,7 @@ or Kueue would refuse is refused here too (harness/k8s/rules.py, the Topology li
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
@@ -796,3 +797,41 @@ def _step_target(
             at.fail(f"workload {yaml_text(target.name)} already exists")
         known[target.name] = target
     return target
+
+
+def with_stream(world: Scenario, rows: list[tuple[str, Any]], file: str) -> Scenario:
+    """`world` with the workloads of a stream file (`replay STREAM --world SCENARIO`): each
+    row is (where it is in `file`, e.g. "line 4", a workload as `workloads[]` takes it),
+    validated as the loader validates a scenario's workloads; the world's own workloads,
+    expectations and steps are not part of it. A version-1 world's ClusterQueue is made
+    for the stream's workloads, as the loader makes it for a file's."""
+    levels = tuple(dict.fromkeys(lv for t in world.topologies for lv in t.levels))
+    shorthand_queue = world.shorthand
+    ref = load_queues.World(
+        topologies=world.topologies,
+        flavors=world.resource_flavors,
+        queues=() if shorthand_queue is not None else world.cluster_queues,
+        priority_classes=world.priority_classes,
+        shorthand=shorthand_queue,
+    )
+    seen: set[str] = {a.name for a in world.admitted}
+    workloads = []
+    for where, data in rows:
+        at = _At(file, where, data)
+        w = _workload(at, levels, ref)
+        if w.name in seen:
+            at.child("name", w.name).fail(f"workload {yaml_text(w.name)} is named twice")
+        seen.add(w.name)
+        workloads.append(w)
+    queues = world.cluster_queues
+    if shorthand_queue is not None:
+        flavor = world.resource_flavors[0]
+        _, _, queues = shorthand.world(world.topologies[0], flavor, shorthand_queue, workloads)
+    return replace(
+        world,
+        workloads=tuple(workloads),
+        cluster_queues=queues,
+        expect=None,
+        by_version=None,
+        steps=(),
+    )
