@@ -123,6 +123,16 @@ def render_text(result: dict[str, Any]) -> str:
             f"time to admission: p50 {tta['p50']:g}s, p90 {tta['p90']:g}s, p99 {tta['p99']:g}s, "
             f"max {tta['max']:g}s ({tta['admitted']} of {s['jobs']} admitted)"
         )
+    for title, key in (("per ClusterQueue", "timeToAdmissionByClusterQueue"),
+                       ("per class", "timeToAdmissionByClass")):  # fmt: skip
+        if len(s[key]) > 1:
+            lines.append(f"time to admission {title}: " + "; ".join(
+                f"{name} p50 {f['p50']:g}s p90 {f['p90']:g}s max {f['max']:g}s"
+                for name, f in s[key].items() if f.get("admitted")))  # fmt: skip
+    usage = {cq: u for cq, u in s["clusterQueueUsage"].items() if u is not None}
+    if usage:
+        lines.append("ClusterQueue usage (Kueue's perf test): "
+                     + ", ".join(f"{cq} {u:g}%" for cq, u in usage.items()))  # fmt: skip
     util = s["gpuUtilisation"]
     lines.append(
         f"GPU utilisation: {'n/a' if util is None else f'{util:.1%}'}; preemptions: "

@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.replay.engine import JobRecord, Timeline
+from harness.replay.figures import cluster_queue_usage, fragmentation
 from harness.scenario.model import Scenario
 
 GPU_SUFFIX = "/gpu"
@@ -96,4 +97,6 @@ def summary(
         "gpuUtilisation": gpu_utilisation(scenario, timeline),
         "lastFinish": max(finished) if finished else None,
         "maxPending": max((len(m.pending) for m in timeline.moments), default=0),
+        "clusterQueueUsage": cluster_queue_usage(scenario, timeline),
+        "fragmentation": fragmentation(scenario, timeline),
     }
