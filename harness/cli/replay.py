@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from harness.replay.expect import failures
     from harness.replay.stream import load_stream
     from harness.scenario.loader import load_scenario
 
@@ -60,6 +62,7 @@ def _replay(args: argparse.Namespace) -> int:
             load_stream(args.compare) if other.workloads else _same_stream(stream, other)
         )
     results = {name: run(s.scenario, s.classes) for name, s in runs.items()}
+    broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
     if args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
@@ -68,19 +71,16 @@ def _replay(args: argparse.Namespace) -> int:
             if len(results) > 1:
                 print(f"== {name}: {runs[name].scenario.path}")
             print(render_text(result))
-    return 0
+    for line in broken:
+        print(f"{args.file}: replay.expect.{line}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 def run(scenario: Scenario, classes: dict[str, str] | None = None) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
-    from harness.replay.engine import replay
-    from harness.replay.summary import summary
+    from harness.replay.result import replay_result
 
-    timeline = replay(scenario)
-    return {
-        "jobs": {name: job.to_json() for name, job in timeline.jobs.items()},
-        "summary": summary(scenario, timeline, classes),
-    }
+    return replay_result(scenario, classes)
 
 
 def _same_stream(base: Stream, other: Scenario) -> Stream:

@@ -15,6 +15,7 @@ from harness.fit import fit
 from harness.fit.versions import rules_for
 from harness.results.comparison import against_prediction
 from harness.results.outcome import Outcome
+from harness.scenario.discover import why_not_a_scenario
 from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.scenario.strict_yaml import parse_yaml
 
@@ -71,7 +72,9 @@ def version1_suites() -> list[Path]:
     return [
         p
         for p in sorted((ROOT / "suites").rglob("*.yaml"))
-        if "v2" not in p.relative_to(ROOT).parts and not p.name.startswith("v2-")
+        if "v2" not in p.relative_to(ROOT).parts
+        and not p.name.startswith("v2-")
+        and why_not_a_scenario(p) is None  # not a stream scenario (suites/streams)
     ]
 
 

@@ -1,0 +1,19 @@
+"""The replay's JSON form, the contract the checks read (docs/replay.md):
+{"jobs": {name: record}, "summary": {...}}."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.replay.engine import replay
+from harness.replay.summary import summary
+from harness.scenario.model import Scenario
+
+
+def replay_result(scenario: Scenario, classes: Mapping[str, str] | None = None) -> dict[str, Any]:
+    timeline = replay(scenario)
+    return {
+        "jobs": {name: job.to_json() for name, job in timeline.jobs.items()},
+        "summary": summary(scenario, timeline, classes),
+    }
