@@ -8,7 +8,8 @@
 - kueue-tas-1050: the same with 2 cohorts x 3 ClusterQueues x 175 workloads (the size
   issue 30 quotes for configs/tas), the workload sets scaled to 175 per ClusterQueue.
 - day: 10,000 jobs on 1,000 8-GPU nodes (10 blocks x 10 racks x 10 hosts), 4 ClusterQueues
-  in a cohort, jobs of 1-64 GPUs, required/preferred rack or host, over a simulated day.
+  in a cohort, jobs of 1-64 GPUs for 10-60 min (about half the GPUs busy on average),
+  required/preferred rack or host, arriving at random over a simulated day.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def day(jobs: int = 10_000, seed: int = 1) -> Scenario:
         workloads.append({
             "name": f"job-{j:05d}", "queue": rng.choice(QUEUES),
             "priorityClass": rng.choice(("low", "high")) if j % 5 == 0 else "low",
-            "submitAt": round(at), "runFor": rng.randint(600, 4 * 3600),
+            "submitAt": round(at), "runFor": rng.randint(600, 3600),
             "podSets": [{"name": "main", "count": pods,
                          "requests": {"nvidia.com/gpu": per_pod},
                          "topology": {"mode": mode, "level": level}}],

@@ -52,15 +52,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _replay(args: argparse.Namespace) -> int:
     from harness.replay.expect import failures
     from harness.replay.stream import load_stream
-    from harness.scenario.loader import load_scenario
 
     stream = load_stream(args.file, args.world)
     runs = {"base": stream}
     if args.compare:
-        other = load_scenario(args.compare)
-        runs["other"] = (
-            load_stream(args.compare) if other.workloads else _same_stream(stream, other)
-        )
+        other = load_stream(args.compare)
+        runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
     results = {name: run(s.scenario, s.classes) for name, s in runs.items()}
     broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
     if args.format == "json":
@@ -69,8 +66,10 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         for name, result in results.items():
             if len(results) > 1:
-                print(f"== {name}: {runs[name].scenario.path}")
+                print(f"== {name}: {args.file if name == 'base' else args.compare}")
             print(render_text(result))
+        if len(results) > 1:
+            print(render_differences(results["base"], results["other"]))
     for line in broken:
         print(f"{args.file}: replay.expect.{line}", file=sys.stderr)
     return 1 if broken else 0
@@ -87,15 +86,59 @@ def _same_stream(base: Stream, other: Scenario) -> Stream:
     """OTHER's world (it has no workloads of its own) with the base stream."""
     from harness.replay.stream import Stream
 
-    queues = {cq.name for cq in other.cluster_queues}
+    names = {cq.name for cq in other.cluster_queues} if other.shorthand is None else None
     for w in base.scenario.workloads:
-        if w.queue not in queues:
+        if names is not None and w.queue not in names:
             raise InputError(
                 str(other.path),
                 "clusterQueues",
                 f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.scenario.path}",
             )
-    return Stream(dataclasses.replace(other, workloads=base.scenario.workloads), base.classes)
+    workloads = base.scenario.workloads
+    queues = other.cluster_queues
+    if other.shorthand is not None:  # a version-1 world: its ClusterQueue covers the stream
+        from harness.scenario import shorthand
+
+        flavor = other.resource_flavors[0]
+        _, _, queues = shorthand.world(other.topologies[0], flavor, other.shorthand, workloads)
+    return Stream(
+        dataclasses.replace(other, workloads=workloads, cluster_queues=queues), base.classes
+    )
+
+
+COMPARED = (
+    ("wait p50 (s)", ("timeToAdmission", "p50")),
+    ("wait p90 (s)", ("timeToAdmission", "p90")),
+    ("wait max (s)", ("timeToAdmission", "max")),
+    ("wait mean (s)", ("timeToAdmission", "mean")),
+    ("admitted", ("timeToAdmission", "admitted")),
+    ("preemptions", ("preemptions",)),
+    ("GPU utilisation", ("gpuUtilisation",)),
+    ("last finish (s)", ("lastFinish",)),
+    ("most waiting at once", ("maxPending",)),
+)
+
+
+def render_differences(base: dict[str, Any], other: dict[str, Any]) -> str:
+    """The two replays' figures side by side, and how many jobs started at another time."""
+    lines = ["== base vs other", f"{'':22} {'base':>12} {'other':>12}"]
+    for title, path in COMPARED:
+        values = []
+        for result in (base, other):
+            value: Any = result["summary"]
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            values.append("-" if value is None else f"{value:g}")
+        lines.append(f"{title:22} {values[0]:>12} {values[1]:>12}")
+    moved = [
+        name
+        for name, job in base["jobs"].items()
+        if name in other["jobs"]
+        and [a["at"] for a in job["admissions"]][:1]
+        != [a["at"] for a in other["jobs"][name]["admissions"]][:1]
+    ]
+    lines.append(f"jobs admitted at another time: {len(moved)} of {len(base['jobs'])}")
+    return "\n".join(lines)
 
 
 def render_text(result: dict[str, Any]) -> str:
@@ -125,7 +168,7 @@ def render_text(result: dict[str, Any]) -> str:
         )
     for title, key in (("per ClusterQueue", "timeToAdmissionByClusterQueue"),
                        ("per class", "timeToAdmissionByClass")):  # fmt: skip
-        if len(s[key]) > 1:
+        if sum(1 for f in s[key].values() if f.get("admitted")) > 1:
             lines.append(f"time to admission {title}: " + "; ".join(
                 f"{name} p50 {f['p50']:g}s p90 {f['p90']:g}s max {f['max']:g}s"
                 for name, f in s[key].items() if f.get("admitted")))  # fmt: skip
