@@ -87,6 +87,12 @@ class Binder:
     _nodes_seen: list[Node] = field(default_factory=list)
     _allocatable: dict[str, ResourceVector] = field(default_factory=dict)
     _selecting: _Selecting | None = None
+    _load_cache: dict[str, NodeLoad] | None = None
+    _load_key: tuple[object, int, object, int] = (None, 0, None, 0)
+    """kube-scheduler's node loads as of the last binding, and (the `bound` list and its
+    length, the usage list and its length) then: appends happen only in _bind and removals
+    shorten the list or replace it, so the same lists of the same lengths mean nothing
+    changed since (the key holds the lists, so no later list can reuse their identity)."""
 
     def admit(
         self,
@@ -124,7 +130,15 @@ class Binder:
     def forget(self, workload: str) -> None:
         """The workload was deleted or evicted: its pods leave the nodes, except those stuck
         Terminating, which hold their node until the scenario ends (kueue#10076)."""
-        self.bound = [b for b in self.bound if b.workload != workload or b.terminating]
+        kept = [b for b in self.bound if b.workload != workload or b.terminating]
+        if len(kept) != len(self.bound):
+            was, length, usage, used = self._load_key
+            if self._load_cache is not None and was is self.bound and length == len(self.bound):
+                for b in self.bound:
+                    if b.workload == workload and not b.terminating and b.node in self._load_cache:
+                        self._load_cache[b.node].remove(b.pod, b.count)
+                self._load_key = (kept, len(kept), usage, used)
+            self.bound = kept
         self.waiting.pop(workload, None)
         self.gated.pop(workload, None)
         self.flavors.pop(workload, None)
@@ -185,7 +199,8 @@ class Binder:
 
     def retry(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, Unplaceable]:
         """After a step: pods on deleted nodes are gone, unbound ones are tried again."""
-        self.bound = [b for b in self.bound if b.node in nodes]
+        if any(b.node not in nodes for b in self.bound):
+            self.bound = [b for b in self.bound if b.node in nodes]
         for workload, items in list(self.waiting.items()):
             if any(item.count > 0 for item in items):  # all bound: nothing to try
                 self._bind(workload, nodes, usage)
@@ -244,8 +259,8 @@ class Binder:
         return Pod(base.requests, selector, base.tolerations), ""
 
     def _bind(self, workload: str, nodes: Mapping[str, Node], usage: list[Usage]) -> None:
-        loads = self._loads(nodes, usage)
         allocatable, selecting = self._node_views(nodes)
+        loads = self._loads(nodes, usage)
         for item in self.waiting.get(workload, []):
             matching = selecting.matching(item.pod.node_selector)
             while item.count > 0:
@@ -262,6 +277,7 @@ class Binder:
                     for reason in filter_reasons(n, allocatable[n.name], loads[n.name], item.pod):
                         reasons[reason] = reasons.get(reason, 0) + 1
                 item.why = "kube-scheduler: " + scheduler_message(len(nodes), reasons)
+        self._load_key = (self.bound, len(self.bound), usage, len(usage))
 
     def _node_views(
         self, nodes: Mapping[str, Node]
@@ -274,10 +290,15 @@ class Binder:
             self._nodes_seen = now
             self._allocatable = {n.name: from_quantities(n.allocatable) for n in now}
             self._selecting = _Selecting(nodes)
+            self._load_cache = None
         return self._allocatable, self._selecting
 
     def _loads(self, nodes: Mapping[str, Node], usage: list[Usage]) -> dict[str, NodeLoad]:
-        loads = {name: NodeLoad() for name in nodes}
+        was, length, used, count = self._load_key
+        same = was is self.bound and length == len(self.bound)
+        if self._load_cache is not None and same and used is usage and count == len(usage):
+            return self._load_cache
+        self._load_cache = loads = {name: NodeLoad() for name in nodes}
         for entry in usage:
             if entry.node in loads:
                 pod = Pod(from_quantities(entry.requests), {}, ())
