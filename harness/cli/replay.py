@@ -18,8 +18,8 @@ from harness.scenario.model import Scenario
 if TYPE_CHECKING:
     from harness.replay.stream import Stream
 
-ENGINES = ("fit",)
-"""Engines that replay today; the sim and the embedded cluster do not yet (docs/replay.md)."""
+ENGINES = ("fit", "sim")
+"""Engines that replay today; the embedded cluster does not yet (docs/replay.md)."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -58,7 +58,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.compare:
         other = load_stream(args.compare)
         runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
-    results = {name: run(s.scenario, s.classes) for name, s in runs.items()}
+    results = {name: run(s.scenario, s.classes, args.engine) for name, s in runs.items()}
     broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
     if args.format == "json":
         payload = results["base"] if len(results) == 1 else results
@@ -75,11 +75,24 @@ def _replay(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
-def run(scenario: Scenario, classes: dict[str, str] | None = None) -> dict[str, Any]:
+def run(
+    scenario: Scenario, classes: dict[str, str] | None = None, engine: str = "fit"
+) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
     from harness.replay.result import replay_result
 
-    return replay_result(scenario, classes)
+    if engine == "fit":
+        return replay_result(scenario, classes)
+    from harness.backends.sim import SimBackend
+    from harness.replay.onsim import replay_on
+    from harness.replay.result import timeline_result
+
+    backend = SimBackend()
+    try:
+        timeline = replay_on(scenario, lambda sc: backend.run(sc).steps)
+    finally:
+        backend.close()
+    return timeline_result(scenario, timeline, classes)
 
 
 def _same_stream(base: Stream, other: Scenario) -> Stream:

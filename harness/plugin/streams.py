@@ -1,6 +1,7 @@
 """Stream scenarios become pytest items: a scenario file with a top-level `replay:` (its
 workloads carry submitAt/runFor, or `replay.stream` names a .jsonl/.csv beside it) is
-replayed on the fit model and its `replay.expect` figures checked (harness/replay/expect.py).
+replayed on the fit model (and with --cluster=sim on kueue-sim too, which must agree with
+it job for job) and its `replay.expect` figures checked (harness/replay/expect.py).
 
 They are collected here and only here: hooks.pytest_collect_file asks `is_stream_file`
 before making a ScenarioFile, and harness/scenario/discover.py does not count them as plain
@@ -43,6 +44,20 @@ class StreamFailed(Exception):
     """The replay broke the file's expectations (one line each)."""
 
 
+def _on_sim(stream: Stream) -> dict[str, Any]:
+    """The stream replayed on kueue-sim (harness/replay/onsim.py), in the replay's JSON form."""
+    from harness.backends.sim import SimBackend
+    from harness.replay.onsim import replay_on
+    from harness.replay.result import timeline_result
+
+    backend = SimBackend()
+    try:
+        timeline = replay_on(stream.scenario, lambda sc: backend.run(sc).steps)
+    finally:
+        backend.close()
+    return timeline_result(stream.scenario, timeline, stream.classes)
+
+
 class StreamFile(pytest.File):
     def collect(self) -> Iterator[StreamItem]:
         try:
@@ -62,10 +77,22 @@ class StreamItem(pytest.Item):
     def runtest(self) -> None:
         if self.problem or self.stream is None:
             raise StreamFailed(self.problem)
-        if self.config.getoption("--cluster") is not None:  # no backend is started for it
-            pytest.skip("stream scenarios replay on the fit model only (docs/replay.md)")
-        result = replay_result(self.stream.scenario, self.stream.classes)
-        broken = failures(self.stream.expect, result, str(self.path))
+        cluster = self.config.getoption("--cluster")
+        if cluster not in (None, "sim"):  # no backend is started for it
+            pytest.skip("stream scenarios replay on the fit model and the sim (docs/replay.md)")
+        stream = self.stream
+        result = replay_result(stream.scenario, stream.classes)
+        if cluster == "sim":
+            fit_jobs = result["jobs"]
+            result = _on_sim(stream)
+            differ = [n for n, job in result["jobs"].items() if job != fit_jobs.get(n)]
+            if differ:
+                name = differ[0]
+                raise StreamFailed(
+                    f"the sim and the fit model disagree on {len(differ)} job(s); {name}: "
+                    f"sim {result['jobs'][name]}, fit model {fit_jobs.get(name)}"
+                )
+        broken = failures(stream.expect, result, str(self.path))
         if broken:
             raise StreamFailed("\n".join(f"replay.expect.{line}" for line in broken))
 

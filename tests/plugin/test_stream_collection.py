@@ -3,7 +3,6 @@ fit model, their `replay.expect` figures checked, and never collected as plain s
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -42,14 +41,3 @@ def test_a_figure_the_replay_has_not_is_the_files_error(pytester: pytest.Pyteste
     result = pytester.runpytest("-p", "no:cacheprovider", "suites")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*: replay.expect.lastFinsh: names no figure of the replay*"])
-
-
-def test_on_a_cluster_backend_a_stream_is_skipped_with_the_reason(
-    pytester: pytest.Pytester,
-) -> None:
-    if shutil.which("go") is None:
-        pytest.skip("the sim backend needs Go")
-    _copy(pytester)
-    result = pytester.runpytest("-p", "no:cacheprovider", "suites", "--cluster=sim", "-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*stream scenarios replay on the fit model only*"])
