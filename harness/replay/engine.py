@@ -24,7 +24,6 @@ import dataclasses
 import heapq
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError
 from harness.fit.engine import Engine, check_supported
 from harness.fit.snapshot import Holding
 from harness.fit.ties import Nondeterministic, TieBreak
@@ -76,10 +75,6 @@ class Moment:
 class Timeline:
     jobs: dict[str, JobRecord]
     moments: list[Moment]
-
-
-class ReplayError(HarnessError):
-    """The stream cannot be replayed as given (the message says why)."""
 
 
 def replay(scenario: Scenario) -> Timeline:
