@@ -9,13 +9,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
+from harness.scenario import ample_quota
 from harness.scenario.model import Scenario
 
-ENGINES = ("fit",)
-"""Engines that replay today; the sim and the embedded cluster do not yet (docs/replay.md)."""
+if TYPE_CHECKING:
+    from harness.replay.stream import Stream
+
+ENGINES = ("fit", "sim")
+"""Engines that replay today; the embedded cluster does not yet (docs/replay.md)."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -23,7 +28,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     cmd = sub.add_parser(
         "replay", help="replay a stream of workloads over time: when each ran, where"
     )
-    cmd.add_argument("file", help="scenario whose workloads carry submitAt / runFor")
+    cmd.add_argument(
+        "file",
+        help="the stream: a scenario whose workloads carry submitAt / runFor, a .jsonl or .csv "
+        "stream (with --world), or Kueue's scheduler-performance generator.yaml",
+    )
+    cmd.add_argument(
+        "--world",
+        metavar="SCENARIO.yaml",
+        help="the cluster a .jsonl/.csv stream (or a scenario's workloads) runs on: its "
+        "topologies, flavors, queues, nodes and usage (default: the stream file's own)",
+    )
     cmd.add_argument(
         "--compare",
         metavar="OTHER.yaml",
@@ -36,49 +51,106 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from harness.scenario.loader import load_scenario
+    from harness.replay.expect import failures
+    from harness.replay.stream import load_stream
 
-    base = load_scenario(args.file)
-    runs = {"base": base}
+    stream = load_stream(args.file, args.world)
+    runs = {"base": stream}
     if args.compare:
-        runs["other"] = _same_stream(base, load_scenario(args.compare))
-    results = {name: run(scenario) for name, scenario in runs.items()}
+        other = load_stream(args.compare)
+        runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
+    results = {name: run(s.scenario, s.classes, args.engine) for name, s in runs.items()}
+    broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
     if args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
     else:
         for name, result in results.items():
             if len(results) > 1:
-                print(f"== {name}: {runs[name].path}")
+                print(f"== {name}: {args.file if name == 'base' else args.compare}")
             print(render_text(result))
-    return 0
+        if len(results) > 1:
+            print(render_differences(results["base"], results["other"]))
+    for line in broken:
+        print(f"{args.file}: replay.expect.{line}", file=sys.stderr)
+    return 1 if broken else 0
 
 
-def run(scenario: Scenario) -> dict[str, Any]:
+def run(
+    scenario: Scenario, classes: dict[str, str] | None = None, engine: str = "fit"
+) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
-    from harness.replay.engine import replay
-    from harness.replay.summary import summary
+    from harness.replay.result import replay_result
 
-    timeline = replay(scenario)
-    return {
-        "jobs": {name: job.to_json() for name, job in timeline.jobs.items()},
-        "summary": summary(scenario, timeline),
-    }
+    if engine == "fit":
+        return replay_result(scenario, classes)
+    from harness.backends.sim import SimBackend
+    from harness.replay.onsim import replay_on
+    from harness.replay.result import timeline_result
+
+    backend = SimBackend()
+    try:
+        timeline = replay_on(scenario, lambda sc: backend.run(sc).steps)
+    finally:
+        backend.close()
+    return timeline_result(scenario, timeline, classes)
 
 
-def _same_stream(base: Scenario, other: Scenario) -> Scenario:
-    """OTHER's world with the base stream, unless OTHER brings workloads of its own."""
-    if other.workloads:
-        return other
-    queues = {cq.name for cq in other.cluster_queues}
-    for w in base.workloads:
-        if w.queue not in queues:
+def _same_stream(base: Stream, other: Scenario) -> Stream:
+    """OTHER's world (it has no workloads of its own) with the base stream."""
+    from harness.replay.stream import Stream
+
+    names = {cq.name for cq in other.cluster_queues}
+    for w in base.scenario.workloads:
+        if w.queue not in names:
             raise InputError(
                 str(other.path),
                 "clusterQueues",
-                f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.path}",
+                f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.scenario.path}",
             )
-    return dataclasses.replace(other, workloads=base.workloads)
+    workloads = base.scenario.workloads
+    # An ample-quota ClusterQueue (a `queue` shorthand's) also covers the stream's requests.
+    asked = {r for w in workloads for ps in w.pod_sets for r in ps.requests}
+    widened = ample_quota.covering(dataclasses.replace(other, workloads=workloads), asked)
+    queues = widened.cluster_queues
+    return Stream(
+        dataclasses.replace(other, workloads=workloads, cluster_queues=queues), base.classes
+    )
+
+
+COMPARED = (
+    ("wait p50 (s)", ("timeToAdmission", "p50")),
+    ("wait p90 (s)", ("timeToAdmission", "p90")),
+    ("wait max (s)", ("timeToAdmission", "max")),
+    ("wait mean (s)", ("timeToAdmission", "mean")),
+    ("admitted", ("timeToAdmission", "admitted")),
+    ("preemptions", ("preemptions",)),
+    ("GPU utilisation", ("gpuUtilisation",)),
+    ("last finish (s)", ("lastFinish",)),
+    ("most waiting at once", ("maxPending",)),
+)
+
+
+def render_differences(base: dict[str, Any], other: dict[str, Any]) -> str:
+    """The two replays' figures side by side, and how many jobs started at another time."""
+    lines = ["== base vs other", f"{'':22} {'base':>12} {'other':>12}"]
+    for title, path in COMPARED:
+        values = []
+        for result in (base, other):
+            value: Any = result["summary"]
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            values.append("-" if value is None else f"{value:g}")
+        lines.append(f"{title:22} {values[0]:>12} {values[1]:>12}")
+    moved = [
+        name
+        for name, job in base["jobs"].items()
+        if name in other["jobs"]
+        and [a["at"] for a in job["admissions"]][:1]
+        != [a["at"] for a in other["jobs"][name]["admissions"]][:1]
+    ]
+    lines.append(f"jobs admitted at another time: {len(moved)} of {len(base['jobs'])}")
+    return "\n".join(lines)
 
 
 def render_text(result: dict[str, Any]) -> str:
@@ -106,6 +178,16 @@ def render_text(result: dict[str, Any]) -> str:
             f"time to admission: p50 {tta['p50']:g}s, p90 {tta['p90']:g}s, p99 {tta['p99']:g}s, "
             f"max {tta['max']:g}s ({tta['admitted']} of {s['jobs']} admitted)"
         )
+    for title, key in (("per ClusterQueue", "timeToAdmissionByClusterQueue"),
+                       ("per class", "timeToAdmissionByClass")):  # fmt: skip
+        if sum(1 for f in s[key].values() if f.get("admitted")) > 1:
+            lines.append(f"time to admission {title}: " + "; ".join(
+                f"{name} p50 {f['p50']:g}s p90 {f['p90']:g}s max {f['max']:g}s"
+                for name, f in s[key].items() if f.get("admitted")))  # fmt: skip
+    usage = {cq: u for cq, u in s["clusterQueueUsage"].items() if u is not None}
+    if usage:
+        lines.append("ClusterQueue usage (Kueue's perf test): "
+                     + ", ".join(f"{cq} {u:g}%" for cq, u in usage.items()))  # fmt: skip
     util = s["gpuUtilisation"]
     lines.append(
         f"GPU utilisation: {'n/a' if util is None else f'{util:.1%}'}; preemptions: "

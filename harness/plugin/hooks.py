@@ -36,6 +36,7 @@ from harness.plugin.collect import (
     refuse_duplicate_names,
 )
 from harness.plugin.html_report import HtmlReport
+from harness.plugin.streams import StreamFile, is_stream_file
 from harness.providers.local.lifecycle import sigterm_interrupts
 from harness.scenario.discover import SUFFIXES, why_not_a_scenario
 from harness.scenario.loader import load_scenario
@@ -146,6 +147,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Fil
     scenario is a one-line collection error rather than pytest's "found no collectors"."""
     if file_path.suffix not in SUFFIXES:
         return None
+    if is_stream_file(file_path):  # a stream scenario: replayed, never run as one moment
+        return StreamFile.from_parent(parent, path=file_path)
     if _in_suite_folder(file_path, parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
     reason = why_not_a_scenario(file_path)

@@ -1,31 +1,36 @@
 """Replay a stream of workloads on the fit model: an event-driven clock over Kueue's rules.
 
-At every moment something happens (a submission, a finish) the cluster is what it is then:
-the workloads running are Kueue workloads admitted before (the contract's `admitted:`, with
-the flavors and nodes they got), those waiting are submitted in queue order, and the fit
-model settles it as Kueue would (admissions, preemptions, requeues). A finished workload
-frees its quota and nodes at its finish time (Kueue requeues the inadmissible ones on that
-change: pkg/cache/queue manager.go QueueInadmissibleWorkloads). A preempted workload's Job is
-suspended and its pods deleted; Kueue requeues it ordered by its eviction time
-(Configuration waitForPodsReady.requeuingStrategy.timestamp defaults to Eviction) and, when
-admitted again, it runs for its full `runFor` from the start (Kueue does not checkpoint).
-Times are the stream's seconds; Kueue's own 1 s scheduling batches are not added (each
-decision is taken at the moment of the event that allows it).
+One fit-model engine (harness.fit.engine.Engine: Kueue's queues, cache and scheduling
+cycles) lives through the whole stream, as Kueue does: a submission joins its ClusterQueue's
+queue and the cycles run until nothing changes; a finish deletes the workload, which frees
+its quota and nodes and requeues the parked workloads of its cohort (pkg/cache/queue
+manager.go QueueInadmissibleWorkloads), and the cycles run again. Events at the same moment
+are finishes first (capacity first), settled, then the submissions of that moment together
+(their queues order them: priority, then stream order), settled. A preempted workload's Job
+is suspended and its pods deleted; it is requeued with its creation timestamp as queue key
+(workload.Ordering.GetQueueOrderTimestamp uses the eviction time only for PodsReadyTimeout
+and admission-check evictions) and, admitted again,
+runs its full `runFor` from the start (Kueue does not checkpoint; Kueue's perf-test runner
+also counts the run time from the latest admission). Kueue's 1 s scheduling batches are not
+added: each decision is taken at the moment of the event that allows it.
+
+Where Kueue breaks a tie at random, the stream is replayed with the ties broken the other
+way; a different timeline raises Nondeterministic, as `fit` does for one moment.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError
-from harness.fit import FitResult, fit
-from harness.results.outcome import Outcome
-from harness.scenario.model import AdmittedPodSet, AdmittedWorkload, Scenario, Workload
+from harness.fit.engine import Engine, check_supported
+from harness.fit.snapshot import Holding
+from harness.fit.ties import Nondeterministic, TieBreak
+from harness.scenario.model import Scenario, Workload
 
-Predict = Callable[[Scenario], FitResult]
+FINISH, SUBMIT = 0, 1
+"""Event kinds, in the order they happen at one moment."""
 
 
 @dataclass(frozen=True)
@@ -72,121 +77,129 @@ class Timeline:
     moments: list[Moment]
 
 
-def replay(scenario: Scenario, predict: Predict = fit) -> Timeline:
+def replay(scenario: Scenario) -> Timeline:
     """The stream's timeline: every workload's submission, admissions, preemptions, finish."""
-    jobs = {w.name: JobRecord(w, w.submit_at or 0.0) for w in scenario.workloads}
-    clock = _Clock(scenario, jobs, predict)
-    return clock.run()
+    first = _Clock(scenario, TieBreak()).run()
+    if first[1].seen:
+        again = _Clock(scenario, TieBreak(reverse=True)).run()
+        if _jobs_json(again[0]) != _jobs_json(first[0]):
+            raise Nondeterministic(
+                f"{scenario.path}: the stream's timeline depends on a tie Kueue breaks at "
+                f"random: {first[1].seen[0]}"
+            )
+    return first[0]
+
+
+def _jobs_json(timeline: Timeline) -> list[dict[str, object]]:
+    return [job.to_json() for job in timeline.jobs.values()]
+
+
+class _Recorder(Engine):
+    """The fit model's engine, telling the clock which workloads took or lost their quota."""
+
+    changes: list[tuple[str, Holding | None]]
+
+    def _hold(self, held: Holding) -> None:
+        super()._hold(held)
+        self.changes.append((held.name, held))
+
+    def _release(self, name: str) -> Holding | None:
+        held = super()._release(name)
+        if held is not None:
+            self.changes.append((name, None))
+        return held
 
 
 class _Clock:
-    def __init__(self, scenario: Scenario, jobs: dict[str, JobRecord], predict: Predict) -> None:
-        # The world without its workloads: running ones become `admitted:` entries.
-        self.base = dataclasses.replace(scenario, workloads=(), expect=None, steps=())
-        self.jobs = jobs
-        self.predict = predict
-        self.pending: list[str] = []
-        self.running: dict[str, tuple[Admission, float | None]] = {}
-        self.events: list[tuple[float, int, str, str]] = []  # (at, kind, order, name)
-        order = list(jobs)
-        for name, job in jobs.items():
-            heapq.heappush(self.events, (job.submitted_at, 1, f"{order.index(name):09d}", name))
+    def __init__(self, scenario: Scenario, ties: TieBreak) -> None:
+        self.jobs = {w.name: JobRecord(w, _instant(w.submit_at or 0.0)) for w in scenario.workloads}
+        order = {name: i for i, name in enumerate(self.jobs)}
+        # Creation order is submission order (ties: stream order): the queues' key.
+        created = sorted(
+            scenario.workloads, key=lambda w: (self.jobs[w.name].submitted_at, order[w.name])
+        )
+        world = dataclasses.replace(
+            scenario, workloads=tuple(map(_plain, created)), expect=None, steps=()
+        )
+        self.ties = ties
+        self.engine = _Recorder(world, ties, None, check_supported(world))
+        self.engine.changes = []
+        for index, a in enumerate(world.admitted):
+            self.engine.hold_admitted(a, index)
+        self.engine.changes.clear()
+        self.plain = {w.name: w for w in world.workloads}
+        self.running: dict[str, tuple[Holding, float | None]] = {}
+        self.pending: dict[str, None] = {}  # insertion-ordered set
+        self.events = [(self.jobs[w.name].submitted_at, SUBMIT, i, w.name)
+                       for i, w in enumerate(created)]  # fmt: skip
+        heapq.heapify(self.events)
         self.moments: list[Moment] = []
 
-    def run(self) -> Timeline:
-        while self.events:
-            at = self.events[0][0]
-            while self.events and self.events[0][0] == at:
-                _, kind, _, name = heapq.heappop(self.events)
-                self._happen(at, kind, name)
-            self._decide(at)
-        return Timeline(self.jobs, self.moments)
+    def run(self) -> tuple[Timeline, TieBreak]:
+        events = self.events
+        while events:
+            at = events[0][0]
+            finished = False
+            while events and events[0][0] == at and events[0][1] == FINISH:
+                finished |= self._finish(at, heapq.heappop(events)[3])
+            if finished:
+                self.engine.settle()
+                self._record(at)
+            submitted = False
+            while events and events[0][0] == at:
+                name = heapq.heappop(events)[3]
+                self.pending[name] = None
+                self.engine.submit(self.plain[name])
+                submitted = True
+            if submitted:  # created together: their queues order them, as Kueue's do
+                self.engine.settle()
+                self._record(at)
+            self.moments.append(Moment(at, tuple(self.running), tuple(self.pending)))
+        return Timeline(self.jobs, self.moments), self.ties
 
-    def _happen(self, at: float, kind: int, name: str) -> None:
-        if kind == 0:  # a finish (before submissions at the same second: capacity first)
-            admission, finish = self.running.get(name, (None, None))
-            if admission is not None and finish == at:
-                del self.running[name]
-                self.jobs[name].finished_at = at
-        else:
-            self.pending.append(name)
-
-    def _decide(self, at: float) -> None:
-        outcomes = self.predict(self._state()).outcomes
-        for name in list(self.running):
-            self._after_running(at, name, outcomes.get(name))
-        for name in list(self.pending):
-            outcome = outcomes.get(name)
-            if outcome is not None and outcome.admitted:
-                self.pending.remove(name)
-                self._admit(at, name, outcome)
-        self.moments.append(Moment(at, tuple(self.running), tuple(self.pending)))
-
-    def _after_running(self, at: float, name: str, outcome: Outcome | None) -> None:
-        """A running workload the settled state shows preempted: requeued, or readmitted."""
-        if outcome is None or not outcome.preempted:
-            return
+    def _finish(self, at: float, name: str) -> bool:
+        """The workload's run ends at `at` unless it was preempted (and maybe readmitted)
+        since the admission that scheduled this finish."""
+        held, finish = self.running.get(name, (None, None))
+        if held is None or finish != at:
+            return False
+        self.engine.changes.clear()
+        self.engine.delete(name)
+        self.engine.changes.clear()
         del self.running[name]
-        self.jobs[name].preempted_at.append(at)
-        if outcome.admitted:
-            self._admit(at, name, outcome)
-        else:
-            self.pending.append(name)  # ordered by its eviction time
+        self.jobs[name].finished_at = at
+        return True
 
-    def _admit(self, at: float, name: str, outcome: Outcome) -> None:
-        w = self.jobs[name].workload
-        flavors = {ps.name: _flavor(self.base, w, ps.name, outcome) for ps in w.pod_sets}
-        admission = Admission(
-            at, flavors, {ps: dict(sorted(d.items())) for ps, d in outcome.placement.items()}
-        )
-        run_for = self.jobs[name].workload.run_for
-        finish = None if run_for is None else at + run_for
-        self.running[name] = (admission, finish)
-        self.jobs[name].admissions.append(admission)
-        if finish is not None:
-            heapq.heappush(self.events, (finish, 0, "", name))
-
-    def _state(self) -> Scenario:
-        """The cluster now: running workloads as admitted ones, waiting ones in queue order."""
-        admitted = tuple(self._admitted(n, a) for n, (a, _) in self.running.items())
-        waiting = tuple(_plain(self.jobs[n].workload) for n in self.pending)
-        return dataclasses.replace(self.base, admitted=admitted, workloads=waiting)
-
-    def _admitted(self, name: str, admission: Admission) -> AdmittedWorkload:
-        w = self.jobs[name].workload
-        pod_sets = tuple(
-            AdmittedPodSet(
-                ps,
-                admission.flavors.get(ps.name, ""),
-                admission.placement.get(ps.name) or None,
+    def _record(self, at: float) -> None:
+        """Admissions and evictions the engine made since the last event, in order."""
+        for name, held in self.engine.changes:
+            job = self.jobs.get(name)
+            if job is None:
+                continue  # a workload admitted before the stream (the world's `admitted:`)
+            if held is None:
+                if self.running.pop(name, None) is not None:
+                    job.preempted_at.append(at)
+                    self.pending[name] = None
+                continue
+            self.pending.pop(name, None)
+            run_for = job.workload.run_for
+            finish = None if run_for is None else _instant(at + run_for)
+            self.running[name] = (held, finish)
+            job.admissions.append(
+                Admission(
+                    at,
+                    dict(held.flavors),
+                    {ps: dict(sorted(d.items())) for ps, d in held.placement.items()},
+                )
             )
-            for ps in w.pod_sets
-        )
-        return AdmittedWorkload(w.name, w.queue, pod_sets, w.priority_class)
+            if finish is not None:
+                heapq.heappush(self.events, (finish, FINISH, 0, name))
+        self.engine.changes.clear()
 
 
-def _flavor(scenario: Scenario, w: Workload, pod_set: str, outcome: Outcome) -> str:
-    """The flavor a pod set was admitted on: as the engine says, else the only flavor its
-    ClusterQueue offers for what it requests (a version-1 file's one flavor)."""
-    if pod_set in outcome.flavors:
-        return outcome.flavors[pod_set]
-    requests = next(ps.requests for ps in w.pod_sets if ps.name == pod_set)
-    offered = {
-        f.name
-        for group in scenario.cluster_queue(w.queue).resource_groups
-        if set(requests) & set(group.covered)
-        for f in group.flavors
-    }
-    if len(offered) != 1:
-        raise ReplayError(
-            f"{scenario.path}: workload {w.name}: the engine did not say which flavor pod set "
-            f"{pod_set} got, and its ClusterQueue offers {len(offered)}"
-        )
-    return offered.pop()
-
-
-class ReplayError(HarnessError):
-    """The stream cannot be replayed as given (the message says why)."""
+def _instant(seconds: float) -> float:
+    """A moment of the stream to the microsecond: 0.4 + 0.2 is the 0.6 a submission names."""
+    return round(seconds, 6)
 
 
 def _plain(w: Workload) -> Workload:

@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.replay.engine import JobRecord, Timeline
+from harness.replay.figures import cluster_queue_usage, fragmentation
 from harness.scenario.model import Scenario
 
 GPU_SUFFIX = "/gpu"
@@ -69,11 +70,16 @@ def _gpus(job: JobRecord) -> Fraction:
     )  # fmt: skip
 
 
-def summary(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
-    """The stream's figures, as `replay --format json` prints them under "summary"."""
+def summary(
+    scenario: Scenario, timeline: Timeline, classes: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The stream's figures, as `replay --format json` prints them under "summary";
+    `classes`: each workload's class (default: its priorityClass, else "default")."""
     jobs = timeline.jobs
     waited = waits(jobs)
     queues = sorted({j.workload.queue for j in jobs.values()})
+    class_of = {n: (classes or {}).get(n) or j.workload.priority_class or "default"
+                for n, j in jobs.items()}  # fmt: skip
     finished = [j.finished_at for j in jobs.values() if j.finished_at is not None]
     return {
         "jobs": len(jobs),
@@ -82,9 +88,15 @@ def summary(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
             q: wait_figures([w for n, w in waited.items() if jobs[n].workload.queue == q])
             for q in queues
         },
+        "timeToAdmissionByClass": {
+            c: wait_figures([w for n, w in waited.items() if class_of[n] == c])
+            for c in sorted(set(class_of.values()))
+        },
         "preemptions": sum(len(j.preempted_at) for j in jobs.values()),
         "neverAdmitted": sorted(n for n, j in jobs.items() if not j.admissions),
         "gpuUtilisation": gpu_utilisation(scenario, timeline),
         "lastFinish": max(finished) if finished else None,
         "maxPending": max((len(m.pending) for m in timeline.moments), default=0),
+        "clusterQueueUsage": cluster_queue_usage(scenario, timeline),
+        "fragmentation": fragmentation(scenario, timeline),
     }

@@ -47,6 +47,8 @@ def why_not_a_scenario(path: Path) -> str | None:
         what = "empty" if node is None else f"{_KINDS[kind]}, not a mapping"
         return f"not a scenario: the top level is {what}"
     keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    if "replay" in keys:
+        return "a stream scenario (top-level `replay`): python -m harness replay FILE, or pytest"
     keys = {"nodes" if k in NODE_KEYS else k for k in keys if not str(k).startswith("x-")}
     found_keys = [k for k in MARK_KEYS if k in keys]
     if {"topology", "nodes"} <= keys <= SHAPE_KEYS:

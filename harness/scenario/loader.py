@@ -29,6 +29,7 @@ from harness.k8s.rules import (
 from harness.kueue.gates import KUEUE_V0_19_GATES, unknown_gate
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions
 from harness.scenario import (
+    ample_quota,
     load_admitted,
     load_checks,
     load_cohorts,
@@ -869,3 +870,38 @@ def _step_target(
             at.fail(f"workload {yaml_text(target.name)} already exists")
         known[target.name] = target
     return target
+
+
+def with_stream(world: Scenario, rows: list[tuple[str, Any]], file: str) -> Scenario:
+    """`world` with the workloads of a stream file (`replay STREAM --world SCENARIO`): each
+    row is (where it is in `file`, e.g. "line 4", a workload as `workloads[]` takes it),
+    validated as the loader validates a scenario's workloads; the world's own workloads,
+    expectations and steps are not part of it. An ample-quota ClusterQueue (a `queue`
+    shorthand's) also covers what the stream's workloads request."""
+    levels = tuple(dict.fromkeys(lv for t in world.topologies for lv in t.levels))
+    ref = load_queues.World(
+        topologies=world.topologies,
+        flavors=world.resource_flavors,
+        queues=world.cluster_queues,
+        priority_classes=world.priority_classes,
+        shorthand=None,
+    )
+    seen: set[str] = {a.name for a in world.admitted}
+    workloads = []
+    for where, data in rows:
+        at = _At(file, where, data)
+        w = _workload(at, levels, ref)
+        if w.name in seen:
+            at.child("name", w.name).fail(f"workload {yaml_text(w.name)} is named twice")
+        seen.add(w.name)
+        workloads.append(w)
+    asked = {r for w in workloads for ps in w.pod_sets for r in ps.requests}
+    queues = ample_quota.covering(replace(world, workloads=tuple(workloads)), asked).cluster_queues
+    return replace(
+        world,
+        workloads=tuple(workloads),
+        cluster_queues=queues,
+        expect=None,
+        by_version=None,
+        steps=(),
+    )

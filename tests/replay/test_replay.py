@@ -126,3 +126,53 @@ def test_replay_command_prints_the_json_contract(tmp_path: Path) -> None:
         "finishedAt": 150.0,
     }  # fmt: skip
     assert payload["summary"]["timeToAdmission"]["max"] == 90.0
+
+
+def _two_racks() -> dict[str, Any]:
+    """2 racks x 2 hosts x 4 GPUs, one ClusterQueue with 16 GPUs of quota."""
+    hosts = [("h1", "r1"), ("h2", "r1"), ("h3", "r2"), ("h4", "r2")]
+    return {
+        "name": "two-racks",
+        "topologies": [{"name": "t", "levels": ["example.com/rack", "kubernetes.io/hostname"]}],
+        "resourceFlavors": [{"name": "gpu", "nodeLabels": {"example.com/pool": "gpu"},
+                             "topologyName": "t"}],
+        "clusterQueues": [{"name": "a", "resourceGroups": [{"coveredResources":
+                           ["nvidia.com/gpu"], "flavors": [{"name": "gpu", "resources": [
+                           {"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}],
+        "nodes": [{"name": h, "labels": {"example.com/pool": "gpu", "example.com/rack": r},
+                   "allocatable": {"nvidia.com/gpu": 4, "pods": 110}} for h, r in hosts],
+        "workloads": [
+            {"name": "one-host", "submitAt": 0, "runFor": 100, "podSets": [{"name": "main",
+             "count": 4, "requests": {"nvidia.com/gpu": 1}, "topology": HOST}]},
+            {"name": "one-rack", "submitAt": 0, "runFor": 50, "podSets": [{"name": "main",
+             "count": 8, "requests": {"nvidia.com/gpu": 1}, "topology": RACK}]},
+        ],
+    }  # fmt: skip
+
+
+HOST = {"mode": "required", "level": "kubernetes.io/hostname"}
+RACK = {"mode": "required", "level": "example.com/rack"}
+
+
+def test_cluster_queue_usage_is_kueues_perf_test_figure() -> None:
+    """Both start at 0: one-host holds 4 GPUs 0-100, one-rack 8 GPUs 0-50; the stream lasts
+    0-100. Used: 12 x 50 + 4 x 50 = 800 GPU-seconds of 16 x 100: 50 %."""
+    scenario = scenario_from_data(_two_racks(), "two-racks.yaml")
+    figures = summary(scenario, replay(scenario))
+    assert figures["clusterQueueUsage"] == {"a": 50.0}
+
+
+def test_fragmentation_counts_domains_that_could_take_n_gpus() -> None:
+    """At 0 one-host fills a host of one rack and one-rack the whole other rack: 4 GPUs free
+    in one rack, on one host. After 50 the second rack is free again: racks with 4 and 8
+    free, three free hosts."""
+    scenario = scenario_from_data(_two_racks(), "two-racks.yaml")
+    frag = summary(scenario, replay(scenario))["fragmentation"]["gpu"]
+    rack, host = frag["example.com/rack"], frag["kubernetes.io/hostname"]
+    assert rack[0] == {"at": 0.0, "largestFree": 4,
+                       "domainsWith": {"1": 1, "2": 1, "4": 1, "8": 0}}  # fmt: skip
+    assert host[0] == {"at": 0.0, "largestFree": 4, "domainsWith": {"1": 1, "2": 1, "4": 1}}
+    later = next(i for i, s in enumerate(rack) if s["at"] > 50)
+    assert rack[later]["largestFree"] == 8
+    assert rack[later]["domainsWith"] == {"1": 2, "2": 2, "4": 2, "8": 1}
+    assert host[later]["domainsWith"] == {"1": 3, "2": 3, "4": 3}

@@ -1,0 +1,127 @@
+"""How long the fit model takes to replay a stream (docs/replay.md), printed as numbers.
+
+    python bench/replay.py                     # all three
+    python bench/replay.py --only day          # one: kueue-tas, kueue-tas-1050, day
+
+- kueue-tas: Kueue's own configs/tas/generator.yaml as written (v0.19.2: 640 nodes,
+  5 cohorts x 6 ClusterQueues x 500 workloads = 15,000).
+- kueue-tas-1050: the same with 2 cohorts x 3 ClusterQueues x 175 workloads (the size
+  issue 30 quotes for configs/tas), the workload sets scaled to 175 per ClusterQueue.
+- day: 10,000 jobs on 1,000 8-GPU nodes (10 blocks x 10 racks x 10 hosts), 4 ClusterQueues
+  in a cohort, jobs of 1-64 GPUs for 10-60 min (about half the GPUs busy on average),
+  required/preferred rack or host, arriving at random over a simulated day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import toolchain
+from harness.replay.engine import replay
+from harness.replay.stream import load_stream
+from harness.replay.summary import summary
+from harness.scenario.loader import scenario_from_data
+from harness.scenario.model import Scenario
+
+LEVELS = ("bench.io/block", "bench.io/rack", "kubernetes.io/hostname")
+QUEUES = ("team-a", "team-b", "team-c", "team-d")
+SIZES = ((1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 4), (8, 8))  # (GPUs a pod, pods)
+
+
+def kueue_tas(scale_1050: bool = False) -> tuple[Scenario, dict[str, str]]:
+    path = toolchain.kueue_module_dir() / "test/performance/scheduler/configs/tas/generator.yaml"
+    if not scale_1050:
+        stream = load_stream(path)
+        return stream.scenario, stream.classes
+    text = path.read_text()
+    for old, new in (("count: 5\n", "count: 2\n"), ("count: 6\n", "count: 3\n"),
+                     ("count: 120\n", "count: 42\n"), ("count: 110\n", "count: 39\n"),
+                     ("count: 34\n", "count: 12\n"), ("count: 33\n", "count: 12\n"),
+                     ("count: 17\n", "count: 6\n"), ("count: 16\n", "count: 5\n")):  # fmt: skip
+        text = text.replace(old, new)
+    scaled = Path("/tmp") / "kth-bench-replay" / "tas-1050" / "generator.yaml"
+    scaled.parent.mkdir(parents=True, exist_ok=True)
+    scaled.write_text(text)
+    stream = load_stream(scaled)
+    return stream.scenario, stream.classes
+
+
+def day(jobs: int = 10_000, seed: int = 1) -> Scenario:
+    rng = random.Random(seed)
+    gpu = {"nvidia.com/gpu": 8, "cpu": "96", "pods": 110}
+    nodes = [{"name": f"n{i:04d}", "allocatable": gpu,
+              "labels": {LEVELS[0]: f"b{i // 100}", LEVELS[1]: f"r{i // 10}",
+                         "bench.io/gpu": "h100"}}
+             for i in range(1000)]  # fmt: skip
+    resources = [{"name": "nvidia.com/gpu", "nominalQuota": 2000}]
+    queues = [{"name": q, "cohortName": "all", "preemption": {"withinClusterQueue":
+               "LowerPriority", "reclaimWithinCohort": "Any"}, "resourceGroups": [
+               {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "h100",
+               "resources": resources}]}]} for q in QUEUES]  # fmt: skip
+    workloads: list[dict[str, Any]] = []
+    at = 0.0
+    for j in range(jobs):
+        at += rng.expovariate(jobs / 86_400)
+        per_pod, pods = rng.choice(SIZES)
+        mode = rng.choice(("required", "preferred"))
+        level = LEVELS[2] if per_pod * pods <= 8 else LEVELS[1]
+        workloads.append({
+            "name": f"job-{j:05d}", "queue": rng.choice(QUEUES),
+            "priorityClass": rng.choice(("low", "high")) if j % 5 == 0 else "low",
+            "submitAt": round(at), "runFor": rng.randint(600, 3600),
+            "podSets": [{"name": "main", "count": pods,
+                         "requests": {"nvidia.com/gpu": per_pod},
+                         "topology": {"mode": mode, "level": level}}],
+        })  # fmt: skip
+    data = {
+        "name": "bench-day",
+        "topologies": [{"name": "t", "levels": list(LEVELS)}],
+        "resourceFlavors": [
+            {"name": "h100", "nodeLabels": {"bench.io/gpu": "h100"}, "topologyName": "t"}
+        ],
+        "workloadPriorityClasses": [{"name": "low", "value": 10}, {"name": "high", "value": 100}],
+        "clusterQueues": queues,
+        "nodes": nodes,
+        "workloads": workloads,
+    }
+    return scenario_from_data(data, "bench-day")
+
+
+def measure(name: str, scenario: Scenario, classes: dict[str, str] | None = None) -> None:
+    start, cpu = time.perf_counter(), time.process_time()
+    timeline = replay(scenario)
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+    s = summary(scenario, timeline, classes)
+    print(
+        f"{name}: {len(scenario.workloads)} jobs on {len(scenario.nodes)} nodes replayed in "
+        f"{took:.1f} s wall, {cpu:.1f} s CPU ({len(timeline.moments)} moments, "
+        f"{s['preemptions']} preemptions, "
+        f"{len(s['neverAdmitted'])} never admitted, p90 wait {s['timeToAdmission'].get('p90')})",
+        flush=True,
+    )
+    for c, figures in s["timeToAdmissionByClass"].items():
+        print(f"  {c}: mean wait {figures.get('mean')} s, p90 {figures.get('p90')} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("kueue-tas", "kueue-tas-1050", "day"))
+    args = parser.parse_args()
+    if args.only in (None, "kueue-tas-1050"):
+        measure("kueue-tas-1050", *kueue_tas(scale_1050=True))
+    if args.only in (None, "day"):
+        measure("day", day())
+    if args.only in (None, "kueue-tas"):
+        measure("kueue-tas", *kueue_tas())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""Figures over the stream's time: ClusterQueue usage as Kueue's scheduler-performance test
+defines it, and fragmentation (per topology level: the largest free slot, how many domains
+could take a job of N GPUs) at evenly spaced moments.
+
+Kueue's perf test (test/performance/scheduler/runner/recorder/recorder.go, checker_test.go)
+integrates each ClusterQueue's `status.flavorsUsage[0].resources[0]` over time and divides by
+`nominalQuota x (last event - first event)`: usage % = used·time / (quota · time). Here the
+usage is what the running workloads hold on the ClusterQueue's first flavor of its first
+resource group, for that group's first resource, from the stream's first moment to its last.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from harness.k8s.quantity import kueue_units
+from harness.replay.engine import Admission, JobRecord, Timeline
+from harness.scenario.model import HOSTNAME, Node, Scenario
+
+GPU_SUFFIX = "/gpu"
+SAMPLES = 12
+"""Moments at which fragmentation is shown (evenly spaced over the stream)."""
+
+
+def cluster_queue_usage(scenario: Scenario, timeline: Timeline) -> dict[str, float | None]:
+    """Per ClusterQueue: its perf-test usage in percent (None when it has no nominal quota or
+    the stream takes no time)."""
+    moments = timeline.moments
+    span = Fraction(moments[-1].at - moments[0].at) if len(moments) > 1 else Fraction(0)
+    measured: dict[str, tuple[str, str, Fraction]] = {}
+    for cq in scenario.cluster_queues:
+        if cq.resource_groups and cq.resource_groups[0].flavors:
+            group = cq.resource_groups[0]
+            flavor, resource = group.flavors[0].name, group.covered[0]
+            quota = next((q.nominal for q in group.flavors[0].resources if q.name == resource),
+                         Fraction(0))  # fmt: skip
+            measured[cq.name] = (flavor, resource, quota)
+    used = {cq: Fraction(0) for cq in measured}
+    held: dict[tuple[str, float], Fraction] = {}
+    for now, after in itertools.pairwise(moments):
+        for name in now.running:
+            job = timeline.jobs[name]
+            queue = job.workload.queue
+            admission = _admission_at(job, now.at)
+            if queue not in measured or admission is None:
+                continue
+            cache = (name, admission.at)
+            if cache not in held:
+                held[cache] = _held(job, admission, *measured[queue][:2])
+            used[queue] += held[cache] * Fraction(after.at - now.at)
+    out: dict[str, float | None] = {}
+    for name in (c.name for c in scenario.cluster_queues):
+        quota = measured[name][2] if name in measured else Fraction(0)
+        out[name] = round(float(100 * used[name] / (quota * span)), 2) if quota and span else None
+    return out
+
+
+def _held(job: JobRecord, admission: Admission, flavor: str, resource: str) -> Fraction:
+    """What the job holds of (flavor, resource) while it runs under `admission`."""
+    total = Fraction(0)
+    for ps in job.workload.pod_sets:
+        if flavor not in admission.flavors.get(ps.name, "").split(","):
+            continue
+        if resource == "pods":
+            total += ps.count
+        elif resource in ps.requests:
+            total += ps.requests[resource] * ps.count
+    return total
+
+
+def _admission_at(job: JobRecord, at: float) -> Admission | None:
+    current = None
+    for admission in job.admissions:
+        if admission.at <= at:
+            current = admission
+    return current
+
+
+def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
+    """Per TAS flavor's topology and level, at SAMPLES moments: the most free GPUs one domain
+    has (`largestFree`) and how many domains have at least N free (`domainsWith`: N = 1, 2,
+    4, ... up to the largest domain of the level). Free GPUs of a node: allocatable on a
+    Ready node, less pods outside Kueue and the pods Kueue placed there."""
+    moments = timeline.moments
+    if not moments:
+        return {}
+    first, last = moments[0].at, moments[-1].at
+    times = [first + (last - first) * i / (SAMPLES - 1) for i in range(SAMPLES)] if (
+        last > first) else [first]  # fmt: skip
+    starts = [m.at for m in moments]
+    out: dict[str, Any] = {}
+    for flavor in scenario.resource_flavors:
+        topology = scenario.topology_of(flavor)
+        if topology is None:
+            continue
+        nodes = [n for n in scenario.nodes if n.ready and flavor in scenario.flavors_of(n)]
+        capacity = {n.name: _gpus(n.allocatable) for n in nodes}
+        if not any(capacity.values()):
+            continue
+        for n in scenario.usage:
+            if n.node in capacity:
+                capacity[n.node] -= _gpus(n.requests) * n.count
+        per_level: dict[str, list[dict[str, Any]]] = {lv: [] for lv in topology.levels}
+        for at in times:
+            moment = moments[bisect.bisect_right(starts, at) - 1]
+            free = dict(capacity)
+            for name in moment.running:
+                _take(free, timeline.jobs[name], at, flavor.name, nodes, topology.levels)
+            for index, level in enumerate(topology.levels):
+                per_level[level].append({"at": round(at, 3),
+                                         **_level_figures(nodes, free, topology.levels[: index + 1],
+                                                          capacity)})  # fmt: skip
+        out[flavor.name] = per_level
+    return out
+
+
+def _take(
+    free: dict[str, Fraction],
+    job: JobRecord,
+    at: float,
+    flavor: str,
+    nodes: list[Node],
+    levels: tuple[str, ...],
+) -> None:
+    admission = _admission_at(job, at)
+    if admission is None:
+        return
+    for ps in job.workload.pod_sets:
+        if flavor not in admission.flavors.get(ps.name, "").split(","):
+            continue
+        per_pod = _gpus(ps.requests)
+        for where, count in admission.placement.get(ps.name, {}).items():
+            if where in free:
+                free[where] -= per_pod * count
+            elif levels[-1] != HOSTNAME:  # a lowest-level domain: its nodes, in order
+                _take_from_domain(free, nodes, levels[-1], where, per_pod * count)
+
+
+def _take_from_domain(
+    free: dict[str, Fraction], nodes: list[Node], level: str, value: str, gpus: Fraction
+) -> None:
+    for node in nodes:
+        if gpus <= 0:
+            return
+        if node.labels.get(level) == value:
+            taken = min(gpus, max(free[node.name], Fraction(0)))
+            free[node.name] -= taken
+            gpus -= taken
+
+
+def _level_figures(
+    nodes: list[Node], free: Mapping[str, Fraction], path: tuple[str, ...],
+    capacity: Mapping[str, Fraction],
+) -> dict[str, Any]:  # fmt: skip
+    domains: dict[tuple[str, ...], Fraction] = {}
+    size: dict[tuple[str, ...], Fraction] = {}
+    for node in nodes:
+        key = tuple(node.labels.get(lv, "") for lv in path)
+        domains[key] = domains.get(key, Fraction(0)) + max(free[node.name], Fraction(0))
+        size[key] = size.get(key, Fraction(0)) + max(capacity[node.name], Fraction(0))
+    largest = max(domains.values(), default=Fraction(0))
+    biggest = max(size.values(), default=Fraction(0))
+    sizes, n = [], 1
+    while n <= biggest:
+        sizes.append(n)
+        n *= 2
+    return {
+        "largestFree": _number(largest),
+        "domainsWith": {str(n): sum(1 for f in domains.values() if f >= n) for n in sizes},
+    }
+
+
+def _gpus(resources: Mapping[str, Fraction]) -> Fraction:
+    return sum((Fraction(kueue_units(r, q)) for r, q in resources.items()
+                if r.endswith(GPU_SUFFIX)), Fraction(0))  # fmt: skip
+
+
+def _number(value: Fraction) -> int | float:
+    return int(value) if value.denominator == 1 else float(value)
