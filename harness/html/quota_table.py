@@ -11,7 +11,7 @@ from html import escape
 from harness.fit.cohort_tree import COHORT
 from harness.k8s.quantity import format_kueue_units
 from harness.results.outcome import Outcome
-from harness.results.quota import QuotaRow, QuotaTable, quota_tables
+from harness.results.quota import QuotaRow, QuotaTable, quota_tables, usage_of
 from harness.scenario.model import Scenario
 
 QUOTA_STYLE = """
@@ -46,6 +46,12 @@ def quota_block(
     if before is not None:
         earlier = {(t.kind, t.name): t for t in quota_tables(scenario, before, deleted_before)}
     body = "".join(_table(t, earlier.get((t.kind, t.name))) for t in tables)
+    _, unknown = usage_of(scenario, state, deleted)
+    if unknown:
+        names = ", ".join(unknown)
+        body += (
+            f'<p class="meta">not counted (admitted on a flavor not reported): {escape(names)}</p>'
+        )
     return f'<div class="quota">{HEADING}{body}</div>'
 
 

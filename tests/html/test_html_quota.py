@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from harness.fit import fit
-from harness.html import oracle_page
+from harness.html import oracle_page, outcomes_page
+from harness.results.outcome import Outcome
 from harness.scenario.loader import load_scenario
 
 SCENARIO = """
@@ -114,3 +115,38 @@ def test_a_hierarchical_cohort_is_shown_as_its_tree() -> None:
     assert borrower == ["on-demand", "cpu", "5", "5 → 10", "0 → 5", "0"]
     lender = cells(found["ClusterQueue cq-lender"][0])[1]
     assert lender == ["on-demand", "cpu", "10", "0", "0", "0 → 5"]
+
+
+TWO_FLAVORS = """
+name: two-flavors
+topologies: [{name: hosts, levels: [kubernetes.io/hostname]}]
+resourceFlavors:
+  - {name: gpu, nodeLabels: {pool: gpu}, topologyName: hosts}
+  - {name: spot, nodeLabels: {pool: spot}, topologyName: hosts}
+nodes:
+  - {name: n1, labels: {pool: gpu}, allocatable: {nvidia.com/gpu: 8, pods: 110}}
+  - {name: s1, labels: {pool: spot}, allocatable: {nvidia.com/gpu: 8, pods: 110}}
+clusterQueues:
+  - name: a
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu]
+        flavors:
+          - {name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}
+          - {name: spot, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}
+workloads:
+  - {name: w, queue: a, podSets: [{name: main, count: 3, requests: {nvidia.com/gpu: 1}}]}
+"""
+
+
+def test_a_workload_whose_flavor_is_unknown_is_named_not_guessed(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(TWO_FLAVORS)
+    scenario = load_scenario(path)
+    page = outcomes_page(scenario, {"w": Outcome(admitted=True)}, label="sim")
+    assert "not counted (admitted on a flavor not reported): w" in page
+    # both flavors' rows stay at 0 used
+    rows = cells(tables(page)["ClusterQueue a"][0])
+    assert rows[1:] == [
+        ["gpu", "nvidia.com/gpu", "4", "0", "0", "0"],
+        ["spot", "nvidia.com/gpu", "4", "0", "0", "0"],
+    ]
