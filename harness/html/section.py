@@ -24,6 +24,7 @@ from harness.html.world import (
     worlds,
 )
 from harness.results.comparison import message_matches
+from harness.results.quota import deleted_by
 from harness.scenario.model import Node, Scenario, Step, Usage, Workload
 from harness.whatif.verdict import level_word
 
@@ -105,8 +106,8 @@ def _state(
             scenario,
             state,
             source.state(index - 1) if index else {},  # {}: the `admitted:` entries alone
-            _deleted(scenario, index),
-            _deleted(scenario, index - 1),
+            deleted_by(scenario, index),
+            deleted_by(scenario, index - 1),
         )
         waiting = _waiting(source, index, state, differs, verdicts, notes)
         columns.append(
@@ -119,13 +120,6 @@ def _state(
         f'<div class="state"><h3>{escape(title)}</h3>'
         f'<div class="cols">{"".join(columns)}</div></div>'
     )
-
-
-def _deleted(scenario: Scenario, index: int) -> list[str]:
-    """Workloads deleted by the steps up to state `index` (an `admitted:` entry among them
-    no longer holds quota)."""
-    steps = scenario.steps[: max(0, index)]
-    return [str(s.target) for s in steps if s.action == "delete-workload"]
 
 
 def _map(view: MapView, palette: Palette, key: str, differs: Disagreement) -> str:

@@ -103,6 +103,14 @@ def usage_of(
     return usage, sorted(set(unknown))
 
 
+def deleted_by(scenario: Scenario, index: int) -> list[str]:
+    """Workloads the steps up to state `index` deleted (0: after the submissions, i: after
+    step i): an `admitted:` entry among them no longer holds quota, though the state's
+    outcomes, which leave a deleted workload out, cannot say so."""
+    steps = scenario.steps[: max(0, index)]
+    return [str(s.target) for s in steps if s.action == "delete-workload"]
+
+
 def _workloads(scenario: Scenario) -> list[Workload]:
     found = list(scenario.workloads)
     found += [s.target for s in scenario.steps if isinstance(s.target, Workload)]

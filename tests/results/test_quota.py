@@ -10,10 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from harness.fit import fit
 from harness.fit.cohort import QuotaBook
 from harness.fit.cohort_tree import CQ
 from harness.results.outcome import Outcome
-from harness.results.quota import QuotaTable, dominant_share, quota_tables, split, usage_of
+from harness.results.quota import (
+    QuotaTable,
+    deleted_by,
+    dominant_share,
+    quota_tables,
+    split,
+    usage_of,
+)
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import (
     ClusterQueue,
@@ -229,3 +237,40 @@ def test_weight_and_share_are_shown_only_under_fair_sharing(tmp_path: Path) -> N
     tables = quota_tables(fair, state)
     (a,) = [t for t in tables if t.name == "a"]
     assert (a.fair, a.weight, a.share) == (True, Fraction(1), 250)
+
+
+SUITES = Path(__file__).resolve().parents[2] / "suites"
+COHORT_FILES = sorted((SUITES / "cohorts").glob("*.yaml")) + sorted(
+    (SUITES / "v2" / "preemption-reclaim").glob("*.yaml")
+)
+
+
+def children(tables: list[QuotaTable]) -> dict[str, list[QuotaTable]]:
+    """Cohort name -> the tables right below it (the list is a pre-order walk by depth)."""
+    found: dict[str, list[QuotaTable]] = {}
+    path: list[QuotaTable] = []
+    for t in tables:
+        del path[t.depth :]
+        if path and path[-1].kind == "cohort":
+            found.setdefault(path[-1].name, []).append(t)
+        path.append(t)
+    return found
+
+
+@pytest.mark.parametrize("path", COHORT_FILES, ids=lambda p: p.stem)
+def test_what_members_lend_is_what_they_borrow(path: Path) -> None:
+    """In a cohort without quota of its own, its members lend exactly what they borrow
+    beyond what the cohort itself borrows or lends up (nothing is lent twice or lost)."""
+    scenario = load_scenario(path)
+    result = fit(scenario)
+    for index, state in enumerate([result.outcomes, *result.steps]):
+        tables = quota_tables(scenario, state, deleted_by(scenario, index))
+        by_name = {t.name: t for t in tables if t.kind == "cohort"}
+        for cohort, below in children(tables).items():
+            for row in by_name[cohort].rows:
+                if row.nominal:
+                    continue
+                key = (row.flavor, row.resource)
+                rows = [r for t in below for r in t.rows if (r.flavor, r.resource) == key]
+                lent, borrowed = sum(r.lent for r in rows), sum(r.borrowed for r in rows)
+                assert lent == borrowed + row.lent - row.borrowed, (cohort, key)
