@@ -201,7 +201,7 @@ def _walk(
         for fr in mine
     )
     weight = _weight(book, node) if fair else None
-    share = dominant_share(book, node, weight or Fraction(1)) if fair else None
+    share = dominant_share(book, node, weight) if weight is not None else None
     out.append(QuotaTable(node[0], node[1], depth, rows, weight, share, fair))
     for child in book.tree.children.get(node, []):
         _walk(book, child, depth + 1, frs, lent, fair, out)

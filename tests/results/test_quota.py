@@ -237,6 +237,15 @@ def test_weight_and_share_are_shown_only_under_fair_sharing(tmp_path: Path) -> N
     tables = quota_tables(fair, state)
     (a,) = [t for t in tables if t.name == "a"]
     assert (a.fair, a.weight, a.share) == (True, Fraction(1), 250)
+    # a weight of 0 that borrows ranks above everything (Kueue's MaxInt64, shown as ∞)
+    queues = tuple(
+        replace(q, fair_weight=Fraction(0)) if q.name == "a" else q  # type: ignore[call-arg]
+        for q in fair.cluster_queues
+    )
+    (zero,) = [
+        t for t in quota_tables(replace(fair, cluster_queues=queues), state) if t.name == "a"
+    ]
+    assert (zero.weight, zero.share) == (Fraction(0), None)
 
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
