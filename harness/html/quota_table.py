@@ -57,11 +57,11 @@ def quota_block(
 
 def _table(table: QuotaTable, before: QuotaTable | None) -> str:
     cohort = table.kind == COHORT
-    columns = ("nominal", "subtree", *COLUMNS[1:]) if cohort else COLUMNS
+    columns = ("nominal", "own used", "subtree", *COLUMNS[1:]) if cohort else COLUMNS
     earlier = {(r.flavor, r.resource): r for r in before.rows} if before else {}
     head = "".join(f"<th>{c}</th>" for c in ("flavor", "resource", *columns))
     rows = "".join(_row(r, earlier.get((r.flavor, r.resource)), columns) for r in table.rows)
-    empty = "" if table.rows else '<tr><td colspan="7">no quota</td></tr>'
+    empty = "" if table.rows else f'<tr><td colspan="{len(columns) + 2}">no quota</td></tr>'
     return (
         f'<div style="margin-left:{1.2 * table.depth:.1f}em"><table class="q">'
         f"<caption>{_caption(table, before)}</caption><tr>{head}</tr>{rows}{empty}</table></div>"
@@ -80,8 +80,9 @@ def _caption(table: QuotaTable, before: QuotaTable | None) -> str:
 def _row(row: QuotaRow, before: QuotaRow | None, columns: Sequence[str]) -> str:
     cells = [f"<td>{escape(row.flavor)}</td><td>{escape(row.resource)}</td>"]
     for column in columns:
-        now = format_kueue_units(row.resource, getattr(row, column))
-        then = format_kueue_units(row.resource, getattr(before, column)) if before else now
+        field = column.replace(" ", "_")
+        now = format_kueue_units(row.resource, getattr(row, field))
+        then = format_kueue_units(row.resource, getattr(before, field)) if before else now
         if now == then:
             cells.append(f"<td>{escape(now)}</td>")
         else:

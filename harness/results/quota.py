@@ -11,7 +11,8 @@ ClusterQueue status reports it (`flavorsUsage[].resources[].borrowed`, cache.go)
 Kueue does not record who lends to whom: a cohort only knows how much its children borrow.
 `lent` splits that among whoever has unused lendable quota there — the cohort's own nominal
 and each child's lendable quota it does not use — in proportion to it (whole Kueue units,
-largest remainder), so what a cohort's members lend adds up to what they borrow.
+largest remainder), so what a cohort's members lend adds up to what they borrow; the part
+the cohort's own nominal meets is its `own_used`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class QuotaRow:
     used: int
     borrowed: int
     lent: int
+    own_used: int = 0
+    """A cohort's: what its members (or its parent's other members) use of its own
+    nominal quota, beyond their own."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,7 @@ def _walk(
     node: Node,
     depth: int,
     frs: list[FlavorResource],
-    lent: Mapping[Node, Mapping[FlavorResource, int]],
+    lent: tuple[Amounts, Amounts],
     fair: bool,
     out: list[QuotaTable],
 ) -> None:
@@ -196,7 +200,8 @@ def _walk(
             subtree=book.subtree_quota(node, fr),
             used=book.node_usage(node, fr),
             borrowed=_borrowed(book, node, fr),
-            lent=lent.get(node, {}).get(fr, 0),
+            lent=lent[0].get(node, {}).get(fr, 0),
+            own_used=lent[1].get(node, {}).get(fr, 0),
         )
         for fr in mine
     )
@@ -239,18 +244,21 @@ def _spare(book: QuotaBook, node: Node, fr: FlavorResource) -> int:
     return max(0, lendable - in_parent)
 
 
-def lent_by(
-    book: QuotaBook, frs: Iterable[FlavorResource]
-) -> dict[Node, dict[FlavorResource, int]]:
+Amounts = dict[Node, dict[FlavorResource, int]]
+
+
+def lent_by(book: QuotaBook, frs: Iterable[FlavorResource]) -> tuple[Amounts, Amounts]:
     """Per node and flavor-resource, what others in its cohort use of its quota: each
     cohort's demand (what its children borrow, plus what it lends up, less what it borrows)
-    split over its own nominal and its children's spare lendable quota, top down."""
-    out: dict[Node, dict[FlavorResource, int]] = {}
+    split over its own nominal and its children's spare lendable quota, top down. Also,
+    per cohort, the part of that demand its own nominal quota meets."""
+    out: Amounts = {}
+    own: Amounts = {}
     roots = [(COHORT, c) for c in book.tree.cohorts if (COHORT, c) not in book.tree.parent]
     for fr in frs:
         for root in roots:
-            _spread(book, root, fr, 0, out)
-    return out
+            _spread(book, root, fr, 0, (out, own))
+    return out, own
 
 
 def _spread(
@@ -258,18 +266,21 @@ def _spread(
     node: Node,
     fr: FlavorResource,
     lends_up: int,
-    out: dict[Node, dict[FlavorResource, int]],
+    into: tuple[Amounts, Amounts],
 ) -> None:
     children = book.tree.children.get(node, [])
     demand = sum(_borrowed(book, c, fr) for c in children) + lends_up - _borrowed(book, node, fr)
     suppliers = [(node, book.node_nominal(node, fr))]
     suppliers += [(c, _spare(book, c, fr)) for c in children]
     shares = split(max(0, demand), [w for _, w in suppliers])
+    out, own = into
+    if shares[0]:
+        own.setdefault(node, {})[fr] = shares[0]
     for (supplier, _), amount in zip(suppliers[1:], shares[1:], strict=True):
         if amount:
             out.setdefault(supplier, {})[fr] = amount
         if supplier[0] == COHORT:
-            _spread(book, supplier, fr, amount, out)
+            _spread(book, supplier, fr, amount, into)
 
 
 def split(total: int, weights: list[int]) -> list[int]:

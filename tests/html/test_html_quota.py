@@ -86,10 +86,11 @@ def test_a_borrowing_decision_is_read_off_the_quota_tables(tmp_path: Path) -> No
         "0",
         "0 → 2",
     ]
-    # the cohort: nominal 0, subtree 4 + 4; used: old's 4, then wa's 6
+    # the cohort: nominal 0 (so none of its own used), subtree 4 + 4; used: old's 4, then wa's 6
     assert cells(found["cohort team"][1])[1] == [
         "gpu",
         "nvidia.com/gpu",
+        "0",
         "0",
         "8",
         "4 → 6",

@@ -158,6 +158,8 @@ def test_lending_through_a_cohort_with_quota_of_its_own(tmp_path: Path) -> None:
     assert table(tables, "left")[GPU] == dict(nominal=2, subtree=6, used=0, borrowed=0, lent=3)
     # inside left, 3 x 2/6 = 1 comes from left's own quota and 3 x 4/6 = 2 from cq1's
     assert table(tables, "cq1")[GPU]["lent"] == 2
+    (left,) = [r for t in tables if t.name == "left" for r in t.rows if r.resource == GPU]
+    assert left.own_used == 1
     assert table(tables, "root")[GPU] == dict(nominal=0, subtree=8, used=5, borrowed=0, lent=0)
 
 
@@ -268,8 +270,8 @@ def children(tables: list[QuotaTable]) -> dict[str, list[QuotaTable]]:
 
 @pytest.mark.parametrize("path", COHORT_FILES, ids=lambda p: p.stem)
 def test_what_members_lend_is_what_they_borrow(path: Path) -> None:
-    """In a cohort without quota of its own, its members lend exactly what they borrow
-    beyond what the cohort itself borrows or lends up (nothing is lent twice or lost)."""
+    """What a cohort's members borrow, plus what it lends up, less what it borrows, is met
+    exactly by its members' lending and its own quota (nothing is lent twice or lost)."""
     scenario = load_scenario(path)
     result = fit(scenario)
     for index, state in enumerate([result.outcomes, *result.steps]):
@@ -277,9 +279,7 @@ def test_what_members_lend_is_what_they_borrow(path: Path) -> None:
         by_name = {t.name: t for t in tables if t.kind == "cohort"}
         for cohort, below in children(tables).items():
             for row in by_name[cohort].rows:
-                if row.nominal:
-                    continue
                 key = (row.flavor, row.resource)
                 rows = [r for t in below for r in t.rows if (r.flavor, r.resource) == key]
                 lent, borrowed = sum(r.lent for r in rows), sum(r.borrowed for r in rows)
-                assert lent == borrowed + row.lent - row.borrowed, (cohort, key)
+                assert lent + row.own_used == borrowed + row.lent - row.borrowed, (cohort, key)
