@@ -18,7 +18,7 @@ QUOTA_STYLE = """
 .quota{font-size:12px;margin:.4em 0;max-width:460px}.quota>div{margin:.3em 0}
 table.q{border-collapse:collapse}table.q td,table.q th{border:1px solid #ccd;padding:1px 6px;
  text-align:right}table.q td:first-child,table.q td:nth-child(2){text-align:left}
-table.q caption{text-align:left;white-space:nowrap}td.chg,span.chg{background:#fe9}
+table.q caption,table.q th{text-align:left;white-space:nowrap}td.chg,span.chg{background:#fe9}
 """
 
 COLUMNS = ("nominal", "used", "borrowed", "lent")
