@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from harness.html.quota_table import QUOTA_STYLE
+
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}
 h1{font-size:20px}h3{font-size:14px;margin:.8em 0 .3em}h4{margin:.2em 0;font-size:13px}
@@ -72,7 +74,7 @@ def page(title: str, header: str, sections: Sequence[str]) -> str:
     """A complete HTML document: `header` (summary markup) then the scenario sections."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{STYLE}{ONLY_FAILED}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{STYLE}{QUOTA_STYLE}{ONLY_FAILED}</style></head><body>"
         f"{DEFS}<h1>{escape(title)}</h1>{header}{''.join(sections)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )

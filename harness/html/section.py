@@ -11,6 +11,7 @@ from html import escape
 
 from harness.html.fragmentation import Slot, largest_free
 from harness.html.palette import Palette
+from harness.html.quota_table import quota_block
 from harness.html.sources import Disagreement, Source, State, disagreement
 from harness.html.svgmap import num, render_map
 from harness.html.world import (
@@ -23,6 +24,7 @@ from harness.html.world import (
     worlds,
 )
 from harness.results.comparison import message_matches
+from harness.results.quota import deleted_by
 from harness.scenario.model import Node, Scenario, Step, Usage, Workload
 from harness.whatif.verdict import level_word
 
@@ -100,9 +102,17 @@ def _state(
             _map(view, palette, f"{key}c{number}m{m}", differs)
             for m, view in enumerate(map_views(scenario, world, held, resource))
         ]
+        quota = quota_block(
+            scenario,
+            state,
+            source.state(index - 1) if index else {},  # {}: the `admitted:` entries alone
+            deleted_by(scenario, index),
+            deleted_by(scenario, index - 1),
+        )
+        waiting = _waiting(source, index, state, differs, verdicts, notes)
         columns.append(
-            f'<div class="col"><h4>{escape(source.label)}</h4>{"".join(maps)}'
-            f"{_waiting(source, index, state, differs, verdicts, notes)}</div>"
+            f'<div class="col"><h4>{escape(source.label)}</h4><div class="cols">'
+            f"<div>{''.join(maps)}{waiting}</div>{quota}</div></div>"
         )
     first = result.first_title or "after the submissions"
     title = first if index == 0 else _step_title(index, scenario.steps[index - 1])
