@@ -109,7 +109,7 @@ def _same_stream(base: Stream, other: Scenario) -> Stream:
                 f"has no ClusterQueue {w.queue!r} for workload {w.name} of {base.scenario.path}",
             )
     workloads = base.scenario.workloads
-    # An ample-quota ClusterQueue (a `queue` shorthand's) also covers the stream's requests.
+    # An ample-quota ClusterQueue also covers the stream's requests.
     asked = {r for w in workloads for ps in w.pod_sets for r in ps.requests}
     widened = ample_quota.covering(dataclasses.replace(other, workloads=workloads), asked)
     queues = widened.cluster_queues

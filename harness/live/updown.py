@@ -90,7 +90,7 @@ def default_scenario() -> tuple[Scenario, str]:
 
 
 def covering_nodes(scenario: Scenario) -> Scenario:
-    """The scenario whose ample-quota ClusterQueue (a `queue` shorthand's) also covers every
+    """The scenario whose ample-quota ClusterQueue also covers every
     resource its nodes offer: the Jobs a user will apply are not in the file (as for the
     fixtures)."""
     from harness.scenario import ample_quota

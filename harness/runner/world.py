@@ -1,7 +1,7 @@
 """Pure builders for a version-2 scenario's Kueue objects: every Topology, ResourceFlavor,
 WorkloadPriorityClass and ClusterQueue under the scenario's own names, and one LocalQueue of
 the same name per ClusterQueue (docs/scenario-format-v2.md); a version-1 file arrives as
-these lists too (harness/scenario/shorthand.py).
+these lists too (the loader desugars it).
 
 Every default Kueue's CRDs fill in (apis/kueue/v1beta2/clusterqueue_types.go,
 `+kubebuilder:default`) is written out, so the object read back from the API server equals

@@ -1,6 +1,5 @@
 """A typed Scenario as the contract-shaped dict kueue-sim reads: always the version-2 lists
-(docs/scenario-format-v2.md; a version-1 file arrives desugared by
-harness/scenario/shorthand.py), with
+(docs/scenario-format-v2.md; the loader desugars a version-1 file), with
 ResourceFlavors and ClusterQueues in Kueue's own spec shape, and each `admitted` entry's
 status built by harness/kueue/admission_status.py, the builder the cluster runner uses too.
 """
