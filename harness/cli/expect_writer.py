@@ -33,12 +33,14 @@ Entries = dict[str, dict[str, Any]]
 
 def expectation_data(outcomes: Mapping[str, Outcome], flavors: bool = True) -> Entries:
     """The `expect` mapping that states exactly these outcomes; `flavors` False leaves out
-    the flavor each pod set was admitted on (a version-1 file has one, implied)."""
+    the flavor each pod set was admitted on (a world with one flavor implies it)."""
     expect = {}
     for name, outcome in outcomes.items():
         as_json = outcome.to_json()
         entry: dict[str, Any] = {"admitted": outcome.admitted}
-        if outcome.admitted:
+        if outcome.quota_reserved:  # waiting for admission checks: it holds its placement
+            entry["quotaReserved"] = True
+        if outcome.admitted or outcome.quota_reserved:
             if flavors and as_json.get("flavors"):
                 entry["flavors"] = as_json["flavors"]
             if as_json.get("placement"):

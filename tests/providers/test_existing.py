@@ -27,6 +27,7 @@ from harness.providers.kwokrun import free_port
 from harness.providers.local.cluster import LocalCluster
 from harness.runner.backend import ClusterBackend
 from harness.scenario.loader import load_scenario
+from harness.scenario.shorthand import ALL_NODES_LABEL
 from harness.toolchain import tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -299,7 +300,8 @@ def test_names_foreign_nodes_that_would_join_a_scenario(
     embedded: LocalCluster, tmp_path: Path
 ) -> None:
     """Nodes the run did not create (and may not cordon) but that match a scenario's flavor
-    and levels would change its outcome; the provider says which."""
+    and levels would change its outcome (here: another run's, carrying the label the guide's
+    flavor selects); the provider says which."""
     assert embedded.handle is not None
     guide = load_scenario(REPO / "suites" / "guide" / "guide-required-host.yaml")
     (level, _) = guide.topologies[0].levels
@@ -309,11 +311,11 @@ def test_names_foreign_nodes_that_would_join_a_scenario(
     try:
         assert provider.scenario_problem(guide) is None
         kube.create(fake_node("kth-foreign", allocatable={"nvidia.com/gpu": "8"},
-                              labels={level: "rack-9"}))  # fmt: skip
+                              labels={level: "rack-9", **ALL_NODES_LABEL}))  # fmt: skip
         kube.create(fake_node("kth-mine", allocatable={"nvidia.com/gpu": "8"},
-                              labels={level: "rack-9", RUN_LABEL: provider.run_id}))  # fmt: skip
+                              labels={level: "rack-9", RUN_LABEL: provider.run_id, **ALL_NODES_LABEL}))  # fmt: skip
         kube.create(fake_node("kth-cordoned", allocatable={"nvidia.com/gpu": "8"},
-                              labels={level: "rack-9"}, unschedulable=True))  # fmt: skip
+                              labels={level: "rack-9", **ALL_NODES_LABEL}, unschedulable=True))  # fmt: skip
         wait_nodes_ready(kube, ["kth-foreign", "kth-mine"])
         assert provider.foreign_nodes(guide) == ["kth-foreign"]
         problem = provider.scenario_problem(guide)
@@ -338,7 +340,7 @@ def test_runner_refuses_a_scenario_that_foreign_nodes_would_join(embedded: Local
     backend = ClusterBackend(name="existing", kubeconfig=embedded.handle.kubeconfig)
     try:
         kube.create(fake_node("kth-foreign-2", allocatable={"nvidia.com/gpu": "8"},
-                              labels={level: "rack-9"}))  # fmt: skip
+                              labels={level: "rack-9", **ALL_NODES_LABEL}))  # fmt: skip
         wait_nodes_ready(kube, ["kth-foreign-2"])
         with pytest.raises(Unsupported, match=r"^1 node\(s\) of the existing cluster would "
                            r"join topology 'guide-topology' \(kth-foreign-2\)"):  # fmt: skip

@@ -367,7 +367,9 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
     handle = cluster.start()
     pids = cluster.pids()
     ports = cluster.ports
-    assert ports is not None and len(pids) == 7
+    assert (
+        ports is not None and len(pids) == 8
+    )  # etcd, API server, controller manager, scheduler, KWOK, JobSet, LWS, Kueue
     assert _processes_mentioning(str(handle.run_dir))
     # Kueue's webhooks (failurePolicy Fail) must be gone before Kueue stops.
     kube = Kube(handle.kubeconfig)
@@ -576,7 +578,7 @@ def test_detached_cluster_outlives_cli_until_down() -> None:
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         pids = [int(line.split()[2]) for line in lines if line.startswith("pid ")]
-        assert len(pids) == 7
+        assert len(pids) == 8
         assert all(Path(f"/proc/{p}").exists() for p in pids)  # the CLI exited, they did not
         kube = Kube(Path(run_dir) / "kubeconfig")
         assert kube.server_version() == "v1.36.1"
