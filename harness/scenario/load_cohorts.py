@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from fractions import Fraction
 
-from harness.errors import did_you_mean
 from harness.k8s.rules import is_dns_subdomain
 from harness.scenario import load_queues
 from harness.scenario.keypath import KeyPath, yaml_text
@@ -32,7 +31,8 @@ def cohorts(
     parents: dict[str, KeyPath] = {}
     for item in at.items():
         cohort = _cohort(item, known)
-        _missing_flavors(item, cohort, known, notices)
+        consequence = f"no active ClusterQueue can use this quota of Cohort {cohort.name}"
+        load_queues.missing_flavors(item, cohort.resource_groups, known, notices, consequence)
         if any(other.name == cohort.name for other in out):
             item.child("name", None).fail(f"duplicate Cohort name {yaml_text(cohort.name)}")
         out.append(cohort)
@@ -40,24 +40,6 @@ def cohorts(
             parents[cohort.name] = item.child("parentName", None)
     _refuse_cycles(out, parents)
     return tuple(out)
-
-
-def _missing_flavors(at: KeyPath, cohort: Cohort, known: set[str], notices: Notices | None) -> None:
-    for gi, group in enumerate(cohort.resource_groups):
-        for fi, fq in enumerate(group.flavors):
-            if fq.name in known:
-                continue
-            where = at.child("resourceGroups", None).child(gi, None).child("flavors", None)
-            name_at = where.child(fi, None).child("name", fq.name)
-            problem = f"no ResourceFlavor named {yaml_text(fq.name)} in resourceFlavors"
-            if notices is None:
-                name_at.fail(problem)
-            hint = did_you_mean(fq.name, known)
-            notices.add(
-                name_at,
-                f"{problem}: no active ClusterQueue can use this quota of Cohort {cohort.name}"
-                f"{'; ' + hint if hint else ''}",
-            )
 
 
 def _cohort(at: KeyPath, flavors: set[str]) -> Cohort:

@@ -224,8 +224,22 @@ def _missing_flavors(
     cache keeps the ClusterQueue inactive (reason FlavorNotFound, clusterqueue.go
     inactiveReason) until one is created; a hand-written file is warned (a typo, most
     likely)."""
+    consequence = f"Kueue keeps ClusterQueue {cq.name} inactive"
+    missing = missing_flavors(at, cq.resource_groups, known, notices, consequence)
+    return replace(cq, missing_flavors=tuple(missing)) if missing else cq
+
+
+def missing_flavors(
+    at: KeyPath,
+    groups: tuple[ResourceGroup, ...],
+    known: set[str],
+    notices: Notices | None,
+    consequence: str,
+) -> list[str]:
+    """The flavors of `groups` (a ClusterQueue's or a Cohort's, at `at`) no ResourceFlavor is
+    named after, each a warning saying `consequence` (`notices` None: refused)."""
     missing: list[str] = []
-    for gi, group in enumerate(cq.resource_groups):
+    for gi, group in enumerate(groups):
         for fi, fq in enumerate(group.flavors):
             if fq.name in known:
                 continue
@@ -235,13 +249,9 @@ def _missing_flavors(
             if notices is None:
                 name_at.fail(problem)
             hint = did_you_mean(fq.name, known)
-            notices.add(
-                name_at,
-                f"{problem}: Kueue keeps ClusterQueue {cq.name} inactive"
-                f"{'; ' + hint if hint else ''}",
-            )
+            notices.add(name_at, f"{problem}: {consequence}{'; ' + hint if hint else ''}")
             missing.append(fq.name)
-    return replace(cq, missing_flavors=tuple(missing)) if missing else cq
+    return missing
 
 
 def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
