@@ -21,7 +21,7 @@ its pods to the assignment.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -73,17 +73,7 @@ def wait_stopped(kube: Kube, names: Names, kueue_name: str, queue: str, t: Timeo
         seen = f"QuotaReserved={cond.get('status')} ({cond.get('message', '')})"
         return cond.get("status") == "False" and cond.get("message") == wanted, seen
 
-    wait_for(
-        kube,
-        KUEUE_API,
-        "Workload",
-        kueue_name,
-        check,
-        namespace=names.namespace,
-        what=f"QuotaReserved=False '{wanted}'",
-        timeout=t.settle,
-        interval=t.interval,
-    )
+    _wait_workload(kube, names, kueue_name, check, f"QuotaReserved=False '{wanted}'", t)
 
 
 def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None:
@@ -100,6 +90,19 @@ def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None
         done = evicted.get("reason") == DRAIN_REASON and reserved.get("status") == "False"
         return done, seen
 
+    what = f"evicted ({DRAIN_REASON}) and its quota released"
+    _wait_workload(kube, names, kueue_name, check, what, t)
+
+
+def _wait_workload(
+    kube: Kube,
+    names: Names,
+    kueue_name: str,
+    check: Callable[[Obj | None], tuple[bool, str]],
+    what: str,
+    t: Timeouts,
+) -> None:
+    """Until the scenario's Workload `kueue_name` passes `check`, within the settle window."""
     wait_for(
         kube,
         KUEUE_API,
@@ -107,7 +110,7 @@ def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None
         kueue_name,
         check,
         namespace=names.namespace,
-        what=f"evicted ({DRAIN_REASON}) and its quota released",
+        what=what,
         timeout=t.settle,
         interval=t.interval,
     )
