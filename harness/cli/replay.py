@@ -12,15 +12,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from harness.backends.replay import ENGINES, checked, replay_on
 from harness.errors import InputError
+from harness.replay.clock import DEFAULT_SCALE, TimeScale
 from harness.scenario import ample_quota
 from harness.scenario.model import Scenario
 
 if TYPE_CHECKING:
     from harness.replay.stream import Stream
-
-ENGINES = ("fit", "sim")
-"""Engines that replay today; the embedded cluster does not yet (docs/replay.md)."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -45,7 +44,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="replay the same stream on this world too (its own workloads when it has some) "
         "and print both (default: one world)",
     )
-    cmd.add_argument("--engine", choices=ENGINES, default="fit", help="what decides admissions")
+    cmd.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fit",
+        help="what decides admissions: fit (the fit model), sim (Kueue's scheduler in "
+        "process), local (the embedded cluster: real Kueue, KWOK nodes), kind or existing "
+        "(default: fit)",
+    )
+    cmd.add_argument(
+        "--time-scale",
+        type=_scale,
+        default=DEFAULT_SCALE,
+        metavar="S",
+        help="on a cluster, S stream seconds pass in one real second (default: "
+        f"{DEFAULT_SCALE:g}: Kueue's timestamps are whole seconds, docs/replay.md)",
+    )
+    cmd.add_argument(
+        "--kubeconfig", default=None, help="the cluster's kubeconfig for --engine existing"
+    )
     cmd.add_argument("--format", choices=("json", "text"), default="text", help="output form")
     cmd.set_defaults(handler=_replay)
 
@@ -59,8 +76,9 @@ def _replay(args: argparse.Namespace) -> int:
     if args.compare:
         other = load_stream(args.compare)
         runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
-    results = {name: run(s.scenario, s.classes, args.engine) for name, s in runs.items()}
-    broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
+    results = _run_all(runs, args)
+    expected = checked(stream.expect, args.engine)
+    broken = failures(expected, results["base"], str(args.file)) if expected else []
     if args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
@@ -80,20 +98,39 @@ def run(
     scenario: Scenario, classes: dict[str, str] | None = None, engine: str = "fit"
 ) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
-    from harness.replay.result import replay_result
+    return replay_on(scenario, classes, engine).result
 
-    if engine == "fit":
-        return replay_result(scenario, classes)
-    from harness.backends.sim import SimBackend
-    from harness.replay.onsim import replay_on
-    from harness.replay.result import timeline_result
 
-    backend = SimBackend()
+def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each stream on the chosen engine; a cluster or sim is started once for all of them."""
+    if args.engine == "fit":
+        return {name: run(s.scenario, s.classes) for name, s in runs.items()}
+    from harness.backends.base import create_backend
+
+    options = {"kubeconfig": args.kubeconfig} if args.kubeconfig else {}
+    backend = create_backend(args.engine, **options)
+    scale = TimeScale(args.time_scale)
     try:
-        timeline = replay_on(scenario, lambda sc: backend.run(sc).steps)
+        out = {}
+        for name, s in runs.items():
+            done = replay_on(s.scenario, s.classes, args.engine, backend=backend, scale=scale)
+            if done.phases:
+                spent = ", ".join(f"{k} {v:.1f} s" for k, v in done.phases.items())
+                print(f"{args.engine} cluster, {s.scenario.name}: {spent}", file=sys.stderr)
+            out[name] = done.result
+        return out
     finally:
         backend.close()
-    return timeline_result(scenario, timeline, classes)
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0 (e.g. 10)")
+    return value
 
 
 def _same_stream(base: Stream, other: Scenario) -> Stream:

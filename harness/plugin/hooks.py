@@ -251,7 +251,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.config.getoption("--cluster-tests") or cluster in ("local", "kind", "existing")
     ):
         pytest.skip("cluster tests are not enabled: run with --cluster=local or --cluster-tests")
-    if cluster is None or not isinstance(item.parent, ScenarioFile):
+    if cluster is None or not isinstance(item.parent, ScenarioFile | StreamFile):
         return
     stash, version = item.config.stash, kueue_version_of(item)
     backend = stash.get(BACKEND_KEY, None)

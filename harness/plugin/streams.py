@@ -1,7 +1,11 @@
 """Stream scenarios become pytest items: a scenario file with a top-level `replay:` (its
 workloads carry submitAt/runFor, or `replay.stream` names a .jsonl/.csv beside it) is
-replayed on the fit model (and with --cluster=sim on kueue-sim too, which must agree with
-it job for job) and its `replay.expect` figures checked (harness/replay/expect.py).
+replayed on the fit model, and its `replay.expect` figures checked (harness/replay/expect.py).
+With --cluster=sim it is replayed on kueue-sim too, which must agree with the fit model job
+for job; with --cluster=local (kind, existing) on the cluster in real time at the default
+time scale, which must agree on the order and placement of admissions
+(harness/replay/agreement.py), and only the figures that do not depend on time are checked
+there. Streams longer than CLUSTER_SECONDS of real time are skipped on a cluster.
 
 They are collected here and only here: hooks.pytest_collect_file asks `is_stream_file`
 before making a ScenarioFile, and harness/scenario/discover.py does not count them as plain
@@ -10,6 +14,7 @@ scenarios, so a stream is never also submitted all at once as a one-moment scena
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.backends.base import Unsupported
+from harness.backends.replay import checked, on_a_cluster, replay_on
 from harness.errors import HarnessError
+from harness.plugin.collect import BACKEND_KEY, PHASES_PROPERTY
+from harness.replay.clock import DEFAULT_SCALE, span
 from harness.replay.expect import failures
 from harness.replay.result import replay_result
 from harness.replay.stream import REPLAY_KEY, Stream, load_stream
@@ -44,18 +53,49 @@ class StreamFailed(Exception):
     """The replay broke the file's expectations (one line each)."""
 
 
-def _on_sim(stream: Stream) -> dict[str, Any]:
-    """The stream replayed on kueue-sim (harness/replay/onsim.py), in the replay's JSON form."""
-    from harness.backends.sim import SimBackend
-    from harness.replay.onsim import replay_on
-    from harness.replay.result import timeline_result
+CLUSTER_SECONDS = 16.0
+"""The longest a stream may take on a cluster, in real seconds at the default time scale (its
+fit-model span / DEFAULT_SCALE): ten of suites/streams/ fit (55-160 stream seconds, about 2.5
+minutes of cluster time with shaping); the longer ones are skipped there, with their span."""
 
-    backend = SimBackend()
+
+def _on_cluster(item: StreamItem, stream: Stream, fit: dict[str, Any]) -> dict[str, Any]:
+    """The stream replayed on the session's cluster (or the sim), held to the fit model's
+    jobs: job for job on the sim, order and placement on a cluster (harness.replay.agreement)."""
+    from harness.replay.agreement import disagreements
+
+    cluster = item.config.getoption("--cluster")
+    backend = item.config.stash.get(BACKEND_KEY, None)
+    if on_a_cluster(cluster):
+        real = span(fit["jobs"]) / DEFAULT_SCALE
+        if real > CLUSTER_SECONDS:
+            pytest.skip(
+                f"too long to replay in real time: {span(fit['jobs']):g} stream seconds take "
+                f"{real:g} s at --time-scale {DEFAULT_SCALE:g}, over the {CLUSTER_SECONDS:g} s "
+                "a stream may take on a cluster (docs/replay.md)"
+            )
     try:
-        timeline = replay_on(stream.scenario, lambda sc: backend.run(sc).steps)
-    finally:
-        backend.close()
-    return timeline_result(stream.scenario, timeline, stream.classes)
+        done = replay_on(stream.scenario, stream.classes, cluster, backend=backend)
+    except Unsupported as why:
+        pytest.skip(f"{cluster} backend: {why}")
+    if done.phases:
+        item.user_properties.append((PHASES_PROPERTY, json.dumps(done.phases)))
+    if cluster == "sim":
+        differ = [n for n, job in done.result["jobs"].items() if job != fit["jobs"].get(n)]
+        if differ:
+            name = differ[0]
+            raise StreamFailed(
+                f"the sim and the fit model disagree on {len(differ)} job(s); {name}: "
+                f"sim {done.result['jobs'][name]}, fit model {fit['jobs'].get(name)}"
+            )
+        return done.result
+    lines = disagreements(fit["jobs"], done.result["jobs"], ("fit model", f"{cluster} cluster"))
+    if lines:
+        raise StreamFailed(
+            f"the {cluster} cluster and the fit model disagree on the order or placement of "
+            "admissions:\n  " + "\n  ".join(lines)
+        )
+    return done.result
 
 
 class StreamFile(pytest.File):
@@ -78,21 +118,12 @@ class StreamItem(pytest.Item):
         if self.problem or self.stream is None:
             raise StreamFailed(self.problem)
         cluster = self.config.getoption("--cluster")
-        if cluster not in (None, "sim"):  # no backend is started for it
-            pytest.skip("stream scenarios replay on the fit model and the sim (docs/replay.md)")
         stream = self.stream
         result = replay_result(stream.scenario, stream.classes)
-        if cluster == "sim":
-            fit_jobs = result["jobs"]
-            result = _on_sim(stream)
-            differ = [n for n, job in result["jobs"].items() if job != fit_jobs.get(n)]
-            if differ:
-                name = differ[0]
-                raise StreamFailed(
-                    f"the sim and the fit model disagree on {len(differ)} job(s); {name}: "
-                    f"sim {result['jobs'][name]}, fit model {fit_jobs.get(name)}"
-                )
-        broken = failures(stream.expect, result, str(self.path))
+        if cluster is not None:
+            result = _on_cluster(self, stream, result)
+        expected = checked(stream.expect, cluster or "fit")
+        broken = failures(expected, result, str(self.path))
         if broken:
             raise StreamFailed("\n".join(f"replay.expect.{line}" for line in broken))
 

@@ -15,7 +15,8 @@ way the node, the kubelet or kube-controller-manager would (docs/scenario-extens
   eviction controller, are awaited.
 - `terminate-pods`: a finalizer of ours, then a delete: the pods keep phase Running and their
   node, with a deletionTimestamp (a pod stuck Terminating).
-- `fail-pods`: phase Failed with a terminated container, as a kubelet reports an exit code 1.
+- `fail-pods`: phase Failed with a terminated container, as a kubelet reports an exit code 1
+  (`complete`, the same with phase Succeeded and exit code 0, ends a stream's jobs).
 - `delete-node` (the pods part): the pods bound to the node are deleted, as pod GC does.
 """
 
@@ -183,12 +184,27 @@ def terminate(kube: Kube, namespace: str, pods: Sequence[Obj], t: Timeouts) -> N
 
 def fail(kube: Kube, namespace: str, pods: Sequence[Obj], t: Timeouts) -> None:
     """Each pod ends in phase Failed, its container terminated with exit code 1."""
+    _exit(kube, namespace, pods, "Failed", 1, "Error")
+    _await_each(kube, namespace, pods, _ended("Failed"), "phase Failed", t)
+
+
+def complete(kube: Kube, namespace: str, pods: Sequence[Obj], t: Timeouts) -> None:
+    """Each pod ends in phase Succeeded, its container terminated with exit code 0: how a
+    stream's job finishes its `runFor` on KWOK nodes (harness.runner.streaming)."""
+    _exit(kube, namespace, pods, "Succeeded", 0, "Completed")
+    _await_each(kube, namespace, pods, _ended("Succeeded"), "phase Succeeded", t)
+
+
+def _exit(kube: Kube, namespace: str, pods: Sequence[Obj], phase: str, code: int, why: str) -> None:
+    """What a kubelet reports when a pod's containers exit: the phase, Ready False, each
+    container terminated with the exit code (KWOK's stages leave a pod in a final phase
+    alone: pod-ready matches phase Pending only)."""
     for pod in pods:
         spec = pod.get("spec") or {}
         started = ((pod.get("status") or {}).get("startTime")) or None
         status = {
-            "phase": "Failed",
-            "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed"}],
+            "phase": phase,
+            "conditions": [{"type": "Ready", "status": "False", "reason": f"Pod{phase}"}],
             "containerStatuses": [
                 {
                     "name": c["name"],
@@ -197,7 +213,7 @@ def fail(kube: Kube, namespace: str, pods: Sequence[Obj], t: Timeouts) -> None:
                     "ready": False,
                     "restartCount": 0,
                     "state": {
-                        "terminated": {"exitCode": 1, "reason": "Error", "startedAt": started}
+                        "terminated": {"exitCode": code, "reason": why, "startedAt": started}
                     },
                 }
                 for c in spec.get("containers") or []
@@ -212,7 +228,6 @@ def fail(kube: Kube, namespace: str, pods: Sequence[Obj], t: Timeouts) -> None:
             subresource="status",
             patch_type="strategic",
         )
-    _await_each(kube, namespace, pods, _failed, "phase Failed", t)
 
 
 def delete_bound(kube: Kube, namespace: str, node: str, run_label: str, t: Timeouts) -> None:
@@ -227,8 +242,11 @@ def _terminating(pod: Obj | None) -> bool:
     return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
 
 
-def _failed(pod: Obj | None) -> bool:
-    return pod is None or (pod.get("status") or {}).get("phase") == "Failed"
+def _ended(phase: str) -> Callable[[Obj | None], bool]:
+    def check(pod: Obj | None) -> bool:
+        return pod is None or (pod.get("status") or {}).get("phase") == phase
+
+    return check
 
 
 def _await_each(

@@ -130,6 +130,11 @@ class Session:
         seen = settle_submission(self.snapshot, sub, self.t)
         entry.settled_message = seen.message if seen.kind == "pending" else None
 
+    def create(self, w: Workload) -> Entry:
+        """Create the workload without waiting for Kueue's decision: a stream's submissions
+        come at their own moments while Kueue decides (harness.runner.streaming)."""
+        return self._create(w)
+
     def let_requeue_pass(self) -> None:
         """A retry from shaping re-evaluates only workloads already pending: wait for it
         only when one is (harness.runner.requeue)."""
@@ -394,6 +399,14 @@ class Session:
                 drift=drift,
             )
         return self._step_changes(out)
+
+    def admission_of(
+        self, entry: Entry, wl: Obj
+    ) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+        """The flavors and placement of the workload's admission, by the scenario's pod set
+        names (as `read` reports them)."""
+        rename = self.rename(entry)
+        return admission_flavors(wl, rename, self._groups(wl)), admission_placement(wl, rename)
 
     def rename(self, entry: Entry) -> dict[str, str]:
         """Kueue's pod set names -> the scenario's (a Job's one pod set is "main")."""

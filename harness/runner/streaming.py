@@ -1,0 +1,309 @@
+"""Replay a stream on a real cluster, in real time (`replay --engine local`, and a stream
+scenario with `--cluster=local`): the world is shaped as for any scenario, then each
+workload's Job is created at its `submitAt` / scale real seconds after the stream's start
+(harness.replay.clock: in a later second than the previous one of equal priority), and
+`runFor` / scale real seconds after Kueue admitted it its pods complete: phase Succeeded,
+as a kubelet reports it (harness.runner.faults.complete; KWOK's own stages never end a pod).
+The Job controller completes the Job and Kueue finishes its Workload, which frees its quota
+and nodes, as at the end of any job.
+
+What happened is read from the Workloads, polled every INTERVAL: an admission from the
+Admitted condition (its lastTransitionTime, relative to the start and scaled back) with
+status.admission's flavors and topology assignment; a preemption from
+status.schedulingStats.evictions (reason Preempted) and the Evicted condition's time; the
+finish from the Finished condition Kueue sets when the Job completes. Kueue stamps to the
+second and the stream starts on a whole second, so a moment is the start of the real second
+it happened in, scaled: never earlier than the event that caused it (an admission is never
+before its submission).
+
+A job's pods complete once all of them run: when kube-scheduler or KWOK is slower than
+`runFor` / scale, the job runs that much longer. The stream is over when every submission
+is made, every job with a `runFor` that was admitted has finished, no eviction is under
+way, and nothing changed for QUIET seconds (Kueue's 1 s requeue batch after a finish, plus
+a margin): the jobs still pending then were never admitted.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.backends.base import BackendError, Unsupported
+from harness.errors import HarnessError
+from harness.kube import KUEUE_API, Obj, condition, pause, poll_for, watchdog
+from harness.replay.clock import Submission, TimeScale, submissions
+from harness.runner import binding, evidence, faults, incidents, shaping
+from harness.runner.objects import WORKLOAD_LABEL
+from harness.runner.reading import PENDING_PREEMPTION, evicted_now, evictions, state
+from harness.runner.session import Entry, Session
+from harness.runner.waits import server_time
+from harness.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from harness.runner.backend import ClusterBackend
+
+INTERVAL = 0.1
+"""Real seconds between two reads of the Workloads (1 stream second at 10x)."""
+QUIET = 2.0
+"""Real seconds without a change before a stream with nothing left to do counts as over."""
+CLOCK_SKEW = 2.0
+"""The API server's clock may differ from ours by this much (it reports whole seconds)."""
+
+
+@dataclass
+class ClusterReplay:
+    """Each job's record in the replay's JSON form (stream seconds), and the real seconds
+    spent shaping the cluster and running the stream."""
+
+    jobs: dict[str, dict[str, Any]]
+    phases: dict[str, float]
+    artifacts: Path
+
+
+@dataclass
+class _Job:
+    submission: Submission
+    entry: Entry | None = None
+    submitted_at: float = 0.0
+    admissions: list[dict[str, Any]] = field(default_factory=list)
+    preempted_at: list[float] = field(default_factory=list)
+    finished_at: float | None = None
+    running: bool = False
+    finish_due: float | None = None  # real seconds after the start
+    evictions: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.submission.workload.name
+
+    @property
+    def last(self) -> float:
+        """The latest moment recorded for the job: nothing later happens before it."""
+        return float(
+            max([self.submitted_at, *(a["at"] for a in self.admissions), *self.preempted_at])
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "submittedAt": self.submitted_at,
+            "admissions": self.admissions,
+            "preemptedAt": self.preempted_at,
+            "finishedAt": self.finished_at,
+        }
+
+
+def replay_on_cluster(
+    backend: ClusterBackend, scenario: Scenario, scale: TimeScale
+) -> ClusterReplay:
+    """The stream of `scenario` (its workloads' submitAt / runFor) on the backend's cluster."""
+    if any(w.lws is not None for w in scenario.workloads):
+        raise Unsupported("a stream of LeaderWorkerSet groups does not replay on a cluster")
+    kube = backend.cluster(scenario.feature_gates, scenario.kueue_config.document)
+    started = time.monotonic()
+    names = backend.fresh_names(scenario)
+    out = backend.artifacts / names.namespace
+    out.mkdir(parents=True, exist_ok=True)
+    session = Session(
+        kube, scenario, names, backend.timeouts, jobsets=backend.jobsets,
+        jobset_pods=backend.jobset_pods, gates=scenario.feature_gates,
+    )  # fmt: skip
+    phases: dict[str, float] = {}
+    with watchdog(lambda: incidents.raise_if_down(backend.provider)):
+        try:
+            shaping.shape(kube, scenario, names, backend.timeouts)
+            session.admit_ahead()
+            phases["shape"] = round(time.monotonic() - started, 2)
+            jobs = _Stream(session, scale).run()
+            phases["stream"] = round(time.monotonic() - started - phases["shape"], 2)
+        except Unsupported:
+            raise
+        except HarnessError as err:
+            evidence.write_objects(kube, names, out / "objects.yaml")
+            known = {n: e.kueue_name for n, e in session.entries.items() if e.kueue_name}
+            details = evidence.workload_details(kube, names, known) if known else ""
+            raise BackendError(
+                f"stream {scenario.name} on the {backend.name} cluster: {err}\n{details}\n"
+                f"artifacts: {out}"
+            ) from None
+    evidence.write_objects(kube, names, out / "objects.yaml")
+    return ClusterReplay(jobs, phases, out)
+
+
+class _Stream:
+    """The stream's clock on the cluster: submit, watch, complete, until nothing is left."""
+
+    def __init__(self, session: Session, scale: TimeScale) -> None:
+        self.s = session
+        self.scale = scale
+        scenario = session.scenario
+        self.plan = submissions(scenario.workloads, scenario.priority, scale)
+        self.jobs = {sub.workload.name: _Job(sub) for sub in self.plan}
+        self.queue = list(self.plan)
+        self.start = datetime.now(UTC)
+        self.t0 = 0.0  # time.monotonic() at the start
+        self.changed = 0.0
+        self.seen = "nothing yet"
+
+    def run(self) -> dict[str, dict[str, Any]]:
+        self._align()
+        horizon = max((sub.real for sub in self.plan), default=0.0) + self.scale.real(
+            sum(sub.workload.run_for or 0.0 for sub in self.plan)
+        )
+        budget = 2 * horizon + 60.0
+        poll_for(
+            self._tick,
+            timeout=budget,
+            interval=INTERVAL,
+            gave_up=lambda waited: (
+                f"the stream did not end in {waited:.0f} s (twice its longest serial run "
+                f"plus 60 s, at --time-scale {self.scale.scale:g}); last seen: {self.seen}"
+            ),
+        )
+        return {name: job.record() for name, job in self.jobs.items()}
+
+    def _align(self) -> None:
+        """Start on the next whole second of our clock, which must be the API server's."""
+        server = server_time(self.s.kube, self.s.names.namespace)
+        skew = (server - datetime.now(UTC)).total_seconds()
+        if not -CLOCK_SKEW <= skew <= 1.0:
+            raise BackendError(
+                f"the API server's clock is {skew:+.0f} s from this machine's; a stream's "
+                "moments are read from Kueue's timestamps, so the two must agree"
+            )
+        start = math.ceil(time.time())
+        while time.time() < start:
+            pause(min(INTERVAL, start - time.time()))
+        self.t0 = time.monotonic() - (time.time() - start)
+        self.start = datetime.fromtimestamp(start, UTC)
+
+    def _now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def _tick(self) -> bool | None:
+        """One round: due submissions, what Kueue did, due completions; True when over."""
+        while self.queue and self.queue[0].real <= self._now():
+            self._submit(self.queue.pop(0))
+        found = {
+            wl["metadata"]["name"]: wl
+            for wl in self.s.kube.list(KUEUE_API, "Workload", self.s.names.namespace)
+        }
+        busy = False
+        for job in self.jobs.values():
+            if job.entry is None or job.entry.rejected is not None:
+                continue
+            wl = found.get(job.entry.kueue_name)
+            if wl is not None and self._observe(job, wl):
+                self.changed = self._now()
+            busy |= wl is not None and _in_flight(wl)
+        for job in self.jobs.values():
+            if job.finish_due is not None and job.finish_due <= self._now():
+                self._complete(job)
+        self.seen = self._describe(found)
+        if self.queue or busy or any(self._owes(job) for job in self.jobs.values()):
+            return None
+        return True if self._now() - self.changed >= QUIET else None
+
+    def _submit(self, sub: Submission) -> None:
+        job = self.jobs[sub.workload.name]
+        job.entry = self.s.create(sub.workload)
+        job.submitted_at = sub.at
+        if job.entry.rejected is not None:
+            raise BackendError(
+                f"workload {job.name} was refused by the API server: {job.entry.rejected.message}"
+            )
+        if sub.workload.run_for is not None and not self.s.has_pods(job.entry):
+            raise Unsupported(
+                f"workload {job.name} goes to this cluster as a {job.entry.kind} without pods, "
+                "so nothing can complete its runFor"
+            )
+        wl = self.s.workload_obj(job.entry)
+        created = ((wl or {}).get("metadata") or {}).get("creationTimestamp")
+        if created:  # created later than asked: waited for a new second
+            job.submitted_at = max(sub.at, self._moment(created))
+        self.changed = self._now()
+
+    def _observe(self, job: _Job, wl: Obj) -> bool:
+        """Record what Kueue did to the job since the last read; True when anything."""
+        if job.finished_at is not None:
+            return False
+        finished = condition(wl, "Finished")
+        if finished is not None and finished.get("status") == "True":
+            job.finished_at = max(self._moment(finished["lastTransitionTime"]), job.last)
+            job.running, job.finish_due = False, None
+            return True
+        changed = False
+        count = evictions(wl)
+        if count > job.evictions:
+            cond = condition(wl, "Evicted")
+            at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
+            at = max(at, job.last)
+            job.preempted_at += [at] * (count - job.evictions)
+            job.evictions = count
+            job.running, job.finish_due = False, None
+            changed = True
+        if not job.running and not evicted_now(wl) and state(wl).kind == "admitted":
+            assert job.entry is not None
+            admitted = condition(wl, "Admitted") or {}
+            at = max(self._moment(admitted.get("lastTransitionTime", "")), job.last)
+            flavors, placement = self.s.admission_of(job.entry, wl)
+            job.admissions.append({"at": at, "flavors": flavors, "placement": placement})
+            job.running = True
+            run_for = job.submission.workload.run_for
+            if run_for is not None:
+                job.finish_due = self._now() + self.scale.real(run_for)
+            changed = True
+        return changed
+
+    def _complete(self, job: _Job) -> None:
+        """The job's run is over: its pods succeed, once all of them run."""
+        w = job.submission.workload
+        pods = self.s.kube.list("v1", "Pod", self.s.names.namespace, f"{WORKLOAD_LABEL}={w.name}")
+        running = [p for p in pods if binding.live(p) and _phase(p) == "Running"]
+        if len(running) < sum(ps.count for ps in w.pod_sets):
+            return  # not all started yet: the job runs on until they have
+        faults.complete(self.s.kube, self.s.names.namespace, running, self.s.t)
+        job.finish_due = None
+
+    def _owes(self, job: _Job) -> bool:
+        """The job has something still to come: a completion, or the finish it causes."""
+        if job.finished_at is not None or job.entry is None:
+            return False
+        return job.running and job.submission.workload.run_for is not None
+
+    def _moment(self, stamp: str) -> float:
+        if not stamp:
+            return 0.0
+        when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return max(0.0, self.scale.stamp(when, self.start))
+
+    def _describe(self, found: dict[str, Obj]) -> str:
+        parts = []
+        for job in self.jobs.values():
+            if job.entry is None:
+                parts.append(f"{job.name} not yet submitted")
+                continue
+            wl = found.get(job.entry.kueue_name)
+            if job.finished_at is not None:
+                parts.append(f"{job.name} finished")
+            elif job.running:
+                late = job.finish_due is not None and job.finish_due <= self._now()
+                parts.append(f"{job.name} running" + (" (pods not all Running)" if late else ""))
+            else:
+                parts.append(f"{job.name} pending ({state(wl).message or state(wl).kind})")
+        return "; ".join(parts) + f" at {self._now():.1f} s"
+
+
+def _in_flight(wl: Obj) -> bool:
+    """An eviction under way (evicted, still holding quota) or a preemptor waiting for it."""
+    reserved = condition(wl, "QuotaReserved") or {}
+    if evicted_now(wl) and reserved.get("status") == "True":
+        return True
+    return reserved.get("status") == "False" and PENDING_PREEMPTION in str(reserved.get("message"))
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase", ""))
