@@ -53,7 +53,7 @@ class StreamFailed(Exception):
     """The replay broke the file's expectations (one line each)."""
 
 
-CLUSTER_SECONDS = 16.0
+CLUSTER_SECONDS = 15.0
 """The longest a stream may take on a cluster, in real seconds at the default time scale (its
 fit-model span / DEFAULT_SCALE): ten of suites/streams/ fit (55-160 stream seconds, about 2.5
 minutes of cluster time with shaping); the longer ones are skipped there, with their span."""

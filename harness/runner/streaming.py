@@ -19,8 +19,8 @@ before its submission).
 A job's pods complete once all of them run: when kube-scheduler or KWOK is slower than
 `runFor` / scale, the job runs that much longer. The stream is over when every submission
 is made, every job with a `runFor` that was admitted has finished, no eviction is under
-way, and nothing changed for QUIET seconds (Kueue's 1 s requeue batch after a finish, plus
-a margin): the jobs still pending then were never admitted.
+way, and, while a job waits, nothing changed for QUIET seconds (Kueue's 1 s requeue batch
+after a finish, plus a margin): the jobs still pending then were never admitted.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import progress
 from harness.backends.base import BackendError, Unsupported
 from harness.errors import HarnessError
 from harness.kube import KUEUE_API, Obj, condition, pause, poll_for, watchdog
@@ -45,6 +46,8 @@ from harness.scenario.model import Scenario
 
 if TYPE_CHECKING:
     from harness.runner.backend import ClusterBackend
+
+logger = progress.logger("stream")
 
 INTERVAL = 0.1
 """Real seconds between two reads of the Workloads (1 stream second at 10x)."""
@@ -183,6 +186,11 @@ class _Stream:
     def _now(self) -> float:
         return time.monotonic() - self.t0
 
+    def _log(self, what: str) -> None:
+        """Progress, with the real and the stream clock (a stream takes minutes)."""
+        now = self._now()
+        logger.info(f"{now:6.1f} s (stream {self.scale.stream(now):g} s): {what}")
+
     def _tick(self) -> bool | None:
         """One round: due submissions, what Kueue did, due completions; True when over."""
         while self.queue and self.queue[0].real <= self._now():
@@ -205,7 +213,8 @@ class _Stream:
         self.seen = self._describe(found)
         if self.queue or busy or any(self._owes(job) for job in self.jobs.values()):
             return None
-        return True if self._now() - self.changed >= QUIET else None
+        waiting = any(not job.running and job.finished_at is None for job in self.jobs.values())
+        return True if not waiting or self._now() - self.changed >= QUIET else None
 
     def _submit(self, sub: Submission) -> None:
         job = self.jobs[sub.workload.name]
@@ -225,6 +234,7 @@ class _Stream:
         if created:  # created later than asked: waited for a new second
             job.submitted_at = max(sub.at, self._moment(created))
         self.changed = self._now()
+        self._log(f"{job.name} submitted (stream moment {sub.at:g})")
 
     def _observe(self, job: _Job, wl: Obj) -> bool:
         """Record what Kueue did to the job since the last read; True when anything."""
@@ -234,6 +244,7 @@ class _Stream:
         if finished is not None and finished.get("status") == "True":
             job.finished_at = max(self._moment(finished["lastTransitionTime"]), job.last)
             job.running, job.finish_due = False, None
+            self._log(f"{job.name} finished (stamped {job.finished_at:g})")
             return True
         changed = False
         count = evictions(wl)
@@ -244,6 +255,7 @@ class _Stream:
             job.preempted_at += [at] * (count - job.evictions)
             job.evictions = count
             job.running, job.finish_due = False, None
+            self._log(f"{job.name} preempted (stamped {at:g})")
             changed = True
         if not job.running and not evicted_now(wl) and state(wl).kind == "admitted":
             assert job.entry is not None
@@ -255,6 +267,7 @@ class _Stream:
             run_for = job.submission.workload.run_for
             if run_for is not None:
                 job.finish_due = self._now() + self.scale.real(run_for)
+            self._log(f"{job.name} admitted (stamped {at:g}) on {placement}")
             changed = True
         return changed
 
@@ -266,6 +279,7 @@ class _Stream:
         if len(running) < sum(ps.count for ps in w.pod_sets):
             return  # not all started yet: the job runs on until they have
         faults.complete(self.s.kube, self.s.names.namespace, running, self.s.t)
+        self._log(f"{job.name}: its {len(running)} pods completed")
         job.finish_due = None
 
     def _owes(self, job: _Job) -> bool:

@@ -41,3 +41,16 @@ def test_a_figure_the_replay_has_not_is_the_files_error(pytester: pytest.Pyteste
     result = pytester.runpytest("-p", "no:cacheprovider", "suites")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*: replay.expect.lastFinsh: names no figure of the replay*"])
+
+
+def test_a_stream_too_long_for_real_time_is_skipped_on_a_cluster_with_its_span(
+    pytester: pytest.Pytester,
+) -> None:
+    """Skipped before any cluster starts (the backend is lazy): 200 stream seconds are 20 s
+    at the default 10x, over the 15 s a stream may take on a cluster."""
+    _copy(pytester)
+    result = pytester.runpytest("-p", "no:cacheprovider", "suites", "--cluster=local", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*too long to replay in real time: 200 stream seconds take 20 s at --time-scale 10*"]
+    )

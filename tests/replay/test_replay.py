@@ -18,6 +18,7 @@ from harness.replay.summary import percentile, summary
 from harness.scenario.loader import load_scenario, scenario_from_data
 
 REPO = Path(__file__).resolve().parents[2]
+STREAMS = REPO / "suites" / "streams"
 GUIDE = REPO / "suites" / "guide" / "guide-required-host.yaml"
 PREEMPT = REPO / "tests" / "data" / "streams" / "preempt-and-requeue.yaml"
 
@@ -176,3 +177,14 @@ def test_fragmentation_counts_domains_that_could_take_n_gpus() -> None:
     assert rack[later]["largestFree"] == 8
     assert rack[later]["domainsWith"] == {"1": 2, "2": 2, "4": 2, "8": 1}
     assert host[later]["domainsWith"] == {"1": 3, "2": 3, "4": 3}
+
+
+@pytest.mark.parametrize("scale", ["0", "-1", "ten", "nan"])
+def test_a_time_scale_is_a_number_above_zero(scale: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "replay", str(STREAMS / "stream-quota-not-nodes.yaml"),
+         "--engine", "local", "--time-scale", scale],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"argument --time-scale: {scale!r} is not a number above 0" in done.stderr
