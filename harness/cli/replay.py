@@ -61,7 +61,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         f"{DEFAULT_SCALE:g}: Kueue's timestamps are whole seconds, docs/replay.md)",
     )
     cmd.add_argument(
-        "--kubeconfig", default=None, help="the cluster's kubeconfig for --engine existing"
+        "--kubeconfig",
+        default=None,
+        help="the cluster's kubeconfig for --engine existing (default: none)",
     )
     cmd.add_argument("--format", choices=("json", "text"), default="text", help="output form")
     cmd.set_defaults(handler=_replay)
