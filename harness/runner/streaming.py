@@ -16,7 +16,9 @@ second and the stream starts on a whole second, so a moment is the start of the 
 it happened in, scaled: never earlier than the event that caused it (an admission is never
 before its submission).
 
-A job's pods complete once all of them run: when kube-scheduler or KWOK is slower than
+A submission waits until Kueue has evaluated the previous one (at most PARK seconds), as
+the fit model decides each submission before the next event: on busy cores Kueue can take
+over a second, one stream second in ten. A job's pods complete once all of them run: when kube-scheduler or KWOK is slower than
 `runFor` / scale, the job runs that much longer. The stream is over when every submission
 is made, every job with a `runFor` that was admitted has finished, no eviction is under
 way, and, while a job waits, nothing changed for QUIET seconds (Kueue's 1 s requeue batch
@@ -53,6 +55,10 @@ INTERVAL = 0.1
 """Real seconds between two reads of the Workloads (1 stream second at 10x)."""
 QUIET = 2.0
 """Real seconds without a change before a stream with nothing left to do counts as over."""
+PARK = 3.0
+"""Real seconds a submission may stay without any QuotaReserved condition before the next
+is made anyway: Kueue parks some unevaluated (a StrictFIFO queue behind its pending head,
+an identical pending workload under SchedulingEquivalenceHashing)."""
 CLOCK_SKEW = 2.0
 """The API server's clock may differ from ours by this much (it reports whole seconds)."""
 
@@ -78,6 +84,8 @@ class _Job:
     running: bool = False
     finish_due: float | None = None  # real seconds after the start
     evictions: int = 0
+    sent: float = 0.0  # real seconds after the start when it was created
+    decided: bool = False  # Kueue has evaluated it (a QuotaReserved condition)
 
     @property
     def name(self) -> str:
@@ -193,7 +201,7 @@ class _Stream:
 
     def _tick(self) -> bool | None:
         """One round: due submissions, what Kueue did, due completions; True when over."""
-        while self.queue and self.queue[0].real <= self._now():
+        while self.queue and self.queue[0].real <= self._now() and not self._undecided():
             self._submit(self.queue.pop(0))
         found = {
             wl["metadata"]["name"]: wl
@@ -216,6 +224,15 @@ class _Stream:
         waiting = any(not job.running and job.finished_at is None for job in self.jobs.values())
         return True if not waiting or self._now() - self.changed >= QUIET else None
 
+    def _undecided(self) -> str | None:
+        """A job Kueue has not evaluated yet, unless it has had PARK seconds: the stream's
+        next submission waits for Kueue's decision on the previous one, as the fit model
+        decides each before the next (on 2 busy cores Kueue can take over a second)."""
+        for job in self.jobs.values():
+            if job.entry is not None and not job.decided and self._now() - job.sent < PARK:
+                return job.name
+        return None
+
     def _submit(self, sub: Submission) -> None:
         job = self.jobs[sub.workload.name]
         job.entry = self.s.create(sub.workload)
@@ -233,7 +250,7 @@ class _Stream:
         created = ((wl or {}).get("metadata") or {}).get("creationTimestamp")
         if created:  # created later than asked: waited for a new second
             job.submitted_at = max(sub.at, self._moment(created))
-        self.changed = self._now()
+        self.changed = job.sent = self._now()
         self._log(f"{job.name} submitted (stream moment {sub.at:g})")
 
     def _observe(self, job: _Job, wl: Obj) -> bool:
@@ -246,6 +263,7 @@ class _Stream:
             job.running, job.finish_due = False, None
             self._log(f"{job.name} finished (stamped {job.finished_at:g})")
             return True
+        job.decided = job.decided or condition(wl, "QuotaReserved") is not None
         changed = False
         count = evictions(wl)
         if count > job.evictions:
