@@ -18,11 +18,12 @@ before its submission).
 
 A submission waits until Kueue has evaluated the previous one (at most PARK seconds), as
 the fit model decides each submission before the next event: on busy cores Kueue can take
-over a second, one stream second in ten. A job's pods complete once all of them run: when kube-scheduler or KWOK is slower than
-`runFor` / scale, the job runs that much longer. The stream is over when every submission
-is made, every job with a `runFor` that was admitted has finished, no eviction is under
-way, and, while a job waits, nothing changed for QUIET seconds (Kueue's 1 s requeue batch
-after a finish, plus a margin): the jobs still pending then were never admitted.
+over a second (ten stream seconds at 10x). A job's pods complete once all of them run: when
+kube-scheduler or KWOK is slower than `runFor` / scale, the job runs that much longer. The
+stream is over when every submission is made, every job with a `runFor` that was admitted
+has finished, no eviction is under way, and, while a job waits, nothing changed for QUIET
+seconds (Kueue's 1 s requeue batch after a finish, plus a margin): the jobs still pending
+then were never admitted.
 """
 
 from __future__ import annotations
