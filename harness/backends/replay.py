@@ -34,10 +34,12 @@ def checked(expect: list[Bound], engine: str) -> list[Bound]:
 
 @dataclass(frozen=True)
 class Replayed:
-    """The replay's JSON form, and where a cluster's real seconds went (shape, stream)."""
+    """The replay's JSON form; on a cluster, where its real seconds went (shape, stream) and
+    the CPU seconds each component spent meanwhile."""
 
     result: dict[str, Any]
     phases: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
 
 
 def replay_on(
@@ -70,7 +72,7 @@ def replay_on(
         assert isinstance(used, ClusterBackend), f"{engine} is not a cluster backend"
         done = replay_on_cluster(used, scenario, scale or TimeScale())
         result = timeline_result(scenario, timeline_of(scenario, done.jobs), classes)
-        return Replayed(result, done.phases)
+        return Replayed(result, done.phases, done.cpu)
     finally:
         if own:
             used.close()

@@ -25,7 +25,7 @@ import yaml
 from harness.backends.base import Unsupported
 from harness.backends.replay import checked, on_a_cluster, replay_on
 from harness.errors import HarnessError
-from harness.plugin.collect import BACKEND_KEY, PHASES_PROPERTY
+from harness.plugin.collect import BACKEND_KEY, CPU_PROPERTY, PHASES_PROPERTY
 from harness.replay.clock import DEFAULT_SCALE, span
 from harness.replay.expect import failures
 from harness.replay.result import replay_result
@@ -78,8 +78,9 @@ def _on_cluster(item: StreamItem, stream: Stream, fit: dict[str, Any]) -> dict[s
         done = replay_on(stream.scenario, stream.classes, cluster, backend=backend)
     except Unsupported as why:
         pytest.skip(f"{cluster} backend: {why}")
-    if done.phases:
+    if done.phases:  # the slowest-scenarios list and the durations record (make durations)
         item.user_properties.append((PHASES_PROPERTY, json.dumps(done.phases)))
+        item.user_properties.append((CPU_PROPERTY, json.dumps(done.cpu)))
     if cluster == "sim":
         differ = [n for n, job in done.result["jobs"].items() if job != fit["jobs"].get(n)]
         if differ:

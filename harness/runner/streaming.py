@@ -39,6 +39,7 @@ from harness import progress
 from harness.backends.base import BackendError, Unsupported
 from harness.errors import HarnessError
 from harness.kube import KUEUE_API, Obj, condition, pause, poll_for, watchdog
+from harness.providers.cpu import CpuMeter
 from harness.replay.clock import Submission, TimeScale, submissions
 from harness.runner import binding, evidence, faults, incidents, shaping
 from harness.runner.objects import WORKLOAD_LABEL
@@ -72,6 +73,8 @@ class ClusterReplay:
     jobs: dict[str, dict[str, Any]]
     phases: dict[str, float]
     artifacts: Path
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per component meanwhile (harness.providers.cpu): mostly the stream waits."""
 
 
 @dataclass
@@ -116,6 +119,8 @@ def replay_on_cluster(
         raise Unsupported("a stream of LeaderWorkerSet groups does not replay on a cluster")
     kube = backend.cluster(scenario.feature_gates, scenario.kueue_config.document)
     started = time.monotonic()
+    meter = CpuMeter(backend.provider.pids if backend.provider is not None else dict)
+    meter.start()
     names = backend.fresh_names(scenario)
     out = backend.artifacts / names.namespace
     out.mkdir(parents=True, exist_ok=True)
@@ -142,7 +147,7 @@ def replay_on_cluster(
                 f"artifacts: {out}"
             ) from None
     evidence.write_objects(kube, names, out / "objects.yaml")
-    return ClusterReplay(jobs, phases, out)
+    return ClusterReplay(jobs, phases, out, meter.spent())
 
 
 class _Stream:
