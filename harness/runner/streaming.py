@@ -139,9 +139,12 @@ def replay_on_cluster(
         except Unsupported:
             raise
         except HarnessError as err:
-            evidence.write_objects(kube, names, out / "objects.yaml")
             known = {n: e.kueue_name for n, e in session.entries.items() if e.kueue_name}
-            details = evidence.workload_details(kube, names, known) if known else ""
+            try:
+                evidence.write_objects(kube, names, out / "objects.yaml")
+                details = evidence.workload_details(kube, names, known) if known else ""
+            except HarnessError as unread:
+                details = f"(the cluster's objects could not be read: {unread})"
             raise BackendError(
                 f"stream {scenario.name} on the {backend.name} cluster: {err}\n{details}\n"
                 f"artifacts: {out}"

@@ -7,6 +7,7 @@ cluster of its own, as the command does.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -39,6 +40,10 @@ def test_the_replay_command_on_the_embedded_cluster_agrees_with_the_fit_model(
     stream = load_stream(STREAM)
     fit = replay_result(stream.scenario, stream.classes)
     assert disagreements(fit["jobs"], out["jobs"]) == []
+    planted = copy.deepcopy(fit["jobs"])  # a wrong prediction must show on the same run
+    planted["two"]["admissions"][0]["placement"] = {"main": {"gpu-node-9": 2}}
+    (line,) = disagreements(planted, out["jobs"])
+    assert line.startswith("two: admission 1 placement: fit model {'main': {'gpu-node-9': 2}}")
     assert set(out) == {"jobs", "summary"}
     assert out["summary"]["neverAdmitted"] == ["six"]
     two = out["jobs"]["two"]
