@@ -61,15 +61,16 @@ def submissions(
 ) -> list[Submission]:
     """The stream's submissions in creation order (submitAt, then stream order: the order
     the fit model's queues take them in), each at submitAt/scale real seconds, but in a
-    later whole second than the previous one of equal priority: Kueue orders equal
-    priorities by creation second, then by random UID. The stream starts on a whole
+    later whole second than the previous one of equal priority (Kueue orders equal
+    priorities by creation second, then by random UID) and never before the one ahead of it
+    (which may have waited for its second). The stream starts on a whole
     second of the API server's clock, so real second k is creation second k."""
     order = sorted(enumerate(workloads), key=lambda iw: (iw[1].submit_at or 0.0, iw[0]))
     last: dict[int, int] = {}
-    out = []
+    out: list[Submission] = []
     for _, w in order:
         at = w.submit_at or 0.0
-        real = scale.real(at)
+        real = max(scale.real(at), out[-1].real if out else 0.0)  # never before an earlier one
         second = math.floor(real)
         taken = last.get(priority(w))
         if taken is not None and second <= taken:

@@ -69,6 +69,14 @@ def test_submissions_of_one_priority_go_in_distinct_seconds_in_stream_order() ->
     ]
 
 
+def test_a_submission_never_goes_before_one_that_waited_for_its_second() -> None:
+    """Kueue's preemption storm at 10x: four lows 1 s apart wait for seconds 0-3; the high
+    one due at 1 s goes after the last of them (creation order is the stream's), in its
+    second: another priority."""
+    plan = _plan(10, ("l1", 0, None), ("l2", 1, None), ("l3", 2, None), ("h", 10, "high"))
+    assert plan == [("l1", 0, 0.0), ("l2", 1, 1.0), ("l3", 2, 2.0), ("h", 10, 2.0)]
+
+
 def test_submissions_of_other_priorities_share_a_second() -> None:
     assert _plan(10, ("a", 0, None), ("h", 5, "high")) == [("a", 0, 0.0), ("h", 5, 0.5)]
 
