@@ -47,14 +47,14 @@ def apply(s: Session, step: Step) -> None:
     s.let_requeue_pass()
     wait_pods_ready(s)
     s.before = before(s)
-    log = KueueLog(s.kueue_log_path)
+    log = KueueLog(s.cluster.kueue_log_path)
     touched = _act(s, step)
     watch = repair.Watch(
         read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
         nodes=touched,
         namespace=s.names.namespace,
-        fail_fast=s.gates.get(FAIL_FAST, True),
-        node_controller=s.gates.get(NODE_REPLACEMENT, True),
+        fail_fast=s.cluster.gates.get(FAIL_FAST, True),
+        node_controller=s.cluster.gates.get(NODE_REPLACEMENT, True),
     )
     repair.settle(watch, log, s.t)
     restarted = step.action == "upgrade-kueue"
@@ -194,9 +194,9 @@ def _act(s: Session, step: Step) -> list[str]:
         if entry is not None and entry.rejected is None and entry.kueue_name:
             check_controller.set_state(s.kube, ns, entry.kueue_name, target)
     elif action == "upgrade-kueue":
-        if s.upgrade_kueue is None:
+        if s.cluster.upgrade_kueue is None:
             raise BackendError("step upgrade-kueue: this cluster cannot replace its Kueue")
-        s.upgrade_kueue(str(target))
+        s.cluster.upgrade_kueue(str(target))
     else:
         return _fault(s, action, target)
     return []
@@ -220,7 +220,7 @@ def _fault(s: Session, action: str, target: object) -> list[str]:
             faults.wait_evicted(s.kube, ns, target.node, target.taint, s.names.run_selector, s.t)
         # Kueue's node controller looks at a taint change only with TASReplaceNodeOnNodeTaints
         # (on by default); without it, only at the pods a NoExecute taint evicts.
-        return [target.node] if s.gates.get(NODE_TAINTS, True) or evicting else []
+        return [target.node] if s.cluster.gates.get(NODE_TAINTS, True) or evicting else []
     if action in ("terminate-pods", "fail-pods"):
         assert isinstance(target, PodFault)
         pods = _pods_of(s, target)
