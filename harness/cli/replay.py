@@ -169,6 +169,7 @@ def render_text(result: dict[str, Any]) -> str:
             f"{name}: submitted {job['submittedAt']:g}s, "
             + (f"admitted {where}" if where else "never admitted")
             + pre
+            + _node_events(job)
             + end
         )
     s = result["summary"]
@@ -194,3 +195,14 @@ def render_text(result: dict[str, Any]) -> str:
         f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
     )
     return "\n".join(lines)
+
+
+def _node_events(job: dict[str, Any]) -> str:
+    """A stream's node events on the job: evicted by a node failure, repaired in place."""
+    out = ""
+    if job.get("evictedAt"):
+        out += f", evicted (node failure) at {', '.join(f'{t:g}s' for t in job['evictedAt'])}"
+    for repair in job.get("replacements", ()):
+        nodes = ", ".join(f"{n}={c}" for ps in repair["placement"].values() for n, c in ps.items())
+        out += f", repaired at {repair['at']:g}s onto {nodes}"
+    return out

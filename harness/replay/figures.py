@@ -73,8 +73,9 @@ def _held(job: JobRecord, admission: Admission, flavor: str, resource: str) -> F
 
 
 def _admission_at(job: JobRecord, at: float) -> Admission | None:
+    """The job's placement at `at`: its latest admission, or a node event's repair of it."""
     current = None
-    for admission in job.admissions:
+    for admission in sorted([*job.admissions, *job.replacements], key=lambda a: a.at):
         if admission.at <= at:
             current = admission
     return current
