@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -81,6 +82,57 @@ def _admission_at(job: JobRecord, at: float) -> Admission | None:
     return current
 
 
+def sample_times(timeline: Timeline, count: int = SAMPLES) -> list[float]:
+    """`count` evenly spaced moments from the stream's first event to its last: where the
+    fragmentation is measured and, by default, where the HTML timeline draws the rack map."""
+    moments = timeline.moments
+    return spaced(moments[0].at, moments[-1].at, count) if moments else []
+
+
+def spaced(first: float, last: float, count: int = SAMPLES) -> list[float]:
+    """`count` evenly spaced moments from `first` to `last` (one when they are equal)."""
+    if last <= first or count < 2:
+        return [first]
+    return [first + (last - first) * i / (count - 1) for i in range(count)]
+
+
+def placement_at(job: JobRecord, at: float) -> Admission | None:
+    """Where the job runs at `at` if it runs: its latest admission or repair (None before
+    its first admission; the caller knows from the moment whether it still runs)."""
+    return _admission_at(job, at)
+
+
+@dataclass(frozen=True)
+class Point:
+    """The cluster from `at` until the next point: GPUs its running jobs hold, jobs waiting."""
+
+    at: float
+    gpus: Fraction
+    pending: int
+
+
+def gpu_series(timeline: Timeline) -> list[Point]:
+    """GPUs allocated and queue length after each event, a step function over the stream
+    (what the HTML timeline plots)."""
+    held: dict[str, Fraction] = {}
+    out = []
+    for moment in timeline.moments:
+        used = Fraction(0)
+        for name in moment.running:
+            if name not in held:
+                job = timeline.jobs[name].workload
+                held[name] = sum((_gpus(ps.requests) * ps.count for ps in job.pod_sets),
+                                 Fraction(0))  # fmt: skip
+            used += held[name]
+        out.append(Point(moment.at, used, len(moment.pending)))
+    return out
+
+
+def allocatable_gpus(scenario: Scenario) -> Fraction:
+    """GPUs of the world's Ready nodes at the start (the chart's 100 %)."""
+    return sum((_gpus(n.allocatable) for n in scenario.nodes if n.ready), Fraction(0))
+
+
 def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
     """Per TAS flavor's topology and level, at SAMPLES moments: the most free GPUs one domain
     has (`largestFree`) and how many domains have at least N free (`domainsWith`: N = 1, 2,
@@ -89,9 +141,7 @@ def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
     moments = timeline.moments
     if not moments:
         return {}
-    first, last = moments[0].at, moments[-1].at
-    times = [first + (last - first) * i / (SAMPLES - 1) for i in range(SAMPLES)] if (
-        last > first) else [first]  # fmt: skip
+    times = sample_times(timeline)
     starts = [m.at for m in moments]
     out: dict[str, Any] = {}
     for flavor in scenario.resource_flavors:
