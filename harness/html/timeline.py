@@ -20,8 +20,6 @@ from harness.html.world import cell_resource, map_views, occupancy, pod_sets, wo
 from harness.replay.figures import placement_at, spaced
 from harness.results.outcome import Outcome
 
-MOMENTS_STYLE = ".moments{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}"
-
 
 def default_moments(tracks: Sequence[Track]) -> list[float]:
     """Twelve evenly spaced moments over the shared time axis (the fragmentation figures'
@@ -61,10 +59,15 @@ def maps_at(track: Track, moments: Sequence[float], key: str) -> str:
             for m, view in enumerate(map_views(scenario, world, held, resource))
         )
         columns.append(
-            f'<div class="col"><p class="cap"><b>{at:g} s</b>: {len(running)} running</p>'
+            f'<div class="col"><p class="cap"><b>{_seconds(at)}</b>: {len(running)} running</p>'
             f"{maps}</div>"
         )
-    return f'<div class="moments">{"".join(columns)}</div>'
+    return f'<div class="cols">{"".join(columns)}</div>'
+
+
+def _seconds(at: float) -> str:
+    """A moment as a reader counts it: 2618 s, 0.5 s."""
+    return f"{at:.0f} s" if at >= 100 else f"{at:.3g} s"
 
 
 def timeline_block(tracks: Sequence[Track], moments: Sequence[float] | None, key: str) -> str:
@@ -84,4 +87,4 @@ def timeline_block(tracks: Sequence[Track], moments: Sequence[float] | None, key
 def replay_page(tracks: Sequence[Track], moments: Sequence[float] | None, title: str) -> str:
     """`replay --format html`: one self-contained page."""
     block = timeline_block(tracks, moments, "r")
-    return page(title, f"<style>{MOMENTS_STYLE}</style>", [block])
+    return page(title, "", [block])
