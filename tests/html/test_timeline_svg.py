@@ -137,3 +137,17 @@ def test_replay_compare_as_svg_and_html_with_chosen_moments() -> None:
 def test_bad_moments_exit_2() -> None:
     done = _replay_cli(str(STREAMS / "stream-guide-required-host.yaml"), "--moments", "-5")
     assert done.returncode == 2 and "--moments" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_docs_picture_is_what_the_tool_draws() -> None:
+    """docs/img/replay-compare-timeline.svg is `make docs-img`'s output (rerun it after
+    changing the drawing or the replay)."""
+    done = _replay_cli(
+        str(STREAMS / "guide-day.jsonl"),
+        "--world", str(REPO / "suites" / "guide" / "guide-required-host.yaml"),
+        "--compare", str(REPO / "examples" / "streams" / "guide-plus-one-host.yaml"),
+        "--format", "svg",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    picture = (REPO / "docs" / "img" / "replay-compare-timeline.svg").read_text()
+    assert done.stdout.replace(str(REPO) + "/", "") == picture, "run `make docs-img`"
