@@ -158,7 +158,7 @@ def _track(
 
 def _chart(track: Track, axis: Axis, y: float) -> str:
     """GPU utilisation (area, left scale 0-100 %) and queue length (line, right scale)."""
-    points = gpu_series(track.timeline)
+    points = gpu_series(track.scenario, track.timeline)
     total = allocatable_gpus(track.scenario)
     most = max((p.pending for p in points), default=0)
     top, bottom = y + 4, y + CHART_H - 4
@@ -172,7 +172,7 @@ def _chart(track: Track, axis: Axis, y: float) -> str:
     for index, point in enumerate(points):
         x = axis.x(point.at)
         nxt = axis.x(points[index + 1].at) if index + 1 < len(points) else x1
-        used = point.gpus / total if total else Fraction(0)
+        used = point.gpus / point.allocatable if point.allocatable else Fraction(0)
         area.append(f"L{num(x)} {num(at_share(used))}L{num(nxt)} {num(at_share(used))}")
         level = at_share(point.pending / most) if most else bottom
         queue.append(f"{'M' if not queue else 'L'}{num(x)} {num(level)}L{num(nxt)} {num(level)}")

@@ -23,6 +23,7 @@ from harness.replay.engine import Admission, JobRecord, Timeline
 from harness.scenario.model import HOSTNAME, Node, Scenario
 
 GPU_SUFFIX = "/gpu"
+"""Extended resources named like nvidia.com/gpu or amd.com/gpu count as GPUs."""
 SAMPLES = 12
 """Moments at which fragmentation is shown (evenly spaced over the stream)."""
 
@@ -104,17 +105,21 @@ def placement_at(job: JobRecord, at: float) -> Admission | None:
 
 @dataclass(frozen=True)
 class Point:
-    """The cluster from `at` until the next point: GPUs its running jobs hold, jobs waiting."""
+    """The cluster from `at` until the next point: GPUs its running jobs hold, GPUs of its
+    Ready nodes then, jobs waiting."""
 
     at: float
     gpus: Fraction
+    allocatable: Fraction
     pending: int
 
 
-def gpu_series(timeline: Timeline) -> list[Point]:
-    """GPUs allocated and queue length after each event, a step function over the stream
-    (what the HTML timeline plots)."""
+def gpu_series(scenario: Scenario, timeline: Timeline) -> list[Point]:
+    """GPUs allocated and allocatable and the queue length after each event, a step
+    function over the stream (GPU utilisation, the HTML timeline's chart)."""
     held: dict[str, Fraction] = {}
+    capacity = allocatable_series(scenario)
+    times = [at for at, _ in capacity]
     out = []
     for moment in timeline.moments:
         used = Fraction(0)
@@ -124,13 +129,40 @@ def gpu_series(timeline: Timeline) -> list[Point]:
                 held[name] = sum((_gpus(ps.requests) * ps.count for ps in job.pod_sets),
                                  Fraction(0))  # fmt: skip
             used += held[name]
-        out.append(Point(moment.at, used, len(moment.pending)))
+        allocatable = capacity[max(bisect.bisect_right(times, moment.at) - 1, 0)][1]
+        out.append(Point(moment.at, used, allocatable, len(moment.pending)))
+    return out
+
+
+def allocatable_series(scenario: Scenario) -> list[tuple[float, Fraction]]:
+    """GPUs of the Ready nodes from the start, and after each of the stream's node events
+    (timed steps: a node added or deleted, NotReady or Ready again)."""
+    nodes = {n.name: n for n in scenario.nodes}
+    ready = {n.name: n.ready for n in scenario.nodes}
+
+    def total() -> Fraction:
+        return sum((_gpus(n.allocatable) for n in nodes.values() if ready[n.name]), Fraction(0))
+
+    out = [(float("-inf"), total())]
+    for step in scenario.steps:
+        if step.at is None:
+            continue
+        target = step.target
+        if step.action == "add-node" and isinstance(target, Node):
+            nodes[target.name], ready[target.name] = target, target.ready
+        elif step.action == "delete-node":
+            nodes.pop(str(target), None)
+        elif step.action in ("node-not-ready", "node-ready"):
+            ready[str(target)] = step.action == "node-ready"
+        else:
+            continue
+        out.append((step.at, total()))
     return out
 
 
 def allocatable_gpus(scenario: Scenario) -> Fraction:
-    """GPUs of the world's Ready nodes at the start (the chart's 100 %)."""
-    return sum((_gpus(n.allocatable) for n in scenario.nodes if n.ready), Fraction(0))
+    """GPUs of the world's Ready nodes at the start."""
+    return allocatable_series(scenario)[0][1]
 
 
 def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
