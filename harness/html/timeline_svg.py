@@ -66,18 +66,22 @@ class Axis:
         span = self.end - self.start
         return LEFT + (at - self.start) / span * (WIDTH - LEFT - RIGHT) if span else LEFT
 
-    def ticks(self) -> list[float]:
+    @property
+    def step(self) -> int:
+        """The tick spacing: the first of TIME_STEPS giving at most TARGET_TICKS intervals."""
         span = self.end - self.start
-        step = next((s for s in TIME_STEPS if span / s <= TARGET_TICKS), TIME_STEPS[-1])
+        return next((s for s in TIME_STEPS if span / s <= TARGET_TICKS), TIME_STEPS[-1])
+
+    def ticks(self) -> list[float]:
+        step = self.step
         first = -(-self.start // step) * step
         count = int((self.end - first) // step) + 1
         return [first + i * step for i in range(max(count, 0))]
 
     def label(self, at: float) -> str:
         """Seconds in the unit the tick spacing is counted in: 90s, 15m, 2h, 1.5d."""
-        step = self.ticks()[1] - self.ticks()[0] if len(self.ticks()) > 1 else 1
         for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-            if step >= size:
+            if self.step >= size:
                 return f"{at / size:g}{unit}"
         return f"{at:g}s"
 
@@ -291,7 +295,7 @@ def _legend(palette: Palette, kind: str, y: float) -> str:
 
 def _moments(axis: Axis, moments: Sequence[float], top: float, bottom: float) -> str:
     out = []
-    for at in moments:
+    for at in (m for m in moments if axis.start <= m <= axis.end):
         x = axis.x(at)
         out.append(f'<line class="mom" x1="{num(x)}" y1="{num(top)}" x2="{num(x)}" '
                    f'y2="{num(bottom)}"><title>rack map at {at:g}s</title></line>')  # fmt: skip
