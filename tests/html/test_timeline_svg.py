@@ -57,6 +57,15 @@ def test_the_axis_spans_the_stream_and_every_mark_is_inside_it() -> None:
     assert moments.get("data-count") == "2"
 
 
+def test_each_preemption_is_marked_and_each_admission_is_a_run() -> None:
+    track = _track("stream-preemption-storm")
+    jobs = track.timeline.jobs.values()
+    root = _svg(track)
+    assert len(_all(root, "line", "pre")) == sum(len(j.preempted_at) for j in jobs) + 1
+    assert len(_all(root, "rect", "run")) == sum(len(j.admissions) for j in jobs)
+    assert sum(len(j.preempted_at) for j in jobs) > 0
+
+
 def test_a_repair_is_a_mark_on_the_running_bar_not_a_new_run() -> None:
     root = _svg(_track("stream-node-fails-replaced-in-rack"))
     assert len(_all(root, "rect", "run")) == 3  # serve, train, notebook: one run each
