@@ -5,8 +5,10 @@ cycles) lives through the whole stream, as Kueue does: a submission joins its Cl
 queue and the cycles run until nothing changes; a finish deletes the workload, which frees
 its quota and nodes and requeues the parked workloads of its cohort (pkg/cache/queue
 manager.go QueueInadmissibleWorkloads), and the cycles run again. Events at the same moment
-are finishes first (capacity first), settled, then the submissions of that moment together
-(their queues order them: priority, then stream order), settled. A preempted workload's Job
+are finishes first (capacity first), settled, then the stream's node events (timed steps,
+harness/replay/timed_steps.py: Kueue's node-failure handling reacts as after a step), then
+the submissions of that moment together (their queues order them: priority, then stream
+order), settled. A preempted workload's Job
 is suspended and its pods deleted; it is requeued with its creation timestamp as queue key
 (workload.Ordering.GetQueueOrderTimestamp uses the eviction time only for PodsReadyTimeout
 and admission-check evictions) and, admitted again,
@@ -204,15 +206,16 @@ class _Clock:
     def _record(self, at: float) -> None:
         """Admissions and evictions the engine made since the last event, in order."""
         for name, held in self.engine.changes:
+            evicted = held is None and name in self.engine.evicted
+            if evicted:
+                self.engine.evicted.discard(name)
             job = self.jobs.get(name)
             if job is None:
                 continue  # a workload admitted before the stream (the world's `admitted:`)
             if held is None:
                 if self.running.pop(name, None) is not None:
-                    evicted = name in self.engine.evicted
                     (job.evicted_at if evicted else job.preempted_at).append(at)
                     self.pending[name] = None
-                self.engine.evicted.discard(name)
                 continue
             if name in self.running and self.running[name][0] is held:  # repaired in place
                 job.replacements.append(_admission(at, held))
