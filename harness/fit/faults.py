@@ -181,20 +181,10 @@ class Faults:
                 self.report.note(name, Note("not-watched", why))
 
     def _node_controller(self, world: World, name: str) -> bool:
-        """Per node of the assignment: failed for this workload, or healthy again.
-
-        Kueue's node controller reconciles a node only when its event handlers queue it
-        (pkg/controller/tas/node_controller.go: the node created, deleted, its Ready
-        condition or taints changed; nodeFailurePodHandler: a TAS pod there terminating or
-        ended): here, a node the step acted on, and a node the workload already lists as
-        unhealthy. A node that was unhealthy before any event (a scenario's starting state:
-        NotReady, tainted) is not looked at, as Kueue does not; the sim's driver calls the
-        same controller on the same events (harness/sim/go/README.md)."""
+        """Per node of the assignment: failed for this workload, or healthy again."""
         listed = self.unhealthy.setdefault(name, [])
         changed = False
         for node in _assigned_nodes(world, name):
-            if node not in self.report.acted and node not in listed:
-                continue  # no event queued this node
             health = node_health(world, self.gates, self.rules, name, node)
             failed = health.failed
             if failed and node not in listed:

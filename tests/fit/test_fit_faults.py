@@ -231,34 +231,3 @@ steps:
     evicted = fit(scenario).steps[-1]["job"].evicted
     assert evicted is not None
     assert evicted.message.endswith("including: x9, x0")
-
-
-def test_a_node_unhealthy_before_any_event_is_not_reconciled() -> None:
-    """job (admitted before the scenario) runs on n1, NotReady from the start, where its pod
-    never ran. A step on another node (n3 cordoned) queues no reconcile of n1 in Kueue's node
-    controller (node_controller.go predicates: only n1's own events, or its pods ending,
-    would), so job keeps its assignment: not replaced, not evicted (as in the sim)."""
-    text = """
-name: w
-topologies: [{name: t, levels: [example.com/rack, kubernetes.io/hostname]}]
-resourceFlavors: [{name: gpu, nodeLabels: {example.com/gpu: "yes"}, topologyName: t}]
-clusterQueues:
-  - name: q
-    resourceGroups:
-      - coveredResources: [nvidia.com/gpu]
-        flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 24}]}]
-x-host: &host {nvidia.com/gpu: 8, pods: 110}
-nodes:
-  - {name: n1, labels: {example.com/gpu: "yes", example.com/rack: r1}, allocatable: *host,
-     ready: false}
-  - {name: n2, labels: {example.com/gpu: "yes", example.com/rack: r1}, allocatable: *host}
-  - {name: n3, labels: {example.com/gpu: "yes", example.com/rack: r1}, allocatable: *host}
-admitted:
-  - {name: job, queue: q, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu: 8},
-     flavor: gpu, placement: {n1: 1}}]}
-steps:
-  - cordon: n3
-"""
-    got = fit(scenario_from_data(parse_yaml(text, "w.yaml"), "w.yaml")).steps[-1]["job"]
-    assert got.admitted and got.placement == {"main": {"n1": 1}}
-    assert not got.replaced and got.evicted is None
