@@ -89,7 +89,7 @@ class StreamItem(pytest.Item):
         result = timeline_result(stream.scenario, self.timeline, stream.classes)
         if cluster == "sim":
             fit_jobs = result["jobs"]
-            self.timeline, self.engine = _on_sim(stream), "Kueue (sim)"
+            self.timeline, self.engine = _on_sim(stream), "sim (Kueue's scheduler in process)"
             result = timeline_result(stream.scenario, self.timeline, stream.classes)
             differ = [n for n, job in result["jobs"].items() if job != fit_jobs.get(n)]
             if differ:
