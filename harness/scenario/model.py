@@ -409,6 +409,9 @@ class Step:
     expect: Mapping[str, Expectation] | None = None
     by_version: ByVersion | None = None
     """Where the step has `expectByVersion`: `expect` on each version."""
+    at: float | None = None
+    """In a stream scenario: the second of the stream's clock it happens at (docs/replay.md,
+    "Node faults in a stream"); None in a one-moment scenario, where steps follow each other."""
 
 
 FAULT_ACTIONS = (
