@@ -20,7 +20,7 @@ from harness.kueue.gates import merged, parse_gates
 from harness.results.comparison import message_matches
 from harness.results.observation import Observation
 from harness.results.outcome import Outcome
-from harness.scenario.model import Expectation, Scenario
+from harness.scenario.model import READINESS_ACTIONS, Expectation, Scenario
 from harness.sim import upgrade
 from harness.sim.build import build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
@@ -104,6 +104,13 @@ class SimBackend:
                 f"{scenario.path}: kueueConfig.{unmodelled[0]}: not run by the sim (its "
                 "controllers are emulated without it); the embedded cluster runs it: "
                 "--cluster=local"
+            )
+        held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
+        if held:
+            raise Unsupported(
+                f"{scenario.path}: steps {held[0]}: not run by the sim (its emulated job "
+                "reconciler writes no PodsReady condition and its workload controller runs no "
+                "timers); the embedded cluster runs it: --cluster=local"
             )
         if version not in self._sims:
             self._sims[version] = SimProcess(build_sim(version=version))
