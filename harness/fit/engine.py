@@ -28,6 +28,7 @@ from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
     FAULT_ACTIONS,
+    READINESS_ACTIONS,
     CheckChange,
     Flavor,
     Scenario,
@@ -88,6 +89,12 @@ def check_supported(scenario: Scenario) -> KueueRules:
             "(the sim and the embedded cluster run it)"
         )
     PodsReadiness(scenario).check_supported()
+    held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
+    if held and rules.version != DEFAULT_KUEUE:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: steps {held[0]}: waitForPodsReady is modelled for Kueue "
+            f"{DEFAULT_KUEUE} only, not {rules.version} (the embedded cluster runs it)"
+        )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(
