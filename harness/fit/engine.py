@@ -130,6 +130,7 @@ def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRu
         # Each submission settles before the next (contract v2, "Rules").
         engine.submit(workload)
         engine.settle()
+    engine.readiness.check_never_started(engine)
     initial = dict(engine.outcomes)
     after_steps, reports = [], []
     for step in scenario.steps:
@@ -137,6 +138,7 @@ def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRu
         engine.step(step)
         after_steps.append(engine.after_step())
         reports.append(engine.faults.report)
+        engine.readiness.check_never_started(engine)
     return FitResult(outcomes=initial, steps=after_steps, faults=reports)
 
 

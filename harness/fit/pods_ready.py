@@ -77,6 +77,19 @@ class PodsReadiness:
                     f"pods' start; not modelled (use at least {MIN_START:g}s)"
                 )
 
+    def check_never_started(self, model: Model) -> None:
+        """Refuse a timeout within the step horizon over pods that never run: Kueue would
+        evict such a workload while the harness reads the step (WaitForStart), not modelled."""
+        if not self.config.enabled or not within_step(self.config.timeout):
+            return
+        for name, outcome in model.outcomes.items():
+            if outcome.admitted and any((outcome.unschedulable or {}).values()):
+                raise UnsupportedVersionError(
+                    f"{self.path}: kueueConfig.waitForPodsReady.timeout: {name}'s pods can "
+                    f"never all run, and a {self.config.timeout:g}s timeout would evict it: "
+                    "not modelled"
+                )
+
     def released(self, name: str) -> None:
         """The workload's pods went with its quota: new pods start Ready."""
         self.held.discard(name)

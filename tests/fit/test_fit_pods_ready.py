@@ -78,3 +78,26 @@ def test_timers_it_cannot_time_are_refused(section: str, match: str) -> None:
     )
     with pytest.raises(UnsupportedVersionError, match=match):
         _fit(text + "steps: [{pods-not-ready: w}]\n")
+
+
+def test_a_short_timeout_over_pods_that_never_run_is_refused() -> None:
+    # The lowest level is the rack: Kueue counts its two 4-GPU nodes as one pool of 8 and
+    # admits a 6-GPU pod that no node can run (docs/kueue-findings.md).
+    text = """
+name: never
+kueueConfig: {waitForPodsReady: {timeout: 5s}}
+topologies: [{name: t, levels: [example.com/rack]}]
+resourceFlavors: [{name: gpu, nodeLabels: {gpu: "y"}, topologyName: t}]
+clusterQueues:
+  - name: a
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu]
+        flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+nodes:
+  - {name: n1, labels: {gpu: "y", example.com/rack: r1}, allocatable: {nvidia.com/gpu: 4, pods: 10}}
+  - {name: n2, labels: {gpu: "y", example.com/rack: r1}, allocatable: {nvidia.com/gpu: 4, pods: 10}}
+workloads: [{name: w, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu: 6}}]}]
+"""
+    with pytest.raises(UnsupportedVersionError, match="never all run"):
+        _fit(text)
+    assert _fit(text.replace("timeout: 5s", "timeout: 10m")).outcomes["w"].admitted
