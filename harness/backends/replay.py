@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.backends.base import Backend, create_backend
+from harness.backends.base import Backend, Unsupported, create_backend
 from harness.replay.agreement import time_robust
 from harness.replay.clock import TimeScale
 from harness.replay.expect import Bound
 from harness.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from harness.replay.engine import Timeline
 
 ENGINES = ("fit", "sim", "local", "kind", "existing")
 """`fit` the fit model; `sim` Kueue's scheduler in process; the others a cluster (`local` the
@@ -38,6 +41,7 @@ class Replayed:
     the CPU seconds each component spent meanwhile."""
 
     result: dict[str, Any]
+    timeline: Timeline
     phases: dict[str, float] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)
 
@@ -53,10 +57,13 @@ def replay_on(
 ) -> Replayed:
     """The stream of `scenario` on `engine`; a backend of that engine is started (with
     `options`, harness.backends.base.backend_options) and stopped unless one is given."""
-    from harness.replay.result import replay_result, timeline_result
+    from harness.replay.result import timeline_result
 
     if engine == "fit":
-        return Replayed(replay_result(scenario, classes))
+        from harness.replay.engine import replay
+
+        timeline = replay(scenario)
+        return Replayed(timeline_result(scenario, timeline, classes), timeline)
     own = backend is None
     used = backend if backend is not None else create_backend(engine, **options)
     try:
@@ -64,15 +71,18 @@ def replay_on(
             from harness.replay.onsim import replay_on as on_sim
 
             timeline = on_sim(scenario, lambda sc: used.run(sc).steps)
-            return Replayed(timeline_result(scenario, timeline, classes))
+            return Replayed(timeline_result(scenario, timeline, classes), timeline)
         from harness.replay.oncluster import timeline_of
         from harness.runner.backend import ClusterBackend
         from harness.runner.streaming import replay_on_cluster
 
         assert isinstance(used, ClusterBackend), f"{engine} is not a cluster backend"
+        if scenario.steps:
+            raise Unsupported("a stream's node events (steps with at:) do not run on a cluster yet")
         done = replay_on_cluster(used, scenario, scale or TimeScale())
-        result = timeline_result(scenario, timeline_of(scenario, done.jobs), classes)
-        return Replayed(result, done.phases, done.cpu)
+        timeline = timeline_of(scenario, done.jobs)
+        result = timeline_result(scenario, timeline, classes)
+        return Replayed(result, timeline, done.phases, done.cpu)
     finally:
         if own:
             used.close()

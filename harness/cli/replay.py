@@ -1,8 +1,10 @@
-"""`replay FILE [--compare OTHER] [--format json|text]`: a stream of workloads (`submitAt`,
-`runFor` on a scenario's workloads) replayed on the fit model: when each was admitted, where,
-when it finished or was preempted, and the stream's figures. `--compare OTHER` replays the
-same stream on another world (OTHER's topology, flavors, queues, nodes and usage; OTHER's
-own workloads instead when it has some, e.g. required vs preferred) and prints both."""
+"""`replay FILE [--compare OTHER] [--engine E] [--format json|text|html|svg]`: a stream of
+workloads (`submitAt`, `runFor` on a scenario's workloads) replayed on the fit model,
+kueue-sim or a real cluster (`--engine local`: the embedded one, in real time at
+`--time-scale`): when each was admitted, where, when it finished or was preempted, and the
+stream's figures. `--compare OTHER` replays the same stream on another world (OTHER's
+topology, flavors, queues, nodes and usage; OTHER's own workloads instead when it has some,
+e.g. required vs preferred) and prints both."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from harness.backends.replay import ENGINES, checked, replay_on
+from harness.backends.replay import ENGINES, Replayed, checked, replay_on
 from harness.errors import InputError
 from harness.replay.clock import DEFAULT_SCALE, TimeScale
 from harness.scenario import ample_quota
 from harness.scenario.model import Scenario
 
 if TYPE_CHECKING:
+    from harness.replay.engine import Timeline
     from harness.replay.stream import Stream
 
 
@@ -65,7 +68,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default=None,
         help="the cluster's kubeconfig for --engine existing (default: none)",
     )
-    cmd.add_argument("--format", choices=("json", "text"), default="text", help="output form")
+    cmd.add_argument(
+        "--format",
+        choices=("json", "text", "html", "svg"),
+        default="text",
+        help="output form: html is a page with the timeline and the rack maps at --moments; "
+        "svg the timeline alone (a picture for docs)",
+    )
+    cmd.add_argument(
+        "--moments",
+        metavar="SECONDS,...",
+        type=_moments,
+        help="seconds at which --format html draws the rack map, e.g. 600,3600 (default: 12 "
+        "evenly spaced over the stream)",
+    )
     cmd.set_defaults(handler=_replay)
 
 
@@ -78,10 +94,14 @@ def _replay(args: argparse.Namespace) -> int:
     if args.compare:
         other = load_stream(args.compare)
         runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
-    results = _run_all(runs, args)
+    done = _run_all(runs, args)
+    timelines = {name: d.timeline for name, d in done.items()}
+    results = {name: d.result for name, d in done.items()}
     expected = checked(stream.expect, args.engine)
     broken = failures(expected, results["base"], str(args.file)) if expected else []
-    if args.format == "json":
+    if args.format in ("html", "svg"):
+        print(_picture(args, runs, timelines), end="")
+    elif args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
     else:
@@ -103,10 +123,15 @@ def run(
     return replay_on(scenario, classes, engine).result
 
 
-def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def replay_timeline(scenario: Scenario, engine: str = "fit") -> Timeline:
+    """The stream's timeline as `engine` decides it."""
+    return replay_on(scenario, None, engine).timeline
+
+
+def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, Replayed]:
     """Each stream on the chosen engine; a cluster or sim is started once for all of them."""
     if args.engine == "fit":
-        return {name: run(s.scenario, s.classes) for name, s in runs.items()}
+        return {name: replay_on(s.scenario, s.classes) for name, s in runs.items()}
     from harness.backends.base import create_backend
 
     options = {"kubeconfig": args.kubeconfig} if args.kubeconfig else {}
@@ -119,7 +144,7 @@ def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, dic
             if done.phases:
                 spent = ", ".join(f"{k} {v:.1f} s" for k, v in done.phases.items())
                 print(f"{args.engine} cluster, {s.scenario.name}: {spent}", file=sys.stderr)
-            out[name] = done.result
+            out[name] = done
         return out
     finally:
         backend.close()
@@ -133,6 +158,36 @@ def _scale(text: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0 (e.g. 10)")
     return value
+
+
+def _moments(text: str) -> list[float]:
+    """`--moments 600,3600`: seconds of the stream's clock."""
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds separated by commas") from None
+    if not values or any(v < 0 or v != v or v == float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds at or above 0, e.g. 600,3600")
+    return values
+
+
+def _picture(
+    args: argparse.Namespace, runs: dict[str, Stream], timelines: dict[str, Timeline]
+) -> str:
+    """--format html (the page) or svg (the timeline alone)."""
+    from harness.html.timeline import replay_page
+    from harness.html.timeline_svg import Track, timeline_svg
+
+    files = {"base": args.file, "other": args.compare}
+    tracks = [
+        Track(f"{name}: {files[name]}" if len(runs) > 1 else str(args.file),
+              s.scenario, timelines[name], s.classes)
+        for name, s in runs.items()
+    ]  # fmt: skip
+    if args.format == "svg":
+        return timeline_svg(tracks, args.moments or ()) + "\n"
+    title = f"replay of {args.file}" + (f" vs {args.compare}" if args.compare else "")
+    return replay_page(tracks, args.moments, title)
 
 
 def _same_stream(base: Stream, other: Scenario) -> Stream:
@@ -208,6 +263,7 @@ def render_text(result: dict[str, Any]) -> str:
             f"{name}: submitted {job['submittedAt']:g}s, "
             + (f"admitted {where}" if where else "never admitted")
             + pre
+            + _node_events(job)
             + end
         )
     s = result["summary"]
@@ -233,3 +289,14 @@ def render_text(result: dict[str, Any]) -> str:
         f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
     )
     return "\n".join(lines)
+
+
+def _node_events(job: dict[str, Any]) -> str:
+    """A stream's node events on the job: evicted by a node failure, repaired in place."""
+    out = ""
+    if job.get("evictedAt"):
+        out += f", evicted (node failure) at {', '.join(f'{t:g}s' for t in job['evictedAt'])}"
+    for repair in job.get("replacements", ()):
+        nodes = ", ".join(f"{n}={c}" for ps in repair["placement"].values() for n, c in ps.items())
+        out += f", repaired at {repair['at']:g}s onto {nodes}"
+    return out

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
 from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
+from harness.fit.pods_ready import PodsReadiness
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
     NO_CANDIDATES,
@@ -47,6 +48,7 @@ from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
+from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
@@ -57,6 +59,8 @@ from harness.scenario.model import (
 )
 
 SKIPPED = "Workload no longer fits after processing another workload"
+WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+"""Not a requeue reason: the scheduler holds the entry (waitForPodsReadyIfNeeded)."""
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
@@ -123,6 +127,7 @@ class Model:
         self.usage = list(scenario.usage)
         self.binder = Binder(scenario)
         self.checks = CheckStates(scenario)
+        self.readiness = PodsReadiness(scenario)
         self.queues.inactive = {
             cq.name
             for cq in scenario.cluster_queues
@@ -160,6 +165,7 @@ class Model:
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
         held = self.snap.release(name)
+        self.readiness.released(name)
         self.binder.forget(name)
         self._rebind()
         if held is not None:
@@ -195,7 +201,7 @@ class Model:
         seen: dict[Hashable, int] = {}
         history: list[Hashable] = []
         for _ in range(MAX_CYCLES):
-            if not any(self.queues.heap.values()):
+            if not any(self.queues.heap.values()) or self.readiness.blocked is not None:
                 return
             self.run_cycle()
             state = (self.queues.signature(), tuple(sorted(self.snap.holding)), self._outcome_key())
@@ -239,8 +245,13 @@ class Model:
         requeue: list[tuple[Entry, str]] = []
         written: list[Pending] = []
         for entry in self._in_order(entries):
+            if self.readiness.blocked is not None:
+                raise UnsupportedVersionError(
+                    f"{self.scenario.path}: {entry.name} is considered in the cycle in which "
+                    f"the scheduler waits for PodsReady (blockAdmission): not modelled"
+                )
             reason, message = self.process(entry, claimed, admitted, victims)
-            if reason:
+            if reason and reason != WAITING_FOR_PODS_READY:
                 requeue.append((entry, reason))
             if reason and message is not None:
                 if self.outcomes.get(entry.name, NEVER_EVALUATED).message != message:
@@ -520,6 +531,11 @@ class Model:
             # clusterqueue.go:509), so a scan that restarts on that restarts here.
             self.generation[cq.name] += 1
             return FAILED_AFTER_NOMINATION, None
+        if self.readiness.blocks(self):
+            # waitForPodsReadyIfNeeded: the status is written, then the loop waits.
+            self.queues.delete(entry.name)
+            self.readiness.block(entry, tas_usage)
+            return WAITING_FOR_PODS_READY, BLOCKED_MESSAGE
         admitted.append(self._admit(entry, tas_usage))
         return "", ""
 

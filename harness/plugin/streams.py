@@ -15,6 +15,7 @@ scenarios, so a stream is never also submitted all at once as a one-moment scena
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,13 @@ import pytest
 import yaml
 
 from harness.backends.base import Unsupported
-from harness.backends.replay import checked, on_a_cluster, replay_on
+from harness.backends.replay import Replayed, checked, on_a_cluster, replay_on
 from harness.errors import HarnessError
+from harness.html.section import ScenarioResult
 from harness.plugin.collect import BACKEND_KEY, CPU_PROPERTY, PHASES_PROPERTY
 from harness.replay.clock import DEFAULT_SCALE, span
+from harness.replay.engine import Timeline
 from harness.replay.expect import failures
-from harness.replay.result import replay_result
 from harness.replay.stream import REPLAY_KEY, Stream, load_stream
 
 _TOP_REPLAY = f"{REPLAY_KEY}:"
@@ -60,18 +62,23 @@ minutes of cluster time with shaping, as Kubernetes and Kueue add about 2 s to e
 that frees a waiting job); the longer ones are skipped there, with their span."""
 
 
-def _on_cluster(item: StreamItem, stream: Stream, fit: dict[str, Any]) -> dict[str, Any]:
+ENGINE_NAMES = {"fit": "fit model", "sim": "sim (Kueue's scheduler in process)"}
+"""How the report names an engine (a cluster: "local cluster", ...)."""
+
+
+def _on_cluster(item: StreamItem, stream: Stream, fit: Replayed) -> Replayed:
     """The stream replayed on the session's cluster (or the sim), held to the fit model's
     jobs: job for job on the sim, order and placement on a cluster (harness.replay.agreement)."""
     from harness.replay.agreement import disagreements
 
     cluster = item.config.getoption("--cluster")
     backend = item.config.stash.get(BACKEND_KEY, None)
+    fit_jobs = fit.result["jobs"]
     if on_a_cluster(cluster):
-        real = span(fit["jobs"]) / DEFAULT_SCALE
+        real = span(fit_jobs) / DEFAULT_SCALE
         if real > CLUSTER_SECONDS:
             pytest.skip(
-                f"too long to replay in real time: {span(fit['jobs']):g} stream seconds take "
+                f"too long to replay in real time: {span(fit_jobs):g} stream seconds take "
                 f"{real:g} s at --time-scale {DEFAULT_SCALE:g}, over the {CLUSTER_SECONDS:g} s "
                 "a stream may take on a cluster (docs/replay.md)"
             )
@@ -82,22 +89,23 @@ def _on_cluster(item: StreamItem, stream: Stream, fit: dict[str, Any]) -> dict[s
     if done.phases:  # the slowest-scenarios list and the durations record (make durations)
         item.user_properties.append((PHASES_PROPERTY, json.dumps(done.phases)))
         item.user_properties.append((CPU_PROPERTY, json.dumps(done.cpu)))
+    jobs = done.result["jobs"]
     if cluster == "sim":
-        differ = [n for n, job in done.result["jobs"].items() if job != fit["jobs"].get(n)]
+        differ = [n for n, job in jobs.items() if job != fit_jobs.get(n)]
         if differ:
             name = differ[0]
             raise StreamFailed(
                 f"the sim and the fit model disagree on {len(differ)} job(s); {name}: "
-                f"sim {done.result['jobs'][name]}, fit model {fit['jobs'].get(name)}"
+                f"sim {jobs[name]}, fit model {fit_jobs.get(name)}"
             )
-        return done.result
-    lines = disagreements(fit["jobs"], done.result["jobs"], ("fit model", f"{cluster} cluster"))
+        return done
+    lines = disagreements(fit_jobs, jobs, ("fit model", f"{cluster} cluster"))
     if lines:
         raise StreamFailed(
             f"the {cluster} cluster and the fit model disagree on the order or placement of "
             "admissions:\n  " + "\n  ".join(lines)
         )
-    return done.result
+    return done
 
 
 class StreamFile(pytest.File):
@@ -115,17 +123,23 @@ class StreamItem(pytest.Item):
         super().__init__(**kwargs)
         self.stream = stream
         self.problem = problem
+        self.timeline: Timeline | None = None
+        """The replay the expectations were checked on (the HTML report draws it)."""
+        self.engine = ""
 
     def runtest(self) -> None:
         if self.problem or self.stream is None:
             raise StreamFailed(self.problem)
         cluster = self.config.getoption("--cluster")
         stream = self.stream
-        result = replay_result(stream.scenario, stream.classes)
+        done = replay_on(stream.scenario, stream.classes)
+        self.timeline, self.engine = done.timeline, ENGINE_NAMES["fit"]
         if cluster is not None:
-            result = _on_cluster(self, stream, result)
+            done = _on_cluster(self, stream, done)
+            self.timeline = done.timeline
+            self.engine = ENGINE_NAMES.get(cluster, f"{cluster} cluster")
         expected = checked(stream.expect, cluster or "fit")
-        broken = failures(expected, result, str(self.path))
+        broken = failures(expected, done.result, str(self.path))
         if broken:
             raise StreamFailed("\n".join(f"replay.expect.{line}" for line in broken))
 
@@ -136,3 +150,24 @@ class StreamItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"stream {self.name}"
+
+
+def stream_result(
+    item: StreamItem, status: str, text: str, duration: float, folder: str
+) -> ScenarioResult:
+    """The stream scenario's part of the HTML report: its pytest result and the timeline of
+    the replay it was checked on, with the rack map at 12 moments."""
+    from harness.html.timeline import timeline_block
+    from harness.html.timeline_svg import Track
+
+    stream = item.stream
+    if stream is None:
+        return ScenarioResult(None, (), item.name, status, text, duration, folder)
+    extra = ""
+    if item.timeline is not None:
+        track = Track(f"replayed on the {item.engine}", stream.scenario, item.timeline,
+                      stream.classes)  # fmt: skip
+        extra = timeline_block([track], None, f"t{zlib.crc32(item.nodeid.encode())}")
+    return ScenarioResult(
+        stream.scenario, (), item.name, status, text, duration, folder, extra=extra
+    )

@@ -44,7 +44,7 @@ from harness.replay.clock import Submission, TimeScale, submissions
 from harness.runner import binding, evidence, faults, incidents, shaping
 from harness.runner.objects import WORKLOAD_LABEL
 from harness.runner.reading import PENDING_PREEMPTION, evicted_now, evictions, state
-from harness.runner.session import Entry, Session
+from harness.runner.session import ClusterSide, Entry, Session
 from harness.runner.waits import server_time
 from harness.scenario.model import Scenario
 
@@ -124,10 +124,11 @@ def replay_on_cluster(
     names = backend.fresh_names(scenario)
     out = backend.artifacts / names.namespace
     out.mkdir(parents=True, exist_ok=True)
-    session = Session(
-        kube, scenario, names, backend.timeouts, jobsets=backend.jobsets,
-        jobset_pods=backend.jobset_pods, gates=scenario.feature_gates,
+    side = ClusterSide(
+        jobsets=backend.jobsets, jobset_pods=backend.jobset_pods,
+        gates=backend.running_gates or {},
     )  # fmt: skip
+    session = Session(kube, scenario, names, backend.timeouts, cluster=side)
     phases: dict[str, float] = {}
     with watchdog(lambda: incidents.raise_if_down(backend.provider)):
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STREAM = REPO / "suites" / "streams" / "stream-priority-order-when-capacity-frees.yaml"
@@ -54,3 +55,18 @@ def test_a_stream_too_long_for_real_time_is_skipped_on_a_cluster_with_its_span(
     result.stdout.fnmatch_lines(
         ["*too long to replay in real time: 200 stream seconds take 20 s at --time-scale 10*"]
     )
+
+
+def test_the_html_report_shows_the_streams_timeline(pytester: pytest.Pytester) -> None:
+    """A stream scenario's section holds its timeline (one bar per job of the stream) and
+    the rack map at the 12 default moments."""
+    _copy(pytester)
+    report = pytester.path / "report.html"
+    result = pytester.runpytest("-p", "no:cacheprovider", "suites", f"--kth-report={report}")
+    result.assert_outcomes(passed=1)
+    page = report.read_text()
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="tl"') == 1
+    jobs = len(yaml.safe_load(STREAM.read_text())["workloads"])
+    assert f'<g class="bars" data-jobs="{jobs}">' in page
+    assert page.count('class="job"') == jobs
+    assert "replayed on the fit model: the racks at 12 moments" in page

@@ -8,5 +8,6 @@ import (
 // (config.kueue.x-k8s.io/v1beta2) in Kueue's own types. The sim runs fairSharing; the
 // Python side refuses a scenario with any other section before it reaches here.
 type KueueConfig struct {
-	FairSharing *config.FairSharing `json:"fairSharing"`
+	FairSharing      *config.FairSharing      `json:"fairSharing"`
+	WaitForPodsReady *config.WaitForPodsReady `json:"waitForPodsReady"`
 }
