@@ -188,3 +188,15 @@ def test_a_time_scale_is_a_number_above_zero(scale: str, tmp_path: Path) -> None
     )  # fmt: skip
     assert done.returncode == 2
     assert f"argument --time-scale: {scale!r} is not a number above 0" in done.stderr
+
+
+def test_node_events_in_a_stream_are_refused_on_a_cluster_before_it_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "replay",
+         str(STREAMS / "stream-node-fails-replaced-in-rack.yaml"), "--engine", "local"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "a stream's node events (steps with at:) do not run on a cluster yet"
+    )
