@@ -21,7 +21,14 @@ from harness.errors import HarnessError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
 from harness.fit.checks import CheckStates, waiting_message
-from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
+from harness.fit.flavors import (
+    NO_FIT,
+    PREEMPT,
+    Assignment,
+    assign_flavors,
+    is_tas_flavor,
+    requests_tas,
+)
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
     NO_CANDIDATES,
@@ -155,7 +162,7 @@ class Model:
         return out
 
     def _is_tas(self, flavor: str) -> bool:
-        return self.scenario.resource_flavor(flavor).topology_name is not None
+        return is_tas_flavor(self.scenario, flavor)
 
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
@@ -355,7 +362,7 @@ class Model:
             f.name
             for g in cq.resource_groups
             for f in g.flavors
-            if self.scenario.resource_flavor(f.name).topology_name is not None
+            if is_tas_flavor(self.scenario, f.name)
         }
         for ps in entry.pending.workload.pod_sets:
             if not requests_tas(cq, self.scenario, ps):
@@ -426,9 +433,7 @@ class Model:
         victims removed, or as if empty when it has none."""
         w, cq = entry.pending.workload, entry.cq
         tas_only = all(
-            self.scenario.resource_flavor(f.name).topology_name is not None
-            for g in cq.resource_groups
-            for f in g.flavors
+            is_tas_flavor(self.scenario, f.name) for g in cq.resource_groups for f in g.flavors
         )
         if not (any(ps.topology is not None for ps in w.pod_sets) or tas_only):
             return

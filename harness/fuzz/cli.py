@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.fuzz.campaign import Summary, run_campaign
+from harness.fuzz.world_features import FEATURES
 from harness.plugin.sharding import parse_shard, seed_range
 
 
@@ -144,6 +145,11 @@ def render(summary: Summary) -> str:
         f"({summary.rate:.1f} scenarios/s), {len(summary.disagreements)} disagreements, "
         f"{len(summary.errors)} backend errors, {len(summary.flaky)} flaky"
     ]
+    if summary.features:
+        counts = ", ".join(
+            f"{name} {summary.features[name]}" for name in FEATURES if name in summary.features
+        )
+        lines.append(f"compared cases per feature: {counts}")
     if summary.skipped:
         lines.append(f"{sum(summary.skipped.values())} cases not compared:")
         for reason, count in sorted(summary.skipped.items(), key=lambda kv: -kv[1]):
