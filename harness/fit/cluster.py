@@ -108,15 +108,20 @@ class Cluster(Model):
             self._pending_outcome(w.name, inactive_message(cq))
 
     def delete(self, name: str) -> None:
-        """A workload deleted: its quota and nodes free up; if it held quota, the parked
-        workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued."""
+        """A workload deleted: its quota and nodes free up, and the parked workloads of its
+        ClusterQueue's cohort (or of that ClusterQueue) are requeued, whether it held quota
+        or waited: the Delete handler requeues them unconditionally
+        (pkg/controller/core/workload_controller.go Delete,
+        QueueAssociatedInadmissibleWorkloadsAfter)."""
         self.tick += 1
-        self.outcomes.pop(name, None)
+        outcome = self.outcomes.pop(name, None)
         self.queues.delete(name)
         held = self._release(name)
         if held is not None:
             self.generation[held.cq] += 1
             self.queues.flush(self._cohort_of(held.cq))
+        elif outcome is not None and not outcome.rejected and name in self.workloads:
+            self.queues.flush(self._cohort_of(self.workloads[name].queue))
 
     def change_nodes(self, step: Step) -> None:
         """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the

@@ -135,6 +135,7 @@ class Model:
             for cq in scenario.cluster_queues
             if inactive_reason(cq, scenario.admission_checks) is not None
         }
+        self.snap.inactive = self.queues.inactive
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
