@@ -24,7 +24,14 @@ def apply(engine: Engine, change: CheckChange) -> None:
     evaluation: a status change does not requeue it (cluster_queue.go PushOrUpdate)."""
     engine.tick += 1
     checks, name = engine.checks, change.workload
-    if not checks.set(change) or name not in engine.snap.holding:
+    if not checks.set(change):
+        return
+    if name in checks.inactive_workloads and name in engine.workloads:
+        # The update handler of a deactivated Workload requeues its cohort's parked
+        # workloads on every status write (workload_controller.go Update, `!active`:
+        # QueueAssociatedInadmissibleWorkloadsAfter).
+        engine.queues.flush(engine._cohort_of(engine.workloads[name].queue))
+    if name not in engine.snap.holding:
         return
     rejected, retry = checks.with_state(name, "Rejected"), checks.with_state(name, "Retry")
     outcome = engine.outcomes[name]
