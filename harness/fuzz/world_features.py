@@ -11,6 +11,7 @@ per-feature counts.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from harness.fuzz.generator import GPU
@@ -37,9 +38,12 @@ MISSING_LEVEL = "example.com/superpod"
 STOP_POLICIES = ("Hold", "HoldAndDrain")
 
 
-def grow(rng: random.Random, data: Data) -> None:
-    """Add some of the features to `data` (a world_v2 case), each with its own chance."""
-    grower = _Grower(rng, data)
+def grow(
+    rng: random.Random, data: Data, make_workload: Callable[[str], Data] | None = None
+) -> None:
+    """Add some of the features to `data` (a world_v2 case), each with its own chance;
+    `make_workload(name)` makes a workload for a late `submit` step."""
+    grower = _Grower(rng, data, make_workload)
     if "kueueConfig" not in data and rng.random() < 0.35:
         grower.cohort_tree()  # the fit model's fair shares are for flat cohorts
     if rng.random() < 0.3:
@@ -78,7 +82,10 @@ def features(data: Data) -> list[str]:
 
 
 class _Grower:
-    def __init__(self, rng: random.Random, data: Data) -> None:
+    def __init__(
+        self, rng: random.Random, data: Data, make_workload: Callable[[str], Data] | None
+    ) -> None:
+        self.make_workload = make_workload
         self.rng = rng
         self.data = data
         self.queues: list[Data] = data["clusterQueues"]
@@ -165,30 +172,39 @@ class _Grower:
         self._check_steps(names)
 
     def _check_steps(self, names: list[str]) -> None:
+        """What check controllers do: Ready for about half the workloads of checked queues
+        (so reservations turn into admissions), a few other states, sometimes a late
+        submission into a checked queue among them (it meets what the steps freed)."""
         rng = self.rng
         checks_of = {q["name"]: _checks_of(q) for q in self.queues}
-        candidates = [
-            w["name"]
-            for w in [*self.data.get("admitted", []), *self.data["workloads"]]
-            if checks_of.get(w.get("queue", self.queues[0]["name"]))
-        ]
+        everyone = [*self.data.get("admitted", []), *self.data["workloads"]]
         steps = self.data.get("steps", [])
         deleted = {s["delete-workload"] for s in steps if "delete-workload" in s}
-        candidates = [c for c in candidates if c not in deleted]
+        candidates = [
+            (w["name"], w["queue"])
+            for w in everyone
+            if checks_of.get(w["queue"]) and w["name"] not in deleted
+        ]
         if not candidates or self.chance(0.15):
             return
-        queue_of = {
-            w["name"]: w.get("queue", self.queues[0]["name"])
-            for w in [*self.data.get("admitted", []), *self.data["workloads"]]
-        }
-        steps = self.data.setdefault("steps", [])
-        for _ in range(rng.randint(1, 4)):
-            workload = rng.choice(candidates)
-            check = rng.choice(checks_of[queue_of[workload]])
-            state = rng.choice(CHECK_STATES)
-            steps.append(
-                {"set-admission-check": {"workload": workload, "check": check, "state": state}}
-            )
+        chosen: list[tuple[str, str, str]] = [
+            (name, queue, "Ready") for name, queue in candidates if self.chance(0.5)
+        ]
+        for _ in range(rng.randint(1, 3)):
+            name, queue = rng.choice(candidates)
+            chosen.append((name, queue, rng.choice(CHECK_STATES)))
+        rng.shuffle(chosen)
+        added = [
+            {"set-admission-check": {"workload": n, "check": rng.choice(checks_of[q]), "state": st}}
+            for n, q, st in chosen
+        ]
+        if self.make_workload is not None and self.chance(0.3):
+            late = self.make_workload("late-0")
+            late["queue"] = rng.choice([q for q in checks_of if checks_of[q]])
+            at = rng.randrange(len(added) + 1)
+            ready = {"workload": "late-0", "check": rng.choice(checks_of[late["queue"]])}
+            added[at:at] = [{"submit": late}, {"set-admission-check": {**ready, "state": "Ready"}}]
+        self.data.setdefault("steps", []).extend(added)
 
     # ---- stopPolicy, missing flavor, missing level ---------------------------------------
 

@@ -99,7 +99,7 @@ class _WorldCase(_Case):
         # Drawn last, so the rest of a case is what it was before fair sharing was added.
         if any("cohortName" in q for q in queues) and self.chance(0.35):
             self._fair_sharing(data, queues)
-        grow(rng, data)
+        grow(rng, data, lambda name: self._workload(name, last=False))
         return data
 
     def _fair_sharing(self, data: Data, queues: list[Data]) -> None:
