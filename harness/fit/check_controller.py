@@ -51,7 +51,7 @@ def apply(engine: Engine, change: CheckChange) -> None:
         engine.faults.report.evicted[name] = eviction
         _give_back(engine, name)
         # GetQueueOrderTimestamp: an AdmissionCheck eviction orders it by its eviction time.
-        engine.created[name] = max(engine.created.values()) + 1
+        engine.evicted_now(name)
         engine.queues.push(engine._pending(engine.workloads[name]))
         engine.outcomes[name] = Outcome(
             admitted=False,

@@ -59,6 +59,7 @@ class Cluster(Model):
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count
+        self.now = max(self.now, self.created[a.name])
         self.workloads[a.name] = Workload(
             a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
         )
@@ -96,6 +97,7 @@ class Cluster(Model):
     def submit(self, w: Workload) -> None:
         """A workload created: Kueue's webhook refuses it, or it joins its queue."""
         self.tick += 1
+        self.now = max(self.now, self.created[w.name])
         rejection = webhook_rejection(w)
         if rejection is not None:
             self.outcomes[w.name] = Outcome(admitted=False, message=rejection, rejected=True)
