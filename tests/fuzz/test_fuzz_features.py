@@ -34,3 +34,25 @@ def test_a_difference_after_a_step_is_a_disagreement_of_its_own_kind() -> None:
     assert verdict.disagrees
     assert verdict.lines[0].startswith("after steps[0]: w: predicted message")
     assert verdict.kinds() == ["step:pending->pending:ClusterQueue q is inactive"]
+
+
+def test_the_shrinker_cuts_cohort_trees_checks_and_their_steps() -> None:
+    """A fake disagreement that needs only a running workload: the Cohort objects, the
+    AdmissionChecks and the steps that set their state go."""
+    from harness.fuzz.shrink import shrink
+
+    data = next(
+        d
+        for d in (generate_v2(4, i) for i in range(400))
+        if {"cohort-tree", "check-steps"} <= set(features(d)) and d.get("admitted")
+    )
+
+    def interesting(candidate: dict[str, object]) -> bool:
+        return bool(candidate.get("admitted"))
+
+    small, _calls = shrink(data, interesting, budget=400)
+    assert not {"cohort-tree", "cohort-quota", "admission-checks", "check-steps"} & set(
+        features(small)
+    ), features(small)
+    assert "cohorts" not in small and "admissionChecks" not in small
+    scenario_from_data(small, "shrunk")
