@@ -21,7 +21,14 @@ from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.binding import Binder
 from harness.fit.checks import CheckStates, waiting_message
-from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
+from harness.fit.flavors import (
+    NO_FIT,
+    PREEMPT,
+    Assignment,
+    assign_flavors,
+    is_tas_flavor,
+    requests_tas,
+)
 from harness.fit.pods_ready import PodsReadiness
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
@@ -65,6 +72,8 @@ OVERLAPPING = "Workload has overlapping preemption targets with another workload
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
 MAX_CYCLES = 1_000
+ORDER_STEP = 1_000
+"""Room between two creations for evictions that happen between them (Engine.queue_order)."""
 
 Note = Callable[[str, str], None]
 """--explain: (workload, line)."""
@@ -121,7 +130,15 @@ class Model:
         submitted = [*scenario.workloads]
         submitted += [s.target for s in scenario.steps if isinstance(s.target, Workload)]
         names = [a.name for a in scenario.admitted] + [w.name for w in submitted]
-        self.created = {name: i for i, name in enumerate(names)}
+        # Creation order, spaced so that an eviction between two creations can be ordered
+        # between them (`queue_order`).
+        self.created = {name: i * ORDER_STEP for i, name in enumerate(names)}
+        self.queue_order: dict[str, int] = {}
+        """GetQueueOrderTimestamp where it is not the creation: a workload evicted by an
+        admission check (Evicted=True, reason AdmissionCheck) is ordered by its eviction
+        time until it reserves quota again (Evicted then turns False)."""
+        self.now = -ORDER_STEP
+        """The latest creation or eviction time, in `created`'s units."""
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
@@ -133,12 +150,14 @@ class Model:
             for cq in scenario.cluster_queues
             if inactive_reason(cq, scenario.admission_checks) is not None
         }
+        self.snap.inactive = self.queues.inactive
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
     def _hold(self, held: Holding) -> None:
         """The workload holds quota and TAS capacity; its pods are released and bound
         (harness.fit.binding: a node Kueue over-commits leaves some waiting)."""
+        self.queue_order.pop(held.name, None)  # quota reserved: Evicted turns False
         self.snap.hold(held)
         w = self.workloads[held.name]
         outcome = self.outcomes.get(held.name)
@@ -160,7 +179,7 @@ class Model:
         return out
 
     def _is_tas(self, flavor: str) -> bool:
-        return self.scenario.resource_flavor(flavor).topology_name is not None
+        return is_tas_flavor(self.scenario, flavor)
 
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
@@ -188,7 +207,13 @@ class Model:
 
     def _pending(self, w: Workload) -> Pending:
         priority = self.scenario.priority(w)
-        return Pending(w, priority, self.created[w.name], scheduling_hash(w, priority))
+        order = self.queue_order.get(w.name, self.created[w.name])
+        return Pending(w, priority, order, scheduling_hash(w, priority))
+
+    def evicted_now(self, name: str) -> None:
+        """An admission check evicted it: ordered by this moment from now on."""
+        self.now += 1
+        self.queue_order[name] = self.now
 
     def _cohort_of(self, cq: str) -> list[str]:
         return self.snap.book.members(cq) or [cq]
@@ -366,7 +391,7 @@ class Model:
             f.name
             for g in cq.resource_groups
             for f in g.flavors
-            if self.scenario.resource_flavor(f.name).topology_name is not None
+            if is_tas_flavor(self.scenario, f.name)
         }
         for ps in entry.pending.workload.pod_sets:
             if not requests_tas(cq, self.scenario, ps):
@@ -437,9 +462,7 @@ class Model:
         victims removed, or as if empty when it has none."""
         w, cq = entry.pending.workload, entry.cq
         tas_only = all(
-            self.scenario.resource_flavor(f.name).topology_name is not None
-            for g in cq.resource_groups
-            for f in g.flavors
+            is_tas_flavor(self.scenario, f.name) for g in cq.resource_groups for f in g.flavors
         )
         if not (any(ps.topology is not None for ps in w.pod_sets) or tas_only):
             return
@@ -578,7 +601,7 @@ class Model:
             name=w.name,
             cq=w.queue,
             priority=entry.pending.priority,
-            created=entry.pending.created,
+            created=self.created[w.name],
             reserved=self.tick,
             quota=dict(a.usage),
             frs=frozenset((f, r) for per in a.flavors.values() for r, f in per.items()),

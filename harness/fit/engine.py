@@ -268,6 +268,10 @@ class Engine(Cluster):
         if (outcome := self.outcomes.get(name)) is not None:
             self.outcomes[name] = replace(outcome, placement=dict(held.placement))
 
+    def has_pods(self, name: str) -> bool:
+        outcome = self.outcomes.get(name)
+        return outcome is not None and outcome.admitted
+
     def evict(self, name: str) -> None:
         """Evicted (NodeFailures): quota and nodes released, pods deleted (those stuck
         Terminating stay), requeued at once, its cohort's parked workloads flushed."""

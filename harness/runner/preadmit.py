@@ -242,7 +242,7 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=names.namespace,
         )
-        active = inactive_reason(scenario.cluster_queue(queue)) is None
+        active = inactive_reason(scenario.cluster_queue(queue), scenario.admission_checks) is None
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
         await_local_queue(kube, queue, names, t, what, active)
 
