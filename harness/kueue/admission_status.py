@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import format_quantity
+from harness.kueue.admission_checks import admitted_states
 from harness.scenario.model import HOSTNAME, AdmittedPodSet, AdmittedWorkload, Scenario
 
 PODS = "pods"
@@ -113,6 +114,38 @@ def admission_conditions(cluster_queue: str, reserved_at: datetime) -> list[dict
             "lastTransitionTime": stamp,
         },
     ]
+
+
+def check_status(
+    scenario: Scenario, admitted: AdmittedWorkload, reserved_at: datetime
+) -> list[dict[str, Any]]:
+    """status.admissionChecks of an `admitted` entry (harness.kueue.admission_checks
+    .admitted_states), as Kueue's admission patch carries them (pkg/workload/patching:
+    admissionChecksStatusPatch); empty when its ClusterQueue has no checks."""
+    stamp = reserved_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    states = admitted_states(scenario.cluster_queue(admitted.queue), admitted)
+    return [
+        {"name": name, "state": state, "message": "", "lastTransitionTime": stamp}
+        for name, state in states.items()
+    ]
+
+
+def admitted_status(
+    scenario: Scenario, admitted: AdmittedWorkload, reserved_at: datetime
+) -> dict[str, Any]:
+    """The whole status of an `admitted` entry: admission, its check states, QuotaReserved
+    and, once every check is Ready, Admitted (SyncAdmittedCondition)."""
+    checks = check_status(scenario, admitted, reserved_at)
+    conditions = admission_conditions(admitted.queue, reserved_at)
+    if any(c["state"] != "Ready" for c in checks):
+        conditions = [c for c in conditions if c["type"] != "Admitted"]
+    out: dict[str, Any] = {
+        "admission": admission_status(scenario, admitted),
+        "conditions": conditions,
+    }
+    if checks:
+        out["admissionChecks"] = checks
+    return out
 
 
 def reservation_times(scenario: Scenario, now: datetime) -> dict[str, datetime]:

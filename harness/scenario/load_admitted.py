@@ -6,13 +6,15 @@ node outside the flavor (its nodeLabels, or a level of its Topology missing); co
 not add up to the pod set's count; a placement for a flavor without TAS, or none for a TAS
 flavor; and pods beyond a node's allocatable with the `usage` already on it (as the kubelet
 refuses them). Admitted workloads above nominal quota are accepted: Kueue accepts such
-writes (docs/dev/kueue-v0.19.2-rules-v2.md §2.3).
+writes (docs/dev/kueue-v0.19.2-rules-v2.md §2.3). An entry's `admissionChecks` (its check
+states, Pending or Ready) are read by harness.scenario.load_checks.admitted_states.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.load_queues import World
 from harness.scenario.model import AdmittedPodSet, AdmittedWorkload, Flavor, Node, Usage, Workload
@@ -63,6 +65,10 @@ def _entry(
                 else ps
             )
         value = {**value, "podSets": stripped}
+    checks_at = None
+    if isinstance(value, dict) and "admissionChecks" in value:
+        checks_at = at.child("admissionChecks", value["admissionChecks"])
+        value = {k: v for k, v in value.items() if k != "admissionChecks"}
     workload = read_workload(KeyPath(at.file, at.path, value, at.error))
     pod_sets = []
     for index, (pod_set, keys) in enumerate(zip(workload.pod_sets, extra, strict=True)):
@@ -94,6 +100,15 @@ def _entry(
         queue=workload.queue,
         pod_sets=tuple(pod_sets),
         priority_class=workload.priority_class,
+        check_states=(
+            load_checks.admitted_states(
+                checks_at,
+                next(q for q in world.queues if q.name == workload.queue),
+                {p.flavor for p in pod_sets},
+            )
+            if checks_at is not None
+            else None
+        ),
     )
 
 

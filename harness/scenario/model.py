@@ -304,6 +304,9 @@ class AdmittedWorkload:
     queue: str
     pod_sets: tuple[AdmittedPodSet, ...]
     priority_class: str | None = None
+    check_states: Mapping[str, str] | None = None
+    """Its status.admissionChecks (check -> Pending | Ready) when the entry lists them; None:
+    every check its admission needs is Ready (harness.kueue.admission_checks.admitted_states)."""
 
 
 EVICTION_REASONS = (
