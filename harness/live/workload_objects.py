@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.kube import Obj
-from harness.live import naming
+from harness.live import check_objects, naming
 from harness.live.gaps import Gaps
 from harness.live.manifests import PodSetSource, UserManifestError, pod_set_data
 from harness.runner.decode import DecodeError, lowest_level_pods
@@ -40,6 +40,8 @@ class World:
     local_queues: Sequence[Obj]
     priority_classes: dict[str, int]
     """WorkloadPriorityClass name -> value; synthetic ones are added as needed."""
+    check_rules: Mapping[str, Sequence[Obj]] = field(default_factory=dict)
+    """ClusterQueue -> the admissionChecksStrategy rules written for it."""
     levels: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +72,13 @@ def workloads(items: Iterable[Obj], world: World, gaps: Gaps) -> Written:
         if _condition(status, "Finished"):
             continue
         reserved = _condition(status, "QuotaReserved") and status.get("admission")
+        failed = check_objects.failed(wl) if reserved else {}
+        if "Rejected" in failed.values():
+            gaps.add(f"Workload {_ref(wl)}: left out, a Rejected check deactivates it")
+            continue
+        if failed:  # Retry: Kueue evicts it and requeues it at once
+            gaps.add(f"Workload {_ref(wl)}: a check in Retry evicts it; written as pending")
+            reserved = None
         if not reserved and (wl.get("spec") or {}).get("active") is False:
             inactive += 1
             continue
@@ -81,6 +90,7 @@ def workloads(items: Iterable[Obj], world: World, gaps: Gaps) -> Written:
             entry = _entry(wl, queue, world, gaps)
             if reserved:
                 _admitted_pod_sets(entry, status["admission"], world)
+                _check_states(entry, wl, world)
         except _Skip as why:
             gaps.add(f"Workload {_ref(wl)}: left out, {why}")
             continue
@@ -223,6 +233,18 @@ def _admitted_pod_sets(entry: Obj, admission: Mapping[str, Any], world: World) -
         ps["flavor"] = flavors[0]
         if tas:
             ps["placement"] = _placement(ps["name"], a, world.flavors[flavors[0]], world)
+
+
+def _check_states(entry: Obj, wl: Obj, world: World) -> None:
+    """A workload holding quota without the Admitted condition waits for its checks: their
+    states are written. An admitted one is left without: Kueue keeps a workload admitted
+    even when a check added later is Pending (it syncs Admitted only while not admitted,
+    workload_controller.go Reconcile), and an entry listing none is admitted."""
+    rules = world.check_rules.get(entry["queue"])
+    if not rules or _condition(wl.get("status") or {}, "Admitted"):
+        return
+    flavors = {f for ps in entry["podSets"] for f in str(ps["flavor"]).split(",")}
+    entry["admissionChecks"] = check_objects.states(wl, rules, flavors)
 
 
 def _placement(

@@ -1,0 +1,80 @@
+"""`snapshot` writes admission checks: AdmissionCheck objects (Active or not), ClusterQueue
+admissionChecksStrategy, and the check states of workloads holding quota, which load as
+quotaReserved (docs/scenario-format-v2.md, "Admission checks"); Kueue's own check
+controllers (ProvisioningRequest) are left out and said."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import yaml
+
+from harness.fit import fit
+from harness.live.snapshot import render, snapshot
+from harness.scenario.loader import scenario_from_data
+from tests.live.test_live_snapshot import admitted_status, meta, state, workload
+
+
+def check(name: str, controller: str, active: bool = True) -> dict[str, Any]:
+    status = "True" if active else "False"
+    return {"metadata": meta(name), "spec": {"controllerName": controller},
+            "status": {"conditions": [{"type": "Active", "status": status}]}}  # fmt: skip
+
+
+def reserving(name: str, states: dict[str, str], admitted: bool = False) -> dict[str, Any]:
+    """Holding one host each of n1 and n2 (team-a), with these check states."""
+    status = copy.deepcopy(admitted_status(["n1", "n2"], [1, 1]))
+    if not admitted:
+        status["conditions"] = [c for c in status["conditions"] if c["type"] != "Admitted"]
+    status["admissionChecks"] = [{"name": n, "state": s} for n, s in states.items()]
+    return workload(f"job-{name}", name, "2024-02-01T00:00:00Z", status=status)
+
+
+def checked_state() -> Any:
+    base = state()
+    queues = copy.deepcopy(base.cluster_queues)
+    queues[0]["spec"]["admissionChecksStrategy"] = {
+        "admissionChecks": [{"name": "capacity"}, {"name": "prov"}]
+    }
+    return dataclasses.replace(
+        base,
+        cluster_queues=queues,
+        admission_checks=[
+            check("capacity", "example.com/capacity"),
+            check("prov", "kueue.x-k8s.io/provisioning-request"),
+            check("idle", "example.com/idle", active=False),
+        ],
+        workloads=[
+            reserving("waits", {"capacity": "Pending", "prov": "Pending"}),
+            reserving("runs", {"capacity": "Ready"}, admitted=True),
+            reserving("retried", {"capacity": "Retry"}),
+            reserving("rejected", {"capacity": "Rejected"}),
+        ],
+    )
+
+
+def test_checks_and_a_reserving_workload_are_written_and_load() -> None:
+    snap = snapshot(checked_state())
+    data = snap.data
+    assert data["admissionChecks"] == [
+        {"name": "capacity", "controllerName": "example.com/capacity"},
+        {"name": "idle", "controllerName": "example.com/idle", "active": False},
+    ]
+    team_a = next(q for q in data["clusterQueues"] if q["name"] == "team-a")
+    assert team_a["admissionChecksStrategy"] == {"admissionChecks": [{"name": "capacity"}]}
+    admitted = {a["name"]: a for a in data["admitted"]}
+    assert admitted["waits"]["admissionChecks"] == [{"name": "capacity", "state": "Pending"}]
+    assert "admissionChecks" not in admitted["runs"]  # admitted: its checks passed
+    assert "retried" in {w["name"] for w in data["workloads"]}  # Retry: evicted, requeued
+    assert "rejected" not in admitted and "rejected" not in {w["name"] for w in data["workloads"]}
+    lines = snap.gaps.lines
+    assert any(line.startswith("AdmissionCheck prov: ProvisioningRequests check") for line in lines)
+    assert "ClusterQueue team-a: its check prov left out" in lines
+    assert not any("admission checks" in line for line in lines)
+    scenario = scenario_from_data(yaml.safe_load(render(snap)), "snap.yaml")
+    outcomes = fit(scenario).outcomes
+    assert (outcomes["waits"].admitted, outcomes["waits"].quota_reserved) == (False, True)
+    assert outcomes["runs"].admitted
+    assert outcomes["waits"].placement == {"main": {"n1": 1, "n2": 1}}
