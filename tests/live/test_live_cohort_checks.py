@@ -100,4 +100,5 @@ def test_the_snapshot_has_the_tree_the_check_and_the_reservation(
 
 
 def test_each_job_is_predicted_as_kueue_then_decides(cluster: Kube, tmp_path: Path) -> None:
-    assert compare(cluster, tmp_path, JOBS) == []
+    differ = compare(cluster, tmp_path, JOBS)
+    assert not differ, "\n".join(differ)

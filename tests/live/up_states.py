@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from harness.kube import KUEUE_API, Kube
-from harness.runner.reading import State, admission_placement, preempted, state
+from harness.kube import KUEUE_API, Kube, poll_until
+from harness.runner.reading import State, admission_placement, evictions, preempted, state
 from harness.runner.waits import Timeouts, find_workload, settle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,6 +101,7 @@ def kueue_decides(kube: Kube, doc: dict[str, Any]) -> dict[str, Any]:
         return seen
 
     seen = settle(read, what=f"Workload default/{name}", t=t)
+    _quiet(kube, t)
     victims = sorted(_ref(w) for w in kube.list(KUEUE_API, "Workload") if preempted(w))
     wl = kube.get(KUEUE_API, "Workload", name, "default")
     holds = seen.kind in ("admitted", "reserved")
@@ -110,6 +112,27 @@ def kueue_decides(kube: Kube, doc: dict[str, Any]) -> dict[str, Any]:
         "message": seen.message,
         "preempts": [v for v in victims if v not in before],
     }
+
+
+QUIET = 5.0
+"""Seconds every Workload must keep its state for the cluster to count as settled: what
+the Job set off (victims requeued, preempting others in turn) happens in Kueue's next
+cycles, and the engines' answers include all of it ("each settles before the next")."""
+
+
+def _quiet(kube: Kube, t: Timeouts) -> None:
+    """Until no Workload has changed state or eviction count for QUIET seconds."""
+    last: dict[str, Any] = {"seen": None, "since": time.monotonic()}
+
+    def probe() -> tuple[bool, str]:
+        seen = sorted(
+            (_ref(w), state(w).kind, evictions(w)) for w in kube.list(KUEUE_API, "Workload")
+        )
+        if seen != last["seen"]:
+            last.update(seen=seen, since=time.monotonic())
+        return time.monotonic() - last["since"] >= QUIET, str(seen)
+
+    poll_until(probe, what=f"every Workload unchanged for {QUIET} s", timeout=t.settle)
 
 
 def compare(kube: Kube, tmp_path: Path, jobs: list[dict[str, Any]]) -> list[str]:
