@@ -105,11 +105,10 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
     if preemption:
         entry["preemption"] = preemption
     fungibility = spec.get("flavorFungibility") or {}
-    kept = {k: fungibility[k] for k in ("whenCanBorrow", "whenCanPreempt") if k in fungibility}
+    keys = ("whenCanBorrow", "whenCanPreempt", "preference")  # contract v2 since issue 29
+    kept = {k: fungibility[k] for k in keys if fungibility.get(k)}
     if kept:
         entry["flavorFungibility"] = kept
-    if fungibility.get("preference"):
-        gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
     if spec.get("stopPolicy") not in (None, "None"):  # contract v2 since issue 29
         entry["stopPolicy"] = spec["stopPolicy"]
     weight = (spec.get("fairSharing") or {}).get("weight")

@@ -19,6 +19,7 @@ from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.model import (
     BORROW_WITHIN_COHORT,
+    FUNGIBILITY_PREFERENCES,
     HOSTNAME,
     QUEUEING_STRATEGIES,
     RECLAIM_WITHIN_COHORT,
@@ -335,9 +336,8 @@ def _preemption(at: KeyPath) -> Preemption:
 
 
 def _fungibility(at: KeyPath) -> FlavorFungibility:
-    refuse_not_in_v2(at, {"preference": "flavorFungibility.preference"})
-    fields = at.mapping(("whenCanBorrow", "whenCanPreempt"))
-    return FlavorFungibility(
+    fields = at.mapping(("whenCanBorrow", "whenCanPreempt", "preference"))
+    out = FlavorFungibility(
         _choice(fields["whenCanBorrow"], WHEN_CAN_BORROW)
         if "whenCanBorrow" in fields
         else WHEN_CAN_BORROW[0],
@@ -345,6 +345,16 @@ def _fungibility(at: KeyPath) -> FlavorFungibility:
         if "whenCanPreempt" in fields
         else WHEN_CAN_PREEMPT[0],
     )
+    if "preference" not in fields:
+        return out
+    preference = _choice(fields["preference"], FUNGIBILITY_PREFERENCES)
+    if (out.when_can_borrow, out.when_can_preempt) != ("TryNextFlavor", "TryNextFlavor"):
+        # The ClusterQueue webhook's rule and words (clusterqueue_webhook.go).
+        fields["preference"].fail(
+            f"preference {yaml_text(preference)} requires both whenCanBorrow and "
+            "whenCanPreempt to be TryNextFlavor"
+        )
+    return replace(out, preference=preference)
 
 
 def resource_groups(at: KeyPath, flavors: set[str], rules: QuotaRules) -> tuple[ResourceGroup, ...]:

@@ -1,4 +1,4 @@
-"""`snapshot` writes admission checks: AdmissionCheck objects (Active or not), ClusterQueue
+"""`snapshot` writes admission checks and a flavor fungibility preference: AdmissionCheck objects (Active or not), ClusterQueue
 admissionChecksStrategy, and the check states of workloads holding quota, which load as
 quotaReserved (docs/scenario-format-v2.md, "Admission checks"); Kueue's own check
 controllers (ProvisioningRequest) are left out and said."""
@@ -78,3 +78,17 @@ def test_checks_and_a_reserving_workload_are_written_and_load() -> None:
     assert (outcomes["waits"].admitted, outcomes["waits"].quota_reserved) == (False, True)
     assert outcomes["runs"].admitted
     assert outcomes["waits"].placement == {"main": {"n1": 1, "n2": 1}}
+
+
+def test_a_fungibility_preference_is_written_and_loads() -> None:
+    base = state()
+    queues = copy.deepcopy(base.cluster_queues)
+    queues[0]["spec"]["flavorFungibility"] = {
+        "whenCanBorrow": "TryNextFlavor",
+        "whenCanPreempt": "TryNextFlavor",
+        "preference": "PreemptionOverBorrowing",
+    }
+    snap = snapshot(dataclasses.replace(base, cluster_queues=queues))
+    assert not [line for line in snap.gaps.lines if "fungibility" in line]
+    scenario = scenario_from_data(yaml.safe_load(render(snap)), "snap.yaml")
+    assert scenario.cluster_queue("team-a").fungibility.preference == "PreemptionOverBorrowing"
