@@ -18,6 +18,17 @@ CQ_UNREPRESENTED = {
 admission checks are written by harness.live.check_objects."""
 
 
+EXPLAINED_INACTIVE = (
+    "Stopped",
+    "FlavorNotFound",
+    "AdmissionCheckNotFound",
+    "AdmissionCheckInactive",
+)
+"""Reasons of an inactive ClusterQueue the scenario holds (its stopPolicy, the missing flavor,
+its checks as written by harness.live.check_objects), so its copy is inactive too. Kueue's
+others (Terminating, TopologyNotFound, the MultiKueue ones) are said in Gaps."""
+
+
 def _name(obj: Obj) -> str:
     return str(obj["metadata"]["name"])
 
@@ -155,8 +166,7 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             "namespace's LocalQueues use it)"
         )
     for cond in (cq.get("status") or {}).get("conditions") or []:
-        # Stopped and FlavorNotFound are in the scenario (stopPolicy, the missing flavor).
-        explained = str(cond.get("reason")) in ("Stopped", "FlavorNotFound")
+        explained = str(cond.get("reason")) in EXPLAINED_INACTIVE
         if cond.get("type") == "Active" and cond.get("status") != "True" and not explained:
             gaps.add(
                 f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "
