@@ -14,6 +14,7 @@ from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import admitted_states
+from harness.kueue.admitted_flavors import flavor_of
 from harness.kueue.queue_activity import drains, inactive_message
 from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
@@ -47,8 +48,10 @@ class Cluster(Model):
                 units["pods"] = units.get("pods", 0) + 1
             for r, v in units.items():
                 if cq.group_of(r) is not None:
-                    fr = (aps.flavor, r)
+                    fr = (flavor_of(cq, aps.flavor, r), r)
                     quota[fr] = quota.get(fr, 0) + v * ps.count
+            if "," in aps.flavor:  # several flavors: none with a topology (load_admitted)
+                continue
             topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
             if topology is None:
                 continue

@@ -63,7 +63,7 @@ def admitted_states(cq: ClusterQueue, admitted: AdmittedWorkload) -> dict[str, s
     them (`syncAdmissionCheckConditions`): every check its admission needs, sorted, with the
     entry's state; one it does not list is Pending (the controller adds it so). An entry
     listing none has them all Ready: an admitted workload passed them."""
-    needed = required_checks(cq, {p.flavor for p in admitted.pod_sets})
+    needed = required_checks(cq, {f for p in admitted.pod_sets for f in p.flavor.split(",")})
     given = admitted.check_states
     default = "Ready" if given is None else "Pending"
     return {name: (given or {}).get(name, default) for name in sorted(needed)}

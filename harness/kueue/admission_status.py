@@ -22,7 +22,14 @@ from typing import Any
 
 from harness.k8s.quantity import format_quantity
 from harness.kueue.admission_checks import admitted_states
-from harness.scenario.model import HOSTNAME, AdmittedPodSet, AdmittedWorkload, Scenario
+from harness.kueue.admitted_flavors import flavor_of
+from harness.scenario.model import (
+    HOSTNAME,
+    AdmittedPodSet,
+    AdmittedWorkload,
+    ClusterQueue,
+    Scenario,
+)
 
 PODS = "pods"
 ADMISSION_FIELD_MANAGER = "kueue-admission"
@@ -38,13 +45,13 @@ def admission_status(scenario: Scenario, admitted: AdmittedWorkload) -> dict[str
     return {
         "clusterQueue": cq.name,
         "podSetAssignments": [
-            _pod_set_assignment(scenario, ps, covers_pods) for ps in admitted.pod_sets
+            _pod_set_assignment(scenario, cq, ps, covers_pods) for ps in admitted.pod_sets
         ],
     }
 
 
 def _pod_set_assignment(
-    scenario: Scenario, admitted: AdmittedPodSet, covers_pods: bool
+    scenario: Scenario, cq: ClusterQueue, admitted: AdmittedPodSet, covers_pods: bool
 ) -> dict[str, Any]:
     pod_set = admitted.pod_set
     usage: dict[str, Fraction] = {
@@ -56,7 +63,7 @@ def _pod_set_assignment(
         usage[PODS] = Fraction(pod_set.count)
     out: dict[str, Any] = {
         "name": pod_set.name,
-        "flavors": {resource: admitted.flavor for resource in sorted(usage)},
+        "flavors": {r: flavor_of(cq, admitted.flavor, r) for r in sorted(usage)},
         "resourceUsage": {resource: format_quantity(usage[resource]) for resource in sorted(usage)},
         "count": pod_set.count,
     }

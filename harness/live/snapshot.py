@@ -73,6 +73,10 @@ def snapshot(
         local_queues=local_queues,
         priority_classes=values,
         check_rules=check_rules,
+        group_flavors={
+            q["name"]: [[f["name"] for f in g["flavors"]] for g in q["resourceGroups"]]
+            for q in queues
+        },
     )
     written = workload_objects.workloads(state.workloads, world, gaps)
     configured = kueue_configuration.configuration(state.kueue_config_maps, gaps)

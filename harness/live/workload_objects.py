@@ -42,6 +42,8 @@ class World:
     """WorkloadPriorityClass name -> value; synthetic ones are added as needed."""
     check_rules: Mapping[str, Sequence[Obj]] = field(default_factory=dict)
     """ClusterQueue -> the admissionChecksStrategy rules written for it."""
+    group_flavors: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
+    """ClusterQueue -> the flavors of each resource group, in order."""
     levels: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -225,12 +227,12 @@ def _admitted_pod_sets(entry: Obj, admission: Mapping[str, Any], world: World) -
         if not flavors:
             raise _Skip(f"pod set {ps['name']} was admitted on no flavor")
         tas = [f for f in flavors if world.flavors.get(f, {}).get("topologyName")]
-        if len(flavors) > 1:
+        if len(flavors) > 1 and tas:
             raise _Skip(
-                f"pod set {ps['name']} was admitted on several flavors ({', '.join(flavors)}); "
-                "the contract gives a pod set one"
+                f"pod set {ps['name']} was admitted on several flavors ({', '.join(flavors)}), "
+                f"{tas[0]} with a topology: contract v2 gives a TAS pod set one"
             )
-        ps["flavor"] = flavors[0]
+        ps["flavor"] = _in_group_order(flavors, world.group_flavors.get(entry["queue"], []))
         if tas:
             ps["placement"] = _placement(ps["name"], a, world.flavors[flavors[0]], world)
 
@@ -245,6 +247,13 @@ def _check_states(entry: Obj, wl: Obj, world: World) -> None:
         return
     flavors = {f for ps in entry["podSets"] for f in str(ps["flavor"]).split(",")}
     entry["admissionChecks"] = check_objects.states(wl, rules, flavors)
+
+
+def _in_group_order(flavors: Sequence[str], groups: Sequence[Sequence[str]]) -> str:
+    """Several flavors (one per resource group) joined by `,` in the ClusterQueue's group
+    order, as contract v2 writes them; one flavor as it is."""
+    rank = {f: i for i, group in enumerate(groups) for f in group}
+    return ",".join(sorted(flavors, key=lambda f: (rank.get(f, len(rank)), f)))
 
 
 def _placement(

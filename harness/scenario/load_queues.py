@@ -151,16 +151,18 @@ class World:
         return queue, priority_class
 
     def expected_flavors(self, at: KeyPath, workload: Workload) -> dict[str, str]:
-        """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it."""
+        """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it (several
+        joined by `,`, one per resource group, in the contract's rule)."""
         names = tuple(p.name for p in workload.pod_sets)
         out: dict[str, str] = {}
         for ps_name, value in at.mapping(names).items():
             flavor = value.string()
-            if flavor not in self.offered(workload):
-                value.fail(
-                    f"{yaml_text(flavor)} is not a flavor of ClusterQueue {workload.queue}"
-                    f" (its flavors: {', '.join(self.offered(workload)) or 'none'})"
-                )
+            for part in flavor.split(","):
+                if part not in self.offered(workload):
+                    value.fail(
+                        f"{yaml_text(part)} is not a flavor of ClusterQueue {workload.queue}"
+                        f" (its flavors: {', '.join(self.offered(workload)) or 'none'})"
+                    )
             out[ps_name] = flavor
         return out
 

@@ -92,3 +92,40 @@ def test_a_fungibility_preference_is_written_and_loads() -> None:
     assert not [line for line in snap.gaps.lines if "fungibility" in line]
     scenario = scenario_from_data(yaml.safe_load(render(snap)), "snap.yaml")
     assert scenario.cluster_queue("team-a").fungibility.preference == "PreemptionOverBorrowing"
+
+
+def test_a_pod_set_admitted_on_two_flavors_is_written_in_group_order() -> None:
+    base = state()
+    plain = {"metadata": meta("gpu-plain"), "spec": {"nodeLabels": {"example.com/gpu": "h100"}}}
+    cpus = {"metadata": meta("cpu-pool"), "spec": {"nodeLabels": {"example.com/gpu": "h100"}}}
+    groups = [
+        {"coveredResources": ["cpu"], "flavors": [
+            {"name": "cpu-pool", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]},
+        {"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": "gpu-plain", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]},
+    ]  # fmt: skip
+    mixed = {"metadata": meta("mixed"), "spec": {"resourceGroups": groups}}
+    wl = workload("job-both", "both", "2024-03-01T00:00:00Z")
+    wl["spec"]["podSets"][0].pop("topologyRequest")
+    wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "cpu"
+    ] = "1"
+    wl["status"] = {
+        "conditions": [{"type": "QuotaReserved", "status": "True"},
+                       {"type": "Admitted", "status": "True"}],
+        "admission": {"clusterQueue": "mixed", "podSetAssignments": [
+            {"name": "main", "count": 2, "flavors": {"nvidia.com/gpu": "gpu-plain", "cpu": "cpu-pool"},
+             "resourceUsage": {"nvidia.com/gpu": "2", "cpu": "2"}}]},
+    }  # fmt: skip
+    snap = snapshot(
+        dataclasses.replace(
+            base,
+            resource_flavors=[*base.resource_flavors, plain, cpus],
+            cluster_queues=[*base.cluster_queues, mixed],
+            workloads=[wl],
+        )
+    )
+    (both,) = [a for a in snap.data["admitted"] if a["name"] == "both"]
+    assert both["podSets"][0]["flavor"] == "cpu-pool,gpu-plain"
+    scenario = scenario_from_data(yaml.safe_load(render(snap)), "snap.yaml")
+    assert fit(scenario).outcomes["both"].flavors == {"main": "cpu-pool,gpu-plain"}
