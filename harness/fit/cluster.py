@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from harness.fit.checks import waiting_message
 from harness.fit.cycle import NEVER_EVALUATED, Model
 from harness.fit.snapshot import Holding
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
 from harness.k8s.quantity import kueue_units
+from harness.kueue.admission_checks import admitted_states
+from harness.kueue.admitted_flavors import flavor_of
 from harness.kueue.queue_activity import drains, inactive_message
 from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
@@ -45,8 +48,10 @@ class Cluster(Model):
                 units["pods"] = units.get("pods", 0) + 1
             for r, v in units.items():
                 if cq.group_of(r) is not None:
-                    fr = (aps.flavor, r)
+                    fr = (flavor_of(cq, aps.flavor, r), r)
                     quota[fr] = quota.get(fr, 0) + v * ps.count
+            if "," in aps.flavor:  # several flavors: none with a topology (load_admitted)
+                continue
             topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
             if topology is None:
                 continue
@@ -63,11 +68,14 @@ class Cluster(Model):
         self.workloads[a.name] = Workload(
             a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
         )
-        self.checks.sync(a.name, cq, {p.flavor for p in a.pod_sets})
+        self.checks.states[a.name] = admitted_states(cq, a)
+        ready = self.checks.all_ready(a.name)  # else it holds quota, its Job suspended
         self.outcomes[a.name] = Outcome(
-            admitted=True,
+            admitted=ready,
             placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
             flavors={p.pod_set.name: p.flavor for p in a.pod_sets},
+            quota_reserved=not ready,
+            message="" if ready else waiting_message(),
         )
         self._hold(
             Holding(

@@ -51,22 +51,26 @@ Oracle = Callable[[FlavorResource, int], Mode]
 the borrowing height after removing the victims found."""
 
 
-def is_preferred(a: Mode, b: Mode | None) -> bool:
-    """`isPreferred` without a fungibility preference."""
+def is_preferred(a: Mode, b: Mode | None, preference: str | None = None) -> bool:
+    """`isPreferred`: a flavor without preemption candidates ranks below any viable one;
+    then the ClusterQueue's flavorFungibility.preference orders the preemption mode and the
+    borrowing height (BorrowingOverPreemption, the default: mode first)."""
     if a.preemption == NO_FIT:
         return False
     if b is None or b.preemption == NO_FIT:
         return True
     if (a.preemption == NO_CANDIDATES) != (b.preemption == NO_CANDIDATES):
         return b.preemption == NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing" and a.borrow != b.borrow:
+        return a.borrow < b.borrow
     if a.preemption != b.preemption:
         return a.preemption > b.preemption
     return a.borrow < b.borrow
 
 
-def worst(a: Mode, b: Mode) -> Mode:
+def worst(a: Mode, b: Mode, preference: str | None = None) -> Mode:
     """The representative of two modes: the one not preferred."""
-    return b if is_preferred(a, b) else a
+    return b if is_preferred(a, b, preference) else a
 
 
 def fnv1a64(text: str) -> int:
@@ -444,7 +448,7 @@ def _choose(
                 search.oracle,
                 search.fair_sharing,
             )
-            mode = worst(mode, got)
+            mode = worst(mode, got, cq.fungibility.preference)
             per_resource[resource] = got
             if reason:
                 mine.append(reason)
@@ -455,7 +459,7 @@ def _choose(
         if not should_try_next(cq, mode):
             best = (fq.name, mode, per_resource)
             break
-        if is_preferred(mode, best[1] if best else None):
+        if is_preferred(mode, best[1] if best else None, cq.fungibility.preference):
             best = (fq.name, mode, per_resource)
     tried = -1 if looked == len(group.flavors) - 1 else looked
     if best is None:

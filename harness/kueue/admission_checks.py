@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from harness.scenario.model import ClusterQueue
+from harness.scenario.model import AdmittedWorkload, ClusterQueue
 
 CHECK_CONTROLLER_MANAGER = "kth-admission-check-controller"
 """The field manager under which the harness, playing each check's controller, applies a
@@ -50,6 +50,23 @@ def required_checks(cq: ClusterQueue, admitted_flavors: Collection[str] | None) 
         return {name for name, fl in rules.items() if fl >= every}
     used = set(admitted_flavors)
     return {name for name, fl in rules.items() if fl & used}
+
+
+ADMITTED_STATES = ("Pending", "Ready")
+"""The check states an `admitted` entry may hold: Kueue evicts a workload holding quota with
+a Retry check and deactivates one with a Rejected check at once
+(workload_controller.go `reconcileCheckBasedEviction`), so neither lasts."""
+
+
+def admitted_states(cq: ClusterQueue, admitted: AdmittedWorkload) -> dict[str, str]:
+    """status.admissionChecks of an `admitted` entry, as Kueue's workload controller keeps
+    them (`syncAdmissionCheckConditions`): every check its admission needs, sorted, with the
+    entry's state; one it does not list is Pending (the controller adds it so). An entry
+    listing none has them all Ready: an admitted workload passed them."""
+    needed = required_checks(cq, {f for p in admitted.pod_sets for f in p.flavor.split(",")})
+    given = admitted.check_states
+    default = "Ready" if given is None else "Pending"
+    return {name: (given or {}).get(name, default) for name in sorted(needed)}
 
 
 def flavors_of(per_pod_set: Mapping[str, str]) -> set[str]:

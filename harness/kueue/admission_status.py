@@ -21,7 +21,15 @@ from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import format_quantity
-from harness.scenario.model import HOSTNAME, AdmittedPodSet, AdmittedWorkload, Scenario
+from harness.kueue.admission_checks import admitted_states
+from harness.kueue.admitted_flavors import flavor_of
+from harness.scenario.model import (
+    HOSTNAME,
+    AdmittedPodSet,
+    AdmittedWorkload,
+    ClusterQueue,
+    Scenario,
+)
 
 PODS = "pods"
 ADMISSION_FIELD_MANAGER = "kueue-admission"
@@ -37,13 +45,13 @@ def admission_status(scenario: Scenario, admitted: AdmittedWorkload) -> dict[str
     return {
         "clusterQueue": cq.name,
         "podSetAssignments": [
-            _pod_set_assignment(scenario, ps, covers_pods) for ps in admitted.pod_sets
+            _pod_set_assignment(scenario, cq, ps, covers_pods) for ps in admitted.pod_sets
         ],
     }
 
 
 def _pod_set_assignment(
-    scenario: Scenario, admitted: AdmittedPodSet, covers_pods: bool
+    scenario: Scenario, cq: ClusterQueue, admitted: AdmittedPodSet, covers_pods: bool
 ) -> dict[str, Any]:
     pod_set = admitted.pod_set
     usage: dict[str, Fraction] = {
@@ -55,7 +63,7 @@ def _pod_set_assignment(
         usage[PODS] = Fraction(pod_set.count)
     out: dict[str, Any] = {
         "name": pod_set.name,
-        "flavors": {resource: admitted.flavor for resource in sorted(usage)},
+        "flavors": {r: flavor_of(cq, admitted.flavor, r) for r in sorted(usage)},
         "resourceUsage": {resource: format_quantity(usage[resource]) for resource in sorted(usage)},
         "count": pod_set.count,
     }
@@ -113,6 +121,38 @@ def admission_conditions(cluster_queue: str, reserved_at: datetime) -> list[dict
             "lastTransitionTime": stamp,
         },
     ]
+
+
+def check_status(
+    scenario: Scenario, admitted: AdmittedWorkload, reserved_at: datetime
+) -> list[dict[str, Any]]:
+    """status.admissionChecks of an `admitted` entry (harness.kueue.admission_checks
+    .admitted_states), as Kueue's admission patch carries them (pkg/workload/patching:
+    admissionChecksStatusPatch); empty when its ClusterQueue has no checks."""
+    stamp = reserved_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    states = admitted_states(scenario.cluster_queue(admitted.queue), admitted)
+    return [
+        {"name": name, "state": state, "message": "", "lastTransitionTime": stamp}
+        for name, state in states.items()
+    ]
+
+
+def admitted_status(
+    scenario: Scenario, admitted: AdmittedWorkload, reserved_at: datetime
+) -> dict[str, Any]:
+    """The whole status of an `admitted` entry: admission, its check states, QuotaReserved
+    and, once every check is Ready, Admitted (SyncAdmittedCondition)."""
+    checks = check_status(scenario, admitted, reserved_at)
+    conditions = admission_conditions(admitted.queue, reserved_at)
+    if any(c["state"] != "Ready" for c in checks):
+        conditions = [c for c in conditions if c["type"] != "Admitted"]
+    out: dict[str, Any] = {
+        "admission": admission_status(scenario, admitted),
+        "conditions": conditions,
+    }
+    if checks:
+        out["admissionChecks"] = checks
+    return out
 
 
 def reservation_times(scenario: Scenario, now: datetime) -> dict[str, datetime]:

@@ -32,6 +32,8 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
         },
         "resourceGroups": [_group(g) for g in cq.resource_groups],
     }
+    if cq.fungibility.preference is not None:
+        spec["flavorFungibility"]["preference"] = cq.fungibility.preference
     if cq.fair_weight is not None:
         spec["fairSharing"] = {"weight": format_quantity(cq.fair_weight)}
     if cq.cohort:

@@ -42,6 +42,8 @@ class Prediction:
             "preempts": list(self.preempts),
             "message": o.message,
         }
+        if o.quota_reserved:  # holds quota and placement, waits for its admission checks
+            out["quotaReserved"] = True
         if o.unschedulable:
             out["unschedulable"] = dict(o.unschedulable)
         if self.notes:
@@ -165,6 +167,14 @@ def render_text(predictions: Mapping[str, Prediction]) -> str:
                     f"  unschedulable: {pod_set}: {pods} pod(s) would never run"
                     + (f" ({why})" if why else "")
                 )
+        elif o.quota_reserved:
+            flavors = sorted(set(o.flavors.values()))
+            lines.append(
+                f"{key}: quota reserved on {', '.join(flavors)}, waits for its admission checks"
+            )
+            for pod_set, per_domain in o.placement.items():
+                spread = ", ".join(f"{d}={n}" for d, n in sorted(per_domain.items()))
+                lines.append(f"  {pod_set}: {spread}")
         else:
             lines.append(f"{key}: pending: {o.message or '(no message: not evaluated yet)'}")
         if p.preempts:

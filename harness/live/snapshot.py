@@ -18,7 +18,13 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError
-from harness.live import kueue_configuration, node_objects, workload_objects, world_objects
+from harness.live import (
+    check_objects,
+    kueue_configuration,
+    node_objects,
+    workload_objects,
+    world_objects,
+)
 from harness.live.cluster_read import ClusterState
 from harness.live.gaps import Gaps
 from harness.live.queue_positions import QueuePositions
@@ -46,8 +52,14 @@ def snapshot(
     queues = world_objects.cluster_queues(state.cluster_queues, {f["name"] for f in flavors}, gaps)
     cohorts = world_objects.cohorts(state.cohorts, {f["name"] for f in flavors}, gaps)
     local_queues = world_objects.local_queues(state.local_queues, gaps)
-    for check in state.admission_checks:
-        gaps.add(f"AdmissionCheck {check['metadata']['name']}: admission checks")
+    checks = check_objects.admission_checks(state.admission_checks, gaps)
+    skipped = check_objects.left_out(state.admission_checks, checks)
+    check_rules: dict[str, list[Any]] = {}
+    for cq, entry in zip(sorted(state.cluster_queues, key=_cq_name), queues, strict=True):
+        strategy = check_objects.strategy(cq, skipped, gaps)
+        if strategy:
+            entry["admissionChecksStrategy"] = strategy
+            check_rules[entry["name"]] = strategy["admissionChecks"]
     keep = node_objects.kept_labels(topologies, flavors)
     nodes, hostnames = node_objects.nodes(state.nodes, keep, flavors, gaps)
     usage = node_objects.usage(state.pods, {n["name"] for n in nodes}, gaps)
@@ -60,6 +72,11 @@ def snapshot(
         hostnames=hostnames,
         local_queues=local_queues,
         priority_classes=values,
+        check_rules=check_rules,
+        group_flavors={
+            q["name"]: [[f["name"] for f in g["flavors"]] for g in q["resourceGroups"]]
+            for q in queues
+        },
     )
     written = workload_objects.workloads(state.workloads, world, gaps)
     configured = kueue_configuration.configuration(state.kueue_config_maps, gaps)
@@ -71,6 +88,7 @@ def snapshot(
         "resourceFlavors": flavors,
         "workloadPriorityClasses": [{"name": n, "value": v} for n, v in values.items()],
         **({"cohorts": cohorts} if cohorts else {}),
+        **({"admissionChecks": checks} if checks else {}),
         "clusterQueues": queues,
         "nodes": nodes,
         "usage": usage,
@@ -105,6 +123,10 @@ def snapshot(
     if not topologies:
         del data["topologies"]
     return Snapshot(data, gaps)
+
+
+def _cq_name(cq: Any) -> str:
+    return str(cq["metadata"]["name"])
 
 
 def _positions(found: QueuePositions, names: dict[str, str]) -> dict[str, Any] | str:

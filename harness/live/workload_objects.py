@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.kube import Obj
-from harness.live import naming
+from harness.live import check_objects, naming
 from harness.live.gaps import Gaps
 from harness.live.manifests import PodSetSource, UserManifestError, pod_set_data
 from harness.runner.decode import DecodeError, lowest_level_pods
@@ -40,6 +40,10 @@ class World:
     local_queues: Sequence[Obj]
     priority_classes: dict[str, int]
     """WorkloadPriorityClass name -> value; synthetic ones are added as needed."""
+    check_rules: Mapping[str, Sequence[Obj]] = field(default_factory=dict)
+    """ClusterQueue -> the admissionChecksStrategy rules written for it."""
+    group_flavors: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
+    """ClusterQueue -> the flavors of each resource group, in order."""
     levels: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +74,13 @@ def workloads(items: Iterable[Obj], world: World, gaps: Gaps) -> Written:
         if _condition(status, "Finished"):
             continue
         reserved = _condition(status, "QuotaReserved") and status.get("admission")
+        failed = check_objects.failed(wl) if reserved else {}
+        if "Rejected" in failed.values():
+            gaps.add(f"Workload {_ref(wl)}: left out, a Rejected check deactivates it")
+            continue
+        if failed:  # Retry: Kueue evicts it and requeues it at once
+            gaps.add(f"Workload {_ref(wl)}: a check in Retry evicts it; written as pending")
+            reserved = None
         if not reserved and (wl.get("spec") or {}).get("active") is False:
             inactive += 1
             continue
@@ -81,6 +92,7 @@ def workloads(items: Iterable[Obj], world: World, gaps: Gaps) -> Written:
             entry = _entry(wl, queue, world, gaps)
             if reserved:
                 _admitted_pod_sets(entry, status["admission"], world)
+                _check_states(entry, wl, world)
         except _Skip as why:
             gaps.add(f"Workload {_ref(wl)}: left out, {why}")
             continue
@@ -215,14 +227,33 @@ def _admitted_pod_sets(entry: Obj, admission: Mapping[str, Any], world: World) -
         if not flavors:
             raise _Skip(f"pod set {ps['name']} was admitted on no flavor")
         tas = [f for f in flavors if world.flavors.get(f, {}).get("topologyName")]
-        if len(flavors) > 1:
+        if len(flavors) > 1 and tas:
             raise _Skip(
-                f"pod set {ps['name']} was admitted on several flavors ({', '.join(flavors)}); "
-                "the contract gives a pod set one"
+                f"pod set {ps['name']} was admitted on several flavors ({', '.join(flavors)}), "
+                f"{tas[0]} with a topology: contract v2 gives a TAS pod set one"
             )
-        ps["flavor"] = flavors[0]
+        ps["flavor"] = _in_group_order(flavors, world.group_flavors.get(entry["queue"], []))
         if tas:
             ps["placement"] = _placement(ps["name"], a, world.flavors[flavors[0]], world)
+
+
+def _check_states(entry: Obj, wl: Obj, world: World) -> None:
+    """A workload holding quota without the Admitted condition waits for its checks: their
+    states are written. An admitted one is left without: Kueue keeps a workload admitted
+    even when a check added later is Pending (it syncs Admitted only while not admitted,
+    workload_controller.go Reconcile), and an entry listing none is admitted."""
+    rules = world.check_rules.get(entry["queue"])
+    if not rules or _condition(wl.get("status") or {}, "Admitted"):
+        return
+    flavors = {f for ps in entry["podSets"] for f in str(ps["flavor"]).split(",")}
+    entry["admissionChecks"] = check_objects.states(wl, rules, flavors)
+
+
+def _in_group_order(flavors: Sequence[str], groups: Sequence[Sequence[str]]) -> str:
+    """Several flavors (one per resource group) joined by `,` in the ClusterQueue's group
+    order, as contract v2 writes them; one flavor as it is."""
+    rank = {f: i for i, group in enumerate(groups) for f in group}
+    return ",".join(sorted(flavors, key=lambda f: (rank.get(f, len(rank)), f)))
 
 
 def _placement(

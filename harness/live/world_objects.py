@@ -11,12 +11,22 @@ from harness.kube import Obj
 from harness.live.gaps import Gaps
 
 CQ_UNREPRESENTED = {
-    "admissionChecks": "admission checks",
-    "admissionChecksStrategy": "admission checks",
     "admissionScope": "admission scope (admission fair sharing)",
     "concurrentAdmissionPolicy": "concurrent admission",
 }
-"""ClusterQueue spec fields contract v2 leaves out (load_queues.CQ_NOT_IN_V2 refuses them)."""
+"""ClusterQueue spec fields contract v2 leaves out (load_queues.CQ_NOT_IN_V2 refuses them);
+admission checks are written by harness.live.check_objects."""
+
+
+EXPLAINED_INACTIVE = (
+    "Stopped",
+    "FlavorNotFound",
+    "AdmissionCheckNotFound",
+    "AdmissionCheckInactive",
+)
+"""Reasons of an inactive ClusterQueue the scenario holds (its stopPolicy, the missing flavor,
+its checks as written by harness.live.check_objects), so its copy is inactive too. Kueue's
+others (Terminating, TopologyNotFound, the MultiKueue ones) are said in Gaps."""
 
 
 def _name(obj: Obj) -> str:
@@ -106,11 +116,10 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
     if preemption:
         entry["preemption"] = preemption
     fungibility = spec.get("flavorFungibility") or {}
-    kept = {k: fungibility[k] for k in ("whenCanBorrow", "whenCanPreempt") if k in fungibility}
+    keys = ("whenCanBorrow", "whenCanPreempt", "preference")  # contract v2 since issue 29
+    kept = {k: fungibility[k] for k in keys if fungibility.get(k)}
     if kept:
         entry["flavorFungibility"] = kept
-    if fungibility.get("preference"):
-        gaps.add(f"ClusterQueue {name}: flavorFungibility.preference")
     if spec.get("stopPolicy") not in (None, "None"):  # contract v2 since issue 29
         entry["stopPolicy"] = spec["stopPolicy"]
     weight = (spec.get("fairSharing") or {}).get("weight")
@@ -157,8 +166,7 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
             "namespace's LocalQueues use it)"
         )
     for cond in (cq.get("status") or {}).get("conditions") or []:
-        # Stopped and FlavorNotFound are in the scenario (stopPolicy, the missing flavor).
-        explained = str(cond.get("reason")) in ("Stopped", "FlavorNotFound")
+        explained = str(cond.get("reason")) in EXPLAINED_INACTIVE
         if cond.get("type") == "Active" and cond.get("status") != "True" and not explained:
             gaps.add(
                 f"ClusterQueue {name}: inactive in Kueue ({cond.get('reason')}: "

@@ -22,19 +22,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import parse_quantity
 from harness.kube import KUEUE_API, Kube, poll_until, wait_for
 from harness.kube import condition as get_condition
-from harness.kueue.admission_status import admission_conditions, admission_status
+from harness.kueue.admission_checks import admitted_states
+from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, admitted_status
 from harness.kueue.queue_activity import DRAIN_REASON, inactive_reason
-from harness.runner import world
+from harness.runner import check_controller, world
 from harness.runner.objects import Names, Obj
 from harness.runner.shaping import await_local_queue
 from harness.runner.waits import Timeouts
-from harness.scenario.model import AdmittedWorkload, Scenario
+from harness.scenario.model import AdmissionCheck, AdmittedWorkload, Scenario
 
 
 def status_patch(
@@ -48,18 +50,29 @@ def status_patch(
     """The apply body for workloads/status: the shared admission
     (harness.kueue.admission_status) and its two True conditions. `rename`: the scenario's
     pod set name -> the Workload's (a Job's one pod set is "main")."""
-    admission = admission_status(scenario, admitted)
-    for psa in admission["podSetAssignments"]:
+    status = admitted_status(scenario, admitted, reserved_at)
+    for psa in status["admission"]["podSetAssignments"]:
         psa["name"] = rename.get(psa["name"], psa["name"])
     return {
         "apiVersion": KUEUE_API,
         "kind": "Workload",
         "metadata": {"name": kueue_name, "namespace": names.namespace},
-        "status": {
-            "admission": admission,
-            "conditions": admission_conditions(admission["clusterQueue"], reserved_at),
-        },
+        "status": status,
     }
+
+
+def waits_for_checks(scenario: Scenario, admitted: AdmittedWorkload) -> bool:
+    """An `admitted` entry with a check not Ready: it holds quota, not admitted, its Job
+    suspended (no pods)."""
+    states = admitted_states(scenario.cluster_queue(admitted.queue), admitted)
+    return any(state != "Ready" for state in states.values())
+
+
+def _admits(patch: Obj) -> str:
+    """The Admitted status the applied patch leads to (absent: not True)."""
+    return (
+        "True" if any(c["type"] == "Admitted" for c in patch["status"]["conditions"]) else "False"
+    )
 
 
 def wait_stopped(kube: Kube, names: Names, kueue_name: str, queue: str, t: Timeouts) -> None:
@@ -133,9 +146,11 @@ def comparable(admission: Mapping[str, Any]) -> Obj:
 
 def wait_admitted_as_written(kube: Kube, names: Names, patch: Obj, t: Timeouts) -> None:
     """Until the Workload reads back with the admission applied and QuotaReserved and
-    Admitted True (Kueue did not refuse or undo it)."""
+    Admitted True (Kueue did not refuse or undo it); Admitted not True for one waiting for
+    its admission checks."""
     name = patch["metadata"]["name"]
     wanted = comparable(patch["status"]["admission"])
+    admits = _admits(patch)
 
     def check(wl: Obj | None) -> tuple[bool, str]:
         if wl is None:
@@ -146,7 +161,7 @@ def wait_admitted_as_written(kube: Kube, names: Names, patch: Obj, t: Timeouts) 
         flags = f"QuotaReserved={reserved.get('status')}, Admitted={admitted.get('status')}"
         if got is None or comparable(got) != wanted:
             return False, f"admission {got}; {flags}"
-        return reserved.get("status") == admitted.get("status") == "True", flags
+        return (reserved.get("status"), admitted.get("status", "False")) == ("True", admits), flags
 
     wait_for(
         kube,
@@ -155,7 +170,8 @@ def wait_admitted_as_written(kube: Kube, names: Names, patch: Obj, t: Timeouts) 
         name,
         check,
         namespace=names.namespace,
-        what="its pre-admission (status.admission as applied, QuotaReserved and Admitted True)",
+        what="its pre-admission (status.admission as applied, QuotaReserved True, "
+        f"Admitted {admits})",
         timeout=t.settle,
         interval=t.interval,
     )
@@ -184,9 +200,11 @@ def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
     """Until each ClusterQueue's status counts the pre-admitted workloads (reserving and
     admitted) and reserves their quota per flavor and resource."""
     count: dict[str, int] = {}
+    admits: dict[str, int] = {}
     for patch in patches:
         cq = patch["status"]["admission"]["clusterQueue"]
         count[cq] = count.get(cq, 0) + 1
+        admits[cq] = admits.get(cq, 0) + (_admits(patch) == "True")
     nudged: dict[str, float] = {}
     for cq, book in reservation_totals(patches).items():
 
@@ -198,7 +216,7 @@ def wait_counted(kube: Kube, patches: list[Obj], t: Timeouts) -> None:
                 for r in f.get("resources") or []
             }
             counts = (status.get("reservingWorkloads"), status.get("admittedWorkloads"))
-            done = counts == (count[cq], count[cq]) and all(
+            done = counts == (count[cq], admits[cq]) and all(
                 got.get(k, Fraction(0)) == v for k, v in book.items()
             )
             if not done and time.monotonic() - nudged.get(cq, 0.0) >= NUDGE_EVERY:
@@ -232,8 +250,16 @@ def _nudge(kube: Kube, cq: str) -> None:
     )
 
 
-def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
-    """Lift the hold: stopPolicy None, then each LocalQueue is Active."""
+def release(
+    kube: Kube,
+    scenario: Scenario,
+    names: Names,
+    t: Timeouts,
+    checks: tuple[AdmissionCheck, ...] | None = None,
+) -> None:
+    """Lift the hold: stopPolicy None, then each LocalQueue is Active (`checks`: the
+    AdmissionChecks as reported now, when not as the scenario says)."""
+    checks = scenario.admission_checks if checks is None else checks
     for queue in sorted(world.held_queues(scenario)):
         kube.patch(
             KUEUE_API,
@@ -242,7 +268,7 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=names.namespace,
         )
-        active = inactive_reason(scenario.cluster_queue(queue), scenario.admission_checks) is None
+        active = inactive_reason(scenario.cluster_queue(queue), checks) is None
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
         await_local_queue(kube, queue, names, t, what, active)
 
@@ -289,3 +315,43 @@ def wait_pods_placed(
         timeout=t.pods,
         interval=t.interval,
     )
+
+
+def checks_off(
+    scenario: Scenario, waiting: Iterable[AdmittedWorkload]
+) -> tuple[AdmissionCheck, ...]:
+    """The scenario's AdmissionChecks with those of the waiting entries' ClusterQueues
+    reported inactive: Kueue's scheduler then admits nothing there (ClusterQueue inactive,
+    AdmissionCheckInactive) while the workload controller, unlike for a held queue
+    (workload_controller.go reconcileOnLocalQueueActiveState, which takes away a reservation
+    without admission), leaves a written reservation alone."""
+    used = {r.name for a in waiting for r in scenario.cluster_queue(a.queue).admission_checks}
+    return tuple(
+        replace(c, active=False) if c.name in used else c for c in scenario.admission_checks
+    )
+
+
+def reserve_waiting(
+    kube: Kube, scenario: Scenario, names: Names, patches: Mapping[str, Obj], t: Timeouts
+) -> None:
+    """Entries waiting for their checks, once their ClusterQueues are inactive by their
+    checks (checks_off) and the hold is lifted: Kueue has said each waits on its inactive
+    ClusterQueue, its reservation is applied (check states, QuotaReserved, no Admitted) and
+    read back, then the checks are reported as the scenario says again."""
+    for patch in patches.values():
+        kueue_name = patch["metadata"]["name"]
+        queue = patch["status"]["admission"]["clusterQueue"]
+        wanted = f"ClusterQueue {queue} is inactive"
+
+        def check(wl: Obj | None, wanted: str = wanted) -> tuple[bool, str]:
+            cond = (get_condition(wl, "QuotaReserved") if wl else None) or {}
+            return cond.get("message") == wanted, f"QuotaReserved {cond.get('message')!r}"
+
+        _wait_workload(kube, names, kueue_name, check, f"QuotaReserved False '{wanted}'", t)
+        kube.apply(patch, subresource="status", field_manager=ADMISSION_FIELD_MANAGER)
+        wait_admitted_as_written(kube, names, patch, t)
+    check_controller.report_active(kube, scenario.admission_checks)
+    for queue in sorted(world.held_queues(scenario)):
+        active = inactive_reason(scenario.cluster_queue(queue), scenario.admission_checks) is None
+        what = "Active once its checks are reported as the scenario says"
+        await_local_queue(kube, queue, names, t, what, active)

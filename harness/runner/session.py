@@ -15,7 +15,7 @@ from harness.kube import KUEUE_API, Kube, KubeError, events
 from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, reservation_times
 from harness.kueue.queue_activity import drains
 from harness.results.outcome import Outcome
-from harness.runner import binding, faults, objects, preadmit, repair, steps
+from harness.runner import binding, check_controller, faults, objects, preadmit, repair, steps
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
@@ -278,15 +278,20 @@ class Session:
                 )
             preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue, self.t)
         reserved = reservation_times(self.scenario, datetime.now(UTC))
-        patches = []
+        patches, waiting = [], {}
         for a in admitted:
             entry = self.entries[a.name]
             rename = {a.pod_sets[0].pod_set.name: "main"} if entry.as_job else {}
-            patches.append(
-                preadmit.status_patch(
-                    self.scenario, a, entry.kueue_name, self.names, reserved[a.name], rename
-                )
+            patch = preadmit.status_patch(
+                self.scenario, a, entry.kueue_name, self.names, reserved[a.name], rename
             )
+            if preadmit.waits_for_checks(self.scenario, a) and not drains(
+                self.scenario.cluster_queue(a.queue)
+            ):
+                waiting[a.name] = patch  # applied once the hold is lifted: reserve_waiting
+            else:
+                patches.append(patch)
+        admitted = tuple(a for a in admitted if a.name not in waiting)
         for patch in patches:
             self.kube.apply(patch, subresource="status", field_manager=ADMISSION_FIELD_MANAGER)
         # HoldAndDrain evicts them once the hold is lifted (harness.kueue.queue_activity):
@@ -310,9 +315,17 @@ class Session:
                     aps.pod_set.count,
                     self.t,
                 )
-        preadmit.release(self.kube, self.scenario, self.names, self.t)
+        checks = None
+        if waiting:
+            held = [a for a in self.scenario.admitted if a.name in waiting]
+            checks = preadmit.checks_off(self.scenario, held)
+            check_controller.report_active(self.kube, checks)
+        preadmit.release(self.kube, self.scenario, self.names, self.t, checks)
         for name in sorted(drained):
             preadmit.wait_drained(self.kube, self.names, self.entries[name].kueue_name, self.t)
+        if waiting:
+            preadmit.reserve_waiting(self.kube, self.scenario, self.names, waiting, self.t)
+            preadmit.wait_counted(self.kube, [*kept, *waiting.values()], self.t)
 
     def _refuse_skipped_webhook(self, w: Workload, obj: Obj) -> None:
         """A directly built Workload skips the job-integration webhooks (LWS, JobSet, ...).

@@ -6,16 +6,27 @@ node outside the flavor (its nodeLabels, or a level of its Topology missing); co
 not add up to the pod set's count; a placement for a flavor without TAS, or none for a TAS
 flavor; and pods beyond a node's allocatable with the `usage` already on it (as the kubelet
 refuses them). Admitted workloads above nominal quota are accepted: Kueue accepts such
-writes (docs/dev/kueue-v0.19.2-rules-v2.md §2.3).
+writes (docs/dev/kueue-v0.19.2-rules-v2.md §2.3). An entry's `admissionChecks` (its check
+states, Pending or Ready) are read by harness.scenario.load_checks.admitted_states.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from harness.kueue.admitted_flavors import parts
+from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.load_queues import World
-from harness.scenario.model import AdmittedPodSet, AdmittedWorkload, Flavor, Node, Usage, Workload
+from harness.scenario.model import (
+    AdmittedPodSet,
+    AdmittedWorkload,
+    Flavor,
+    Node,
+    PodSet,
+    Usage,
+    Workload,
+)
 from harness.scenario.usage_ledger import UsageLedger
 
 POD_SET_KEYS = ("flavor", "placement")
@@ -63,6 +74,10 @@ def _entry(
                 else ps
             )
         value = {**value, "podSets": stripped}
+    checks_at = None
+    if isinstance(value, dict) and "admissionChecks" in value:
+        checks_at = at.child("admissionChecks", value["admissionChecks"])
+        value = {k: v for k, v in value.items() if k != "admissionChecks"}
     workload = read_workload(KeyPath(at.file, at.path, value, at.error))
     pod_sets = []
     for index, (pod_set, keys) in enumerate(zip(workload.pod_sets, extra, strict=True)):
@@ -70,16 +85,19 @@ def _entry(
         if "flavor" not in keys:
             ps_at.fail("missing required key 'flavor' (the flavor it was admitted on)")
         flavor_name = keys["flavor"].string()
-        if flavor_name not in world.offered(workload):
-            keys["flavor"].fail(
-                f"{yaml_text(flavor_name)} is not a flavor of ClusterQueue {workload.queue}"
-                f" (its flavors: {', '.join(world.offered(workload))})"
-            )
-        flavor = next((f for f in world.flavors if f.name == flavor_name), None)
-        if flavor is None:  # its ClusterQueue lists a flavor that does not exist
-            keys["flavor"].fail(
-                f"no ResourceFlavor named {yaml_text(flavor_name)} in resourceFlavors"
-            )
+        names = parts(flavor_name) or (flavor_name,)
+        for name in names:
+            if name not in world.offered(workload):
+                keys["flavor"].fail(
+                    f"{yaml_text(name)} is not a flavor of ClusterQueue {workload.queue}"
+                    f" (its flavors: {', '.join(world.offered(workload))})"
+                )
+            if not any(f.name == name for f in world.flavors):
+                # its ClusterQueue lists a flavor that does not exist
+                keys["flavor"].fail(f"no ResourceFlavor named {yaml_text(name)} in resourceFlavors")
+        if len(names) > 1:
+            _several_flavors(keys["flavor"], names, pod_set, world, workload.queue)
+        flavor = next(f for f in world.flavors if f.name == names[0])
         placement = _placement(ps_at, keys.get("placement"), flavor, world, nodes, by_domain)
         for node, count in (placement or {}).items():
             where = keys["placement"].child(node, count)
@@ -94,7 +112,38 @@ def _entry(
         queue=workload.queue,
         pod_sets=tuple(pod_sets),
         priority_class=workload.priority_class,
+        check_states=(
+            load_checks.admitted_states(
+                checks_at,
+                next(q for q in world.queues if q.name == workload.queue),
+                {f for p in pod_sets for f in parts(p.flavor)},
+            )
+            if checks_at is not None
+            else None
+        ),
     )
+
+
+def _several_flavors(
+    at: KeyPath, names: tuple[str, ...], pod_set: PodSet, world: World, queue: str
+) -> None:
+    """One flavor per resource group, in the ClusterQueue's group order, for the groups
+    covering what the pod set requests; none with a topology (a TAS pod set has one flavor
+    in contract v2)."""
+    cq = next(q for q in world.queues if q.name == queue)
+    groups = [g for g in cq.resource_groups if any(r in g.covered for r in pod_set.requests)]
+    wanted = [next((n for n in names if n in {fq.name for fq in g.flavors}), None) for g in groups]
+    if None in wanted or tuple(wanted) != names:
+        at.fail(
+            f"{yaml_text(','.join(names))}: several flavors name one flavor per resource group "
+            f"covering the pod set's requests, in ClusterQueue {queue}'s group order"
+        )
+    topology = [n for n in names if any(f.name == n and f.topology_name for f in world.flavors)]
+    if topology:
+        at.fail(
+            f"flavor {topology[0]} has a topology: a pod set admitted on several flavors "
+            "may not use one (not in contract v2)"
+        )
 
 
 def _placement(

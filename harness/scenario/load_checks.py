@@ -17,6 +17,7 @@ import re
 from collections.abc import Collection, Mapping
 
 from harness.k8s.rules import is_dns_label, is_dns_subdomain
+from harness.kueue.admission_checks import ADMITTED_STATES, required_checks
 from harness.scenario.keypath import KeyPath, yaml_text
 from harness.scenario.model import (
     CHECK_STATES,
@@ -128,6 +129,33 @@ def _no_duplicates(items: list[KeyPath], names: list[str]) -> None:
     for index, name in enumerate(names):
         if name in names[:index]:
             items[index].fail(f"duplicate AdmissionCheck {yaml_text(name)}")
+
+
+def admitted_states(at: KeyPath, cq: ClusterQueue, flavors: Collection[str]) -> dict[str, str]:
+    """An `admitted` entry's `admissionChecks`: its status.admissionChecks, `name` and
+    `state` each, naming checks its admission on `flavors` needs (Kueue's workload controller
+    drops any other), in a state that lasts (ADMITTED_STATES)."""
+    needed = required_checks(cq, flavors)
+    out: dict[str, str] = {}
+    for item in at.items():
+        fields = item.mapping(("name", "state"), ("name", "state"))
+        name = fields["name"].string()
+        if name not in needed:
+            fields["name"].fail(
+                f"{yaml_text(name)} is not an admission check its admission needs in "
+                f"ClusterQueue {cq.name} (those: {', '.join(sorted(needed)) or 'none'})"
+            )
+        if name in out:
+            fields["name"].fail(f"duplicate AdmissionCheck {yaml_text(name)}")
+        state = fields["state"].string()
+        if state not in ADMITTED_STATES:
+            fields["state"].fail(
+                f"{yaml_text(state)}: a workload holding quota is in one of "
+                f"{', '.join(ADMITTED_STATES)} (Kueue evicts it at once on Retry and "
+                "deactivates it on Rejected: write it as a pending workload, or leave it out)"
+            )
+        out[name] = state
+    return out
 
 
 def change(

@@ -19,6 +19,7 @@ from harness.scenario import load_checks
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.model import (
     BORROW_WITHIN_COHORT,
+    FUNGIBILITY_PREFERENCES,
     HOSTNAME,
     QUEUEING_STRATEGIES,
     RECLAIM_WITHIN_COHORT,
@@ -150,16 +151,18 @@ class World:
         return queue, priority_class
 
     def expected_flavors(self, at: KeyPath, workload: Workload) -> dict[str, str]:
-        """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it."""
+        """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it (several
+        joined by `,`, one per resource group, in the contract's rule)."""
         names = tuple(p.name for p in workload.pod_sets)
         out: dict[str, str] = {}
         for ps_name, value in at.mapping(names).items():
             flavor = value.string()
-            if flavor not in self.offered(workload):
-                value.fail(
-                    f"{yaml_text(flavor)} is not a flavor of ClusterQueue {workload.queue}"
-                    f" (its flavors: {', '.join(self.offered(workload)) or 'none'})"
-                )
+            for part in flavor.split(","):
+                if part not in self.offered(workload):
+                    value.fail(
+                        f"{yaml_text(part)} is not a flavor of ClusterQueue {workload.queue}"
+                        f" (its flavors: {', '.join(self.offered(workload)) or 'none'})"
+                    )
             out[ps_name] = flavor
         return out
 
@@ -335,9 +338,8 @@ def _preemption(at: KeyPath) -> Preemption:
 
 
 def _fungibility(at: KeyPath) -> FlavorFungibility:
-    refuse_not_in_v2(at, {"preference": "flavorFungibility.preference"})
-    fields = at.mapping(("whenCanBorrow", "whenCanPreempt"))
-    return FlavorFungibility(
+    fields = at.mapping(("whenCanBorrow", "whenCanPreempt", "preference"))
+    out = FlavorFungibility(
         _choice(fields["whenCanBorrow"], WHEN_CAN_BORROW)
         if "whenCanBorrow" in fields
         else WHEN_CAN_BORROW[0],
@@ -345,6 +347,16 @@ def _fungibility(at: KeyPath) -> FlavorFungibility:
         if "whenCanPreempt" in fields
         else WHEN_CAN_PREEMPT[0],
     )
+    if "preference" not in fields:
+        return out
+    preference = _choice(fields["preference"], FUNGIBILITY_PREFERENCES)
+    if (out.when_can_borrow, out.when_can_preempt) != ("TryNextFlavor", "TryNextFlavor"):
+        # The ClusterQueue webhook's rule and words (clusterqueue_webhook.go).
+        fields["preference"].fail(
+            f"preference {yaml_text(preference)} requires both whenCanBorrow and "
+            "whenCanPreempt to be TryNextFlavor"
+        )
+    return replace(out, preference=preference)
 
 
 def resource_groups(at: KeyPath, flavors: set[str], rules: QuotaRules) -> tuple[ResourceGroup, ...]:

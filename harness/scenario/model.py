@@ -113,6 +113,8 @@ BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
 WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")
+FUNGIBILITY_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
+"""flavorFungibility.preference (apis/kueue/v1beta2/clusterqueue_types.go)."""
 """Kueue's enums; the first of each is its default (apis/kueue/v1beta2/clusterqueue_types.go)."""
 
 
@@ -128,6 +130,8 @@ class Preemption:
 class FlavorFungibility:
     when_can_borrow: str = "MayStopSearch"
     when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+    """BorrowingOverPreemption | PreemptionOverBorrowing; None: Kueue ranks as the first."""
 
 
 @dataclass(frozen=True)
@@ -304,6 +308,9 @@ class AdmittedWorkload:
     queue: str
     pod_sets: tuple[AdmittedPodSet, ...]
     priority_class: str | None = None
+    check_states: Mapping[str, str] | None = None
+    """Its status.admissionChecks (check -> Pending | Ready) when the entry lists them; None:
+    every check its admission needs is Ready (harness.kueue.admission_checks.admitted_states)."""
 
 
 EVICTION_REASONS = (

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import format_quantity
-from harness.kueue.admission_status import admission_conditions, admission_status, reservation_times
+from harness.kueue.admission_status import admitted_status, reservation_times
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.kueue.cohort_spec import cohort_spec
 from harness.kueue.gates import merged
@@ -128,10 +128,7 @@ def _admitted(sc: Scenario, a: AdmittedWorkload, reserved_at: datetime) -> dict[
     workload = Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class)
     return {
         **_workload(workload),
-        "status": {
-            "admission": admission_status(sc, a),
-            "conditions": admission_conditions(a.queue, reserved_at),
-        },
+        "status": admitted_status(sc, a, reserved_at),
     }
 
 
