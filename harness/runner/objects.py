@@ -400,9 +400,4 @@ def queue_labels(w: Workload, names: Names) -> dict[str, str]:
 def as_workload(a: AdmittedWorkload) -> Workload:
     """An `admitted` entry as the workload it was submitted as (its Job, JobSet or Workload
     is built like any other)."""
-    return Workload(
-        name=a.name,
-        pod_sets=tuple(p.pod_set for p in a.pod_sets),
-        queue=a.queue,
-        priority_class=a.priority_class,
-    )
+    return a.as_workload()

@@ -94,6 +94,8 @@ def _entry(
         queue=workload.queue,
         pod_sets=tuple(pod_sets),
         priority_class=workload.priority_class,
+        local_queue=workload.local_queue,
+        namespace=workload.namespace,
     )
 
 
