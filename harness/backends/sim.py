@@ -16,6 +16,7 @@ from typing import Any
 from harness.backends.base import BackendError, Unsupported
 from harness.errors import Nondeterministic
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
+from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.gates import merged, parse_gates
 from harness.results.comparison import message_matches
 from harness.results.observation import Observation
@@ -47,7 +48,7 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
-SIM_CONFIG = ("fairSharing",)
+SIM_CONFIG = ("fairSharing", "admissionFairSharing")
 """kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
 
 
@@ -105,6 +106,8 @@ class SimBackend:
                 "controllers are emulated without it); the embedded cluster runs it: "
                 "--cluster=local"
             )
+        if why := afs_not_run(scenario):
+            raise Unsupported(f"{scenario.path}: kueueConfig.admissionFairSharing: {why}")
         if version not in self._sims:
             self._sims[version] = SimProcess(build_sim(version=version))
         answer = self._sims[version].run(scenario_to_dict(scenario, self.gates))

@@ -47,7 +47,6 @@ from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
-from harness.k8s.selector import selects
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
 from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
 from harness.kueue.queue_activity import inactive_reason
@@ -282,7 +281,7 @@ class Model:
 
     def _namespace_matches(self, w: Workload) -> bool:
         cq = self.scenario.cluster_queue(w.queue)
-        return selects(cq.namespace_selector, self.scenario.namespace_labels(w.namespace))
+        return cq.namespace_selector.matches(self.scenario.namespace_labels(w.namespace))
 
     def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
         """`makeIterator`: the classical order (`entries` come sorted: non-borrowing first,

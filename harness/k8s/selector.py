@@ -74,11 +74,6 @@ class LabelSelector:
         return out
 
 
-def selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """A null selector matches nothing (LabelSelectorAsSelector(nil) is labels.Nothing())."""
-    return selector is not None and selector.matches(labels)
-
-
 def requirement_problem(r: Requirement) -> str | None:
     """ValidateLabelSelectorRequirement's rules."""
     if r.operator not in OPERATORS:

@@ -94,11 +94,10 @@ def _weight(at: KeyPath) -> Fraction | None:
         fields["weight"].fail(str(err))
 
 
-def namespace_selector(at: KeyPath) -> LabelSelector | None:
-    """A LabelSelector, validated as the ClusterQueue webhook does
-    (ValidateLabelSelector); null is Kueue's nothing selector."""
-    if at.value is None:
-        return None
+def namespace_selector(at: KeyPath) -> LabelSelector:
+    """A LabelSelector, validated as the ClusterQueue webhook does (ValidateLabelSelector).
+    Kueue's null selector (no namespace) is written as `{matchExpressions: [{key:
+    kubernetes.io/metadata.name, operator: DoesNotExist}]}`: every namespace has that label."""
     fields = at.mapping(("matchLabels", "matchExpressions"))
     match_labels = fields["matchLabels"].labels() if "matchLabels" in fields else {}
     expressions: list[Requirement] = []

@@ -189,9 +189,9 @@ class ClusterQueue:
     """`fairSharing.weight` (None: not set; Kueue's default weight is 1)."""
     admission_checks: tuple[CheckRule, ...] = ()
     """admissionChecksStrategy (the v1beta1 `admissionChecks` list converted, as Kueue does)."""
-    namespace_selector: LabelSelector | None = field(default_factory=LabelSelector)
-    """`namespaceSelector`: absent = `{}` (every namespace, the harness's default); an
-    explicit null = Kueue's nothing selector (no namespace may use it)."""
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    """`namespaceSelector`: absent = `{}` (every namespace: the harness's default, where
+    Kueue reads a missing selector as matching none)."""
     admission_mode: str | None = None
     """`admissionScope.admissionMode` (UsageBasedAdmissionFairSharing turns admission fair
     sharing on for it, with kueueConfig.admissionFairSharing)."""
@@ -631,11 +631,12 @@ class Scenario:
         raise KeyError(w.queue_name)
 
     def namespace_labels(self, name: str) -> dict[str, str]:
-        """A namespace's labels ("" the scenario's own: none but its name, unknown here)."""
+        """A namespace's labels. The scenario's own ("") has none but its name label, whose
+        value no scenario names (each engine gives it a name of its own)."""
         for ns in self.namespaces:
             if ns.name == name:
                 return ns.all_labels()
-        return {}
+        return {NAMESPACE_NAME_LABEL: ""}
 
     def cluster_queue(self, name: str) -> ClusterQueue:
         for cq in self.cluster_queues:
