@@ -18,7 +18,13 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError
-from harness.live import kueue_configuration, node_objects, workload_objects, world_objects
+from harness.live import (
+    kueue_configuration,
+    node_objects,
+    queue_objects,
+    workload_objects,
+    world_objects,
+)
 from harness.live.cluster_read import ClusterState
 from harness.live.gaps import Gaps
 from harness.live.queue_positions import QueuePositions
@@ -62,6 +68,15 @@ def snapshot(
         priority_classes=values,
     )
     written = workload_objects.workloads(state.workloads, world, gaps)
+    queue_keys: dict[str, Any] = {}
+    if queue_objects.needed(queues, state.local_queues):
+        listed, lqs, where = queue_objects.queue_objects(
+            state.local_queues, state.namespaces, {q["name"] for q in queues}, gaps
+        )
+        queue_objects.requeue_entries(
+            [*written.admitted, *written.pending], written.names, state.workloads, where
+        )
+        queue_keys = {**({"namespaces": listed} if listed else {}), "localQueues": lqs}
     configured = kueue_configuration.configuration(state.kueue_config_maps, gaps)
     data: dict[str, Any] = {
         "name": name,
@@ -72,6 +87,7 @@ def snapshot(
         "workloadPriorityClasses": [{"name": n, "value": v} for n, v in values.items()],
         **({"cohorts": cohorts} if cohorts else {}),
         "clusterQueues": queues,
+        **queue_keys,
         "nodes": nodes,
         "usage": usage,
         "admitted": written.admitted,
