@@ -51,3 +51,19 @@ def test_without_selectors_the_plain_form_stays() -> None:
     ]
     data = snapshot(cluster).data
     assert "localQueues" not in data and "namespaces" not in data
+
+
+def test_simulate_names_the_local_queue_where_the_snapshot_does() -> None:
+    from harness.live import manifests
+    from harness.live.submissions import Cluster, submissions
+    from tests.live.test_live_simulate import job
+
+    cluster = state()
+    cluster.namespaces = [{"metadata": {"name": "ml", "labels": {"team": "b"}}}]
+    data = snapshot(cluster).data
+    (sub,) = submissions(manifests.read([job("train")]), Cluster.of(data), "ml")
+    assert sub.workload is not None
+    assert (sub.workload["queue"], sub.workload["namespace"]) == ("lq-a", "ml")
+    data["workloads"] = [*data["workloads"], sub.workload]
+    (train,) = [w for w in scenario_from_data(data, "s.yaml").workloads if w.name == "train"]
+    assert (train.queue, train.local_queue, train.namespace) == ("team-a", "lq-a", "ml")
