@@ -227,6 +227,4 @@ def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:
                 f"LocalQueue {meta.get('namespace')}/{meta['name']}: stopPolicy "
                 f"{spec['stopPolicy']}"
             )
-        if spec.get("fairSharing"):
-            gaps.add(f"LocalQueue {meta.get('namespace')}/{meta['name']}: fair sharing")
     return out
