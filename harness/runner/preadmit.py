@@ -234,17 +234,21 @@ def _nudge(kube: Kube, cq: str) -> None:
 
 def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     """Lift the hold: stopPolicy None, then each LocalQueue is Active."""
-    for queue in sorted(world.held_queues(scenario)):
+    held = world.held_queues(scenario)
+    for lq in sorted(scenario.queues(), key=lambda q: (q.namespace, q.name)):
+        if lq.cluster_queue not in held:
+            continue
+        namespace = names.real(lq.namespace)
         kube.patch(
             KUEUE_API,
             "LocalQueue",
-            queue,
+            lq.name,
             {"spec": {"stopPolicy": "None"}},
-            namespace=names.namespace,
+            namespace=namespace,
         )
-        active = inactive_reason(scenario.cluster_queue(queue)) is None
+        active = inactive_reason(scenario.cluster_queue(lq.cluster_queue)) is None
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
-        await_local_queue(kube, queue, names, t, what, active)
+        await_local_queue(kube, lq.name, names, t, what, active, namespace)
 
 
 def check_bound(

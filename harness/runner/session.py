@@ -263,7 +263,7 @@ class Session:
                 raise BackendError(
                     f"admitted workload {a.name} was refused: {entry.rejected.message}"
                 )
-            preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue, self.t)
+            preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue_name, self.t)
         reserved = reservation_times(self.scenario, datetime.now(UTC))
         patches = []
         for a in admitted:

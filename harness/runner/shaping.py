@@ -184,7 +184,13 @@ def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
 
 
 def await_local_queue(
-    kube: Kube, queue: str, names: Names, t: Timeouts, what: str, active: bool = True
+    kube: Kube,
+    queue: str,
+    names: Names,
+    t: Timeouts,
+    what: str,
+    active: bool = True,
+    namespace: str = "",
 ) -> None:
     """A LocalQueue of the run is Active (Kueue admits nothing through one that is not);
     `active` False: the LocalQueue of an inactive ClusterQueue, which Kueue keeps inactive
@@ -195,7 +201,7 @@ def await_local_queue(
         "LocalQueue",
         queue,
         has_condition("Active", "True" if active else "False"),
-        namespace=names.namespace,
+        namespace=namespace or names.namespace,
         what=what,
         timeout=t.settle,
         interval=t.interval,

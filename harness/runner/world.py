@@ -159,16 +159,15 @@ def held_queues(scenario: Scenario) -> set[str]:
 
 
 def namespaces_problem(scenario: Scenario) -> str | None:
-    """What the runner does not carry out in a namespace of `namespaces:` or through
-    `localQueues:` yet: `admitted` entries there (their hold is one LocalQueue per
-    ClusterQueue), fault steps and LeaderWorkerSets (their pods are looked up in the
-    scenario's own namespace)."""
+    """What the runner does not carry out in a namespace of `namespaces:` yet: `admitted`
+    entries there (their admissions are written in the scenario's own), fault steps and
+    LeaderWorkerSets (their pods are looked up in the scenario's own namespace)."""
     if not scenario.local_queues:
         return None
-    if scenario.admitted:
+    if any(a.namespace for a in scenario.admitted):
         return (
-            f"{scenario.path}: admitted: with localQueues: not run on a cluster yet (the "
-            "runner holds one LocalQueue per ClusterQueue while it writes admissions)"
+            f"{scenario.path}: admitted: an entry in another namespace: not run on a cluster "
+            "yet (admissions are written in the scenario's own namespace)"
         )
     elsewhere = [w for w in scenario.workloads if w.namespace]
     if elsewhere and scenario.fault_features():
