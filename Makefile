@@ -12,7 +12,7 @@ KUEUE_VERSION ?=
 # What e2e runs (suite folders or files).
 E2E_PATHS ?= suites
 
-.PHONY: all venv binaries test own-tests version-tests durations unit e2e examples e2e-twice bench lint fmt typecheck tools clean
+.PHONY: all venv binaries test own-tests version-tests durations unit e2e examples e2e-twice bench docs-img lint fmt typecheck tools clean
 
 all: test
 
@@ -107,6 +107,13 @@ bench: binaries
 	$(PY) bench/fuzz.py
 	$(PY) bench/cluster.py $(BENCH_CLUSTER_ARGS)
 	$(PY) bench/cluster.py --workers 0,2,3
+
+## docs-img: the pictures in docs/ made by the harness itself (SVG text, no binaries):
+## docs/replay.md's worked --compare as a timeline
+docs-img: venv
+	mkdir -p docs/img
+	$(PY) -m harness replay suites/streams/guide-day.jsonl --world suites/guide/guide-required-host.yaml \
+		--compare examples/streams/guide-plus-one-host.yaml --format svg > docs/img/replay-compare-timeline.svg
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests bench

@@ -7,6 +7,11 @@ preemption, admitted workloads); each workload gets its own submission second (0
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
 Cases either engine calls Nondeterministic are counted apart, never as agreements.
+
+`--node-events` adds one or two node events to each stream (a node deleted, tainted
+NoExecute and untainted, NotReady and Ready again, or cordoned and uncordoned, at a second
+of the stream plus half a millisecond so no event shares a moment): Kueue's node-failure
+handling during a stream (docs/replay.md, "Node faults in a stream").
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from harness.errors import Nondeterministic
 from harness.fuzz.world_v2 import generate_v2
 from harness.replay.engine import replay
 from harness.replay.onsim import replay_on
+from harness.replay.timed_steps import split_times, with_times
 from harness.scenario.loader import scenario_from_data
 
 
@@ -32,6 +38,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--node-events", action="store_true", help="add node events")
     args = parser.parse_args()
     counts: collections.Counter[str] = collections.Counter()
     differing: list[str] = []
@@ -49,7 +56,11 @@ def main() -> int:
             for j, (w, second) in enumerate(zip(workloads, rng.sample(range(60), len(workloads)),
                                                 strict=False)):  # fmt: skip
                 w["submitAt"], w["runFor"] = second, rng.randint(5, 60) + (j + 1) / 1000
-            scenario = scenario_from_data(data, f"stream-{args.seed}-{index}")
+            name = f"stream-{args.seed}-{index}"
+            if args.node_events:
+                data["steps"] = node_events(data, rng)
+            plain, times = split_times(data, name)
+            scenario = with_times(scenario_from_data(plain, name), times)
             try:
                 fit = [j.to_json() for j in replay(scenario).jobs.values()]
                 sim = replay_on(scenario, lambda s: backend.run(s).steps)
@@ -67,6 +78,32 @@ def main() -> int:
     if differing:
         print("differ:", ", ".join(differing[:20]))
     return 1 if differing else 0
+
+
+PAIRS = (
+    ("node-not-ready", "node-ready"),
+    ("cordon", "uncordon"),
+    ("taint-node", "untaint-node"),
+    ("delete-node", None),
+)
+TAINT = {"key": "example.com/gpu-failure", "effect": "NoExecute"}
+
+
+def node_events(data: dict[str, object], rng: random.Random) -> list[dict[str, object]]:
+    """One or two nodes fail at a random second and (but a deleted one) come back later."""
+    listed = [n for n in data.get("nodes") or [] if isinstance(n, dict)]
+    nodes = [n["name"] for n in listed if n.get("ready", True) and not n.get("unschedulable")]
+    events: list[tuple[float, dict[str, object]]] = []
+    for node in rng.sample(nodes, min(len(nodes), rng.randint(1, 2))):
+        down, up = rng.choice(PAIRS)
+        at = rng.randint(1, 80) + 0.0005
+        target: object = {"node": node, **TAINT, "value": "true"} if down == "taint-node" else node
+        events.append((at, {down: target, "at": at}))
+        if up is not None:
+            back = at + rng.randint(5, 60)
+            target = {"node": node, **TAINT} if up == "untaint-node" else node
+            events.append((back, {up: target, "at": back}))
+    return [e for _, e in sorted(events, key=lambda e: e[0])]
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
-SIM_CONFIG = ("fairSharing", "admissionFairSharing")
+SIM_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
 """kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
 
 
@@ -108,6 +108,9 @@ class SimBackend:
             )
         if why := afs_not_run(scenario):
             raise Unsupported(f"{scenario.path}: kueueConfig.admissionFairSharing: {why}")
+        why = _pods_ready_not_run(scenario)
+        if why:
+            raise Unsupported(f"{scenario.path}: kueueConfig.waitForPodsReady.{why}")
         if version not in self._sims:
             self._sims[version] = SimProcess(build_sim(version=version))
         answer = self._sims[version].run(scenario_to_dict(scenario, self.gates))
@@ -155,3 +158,23 @@ def _decidable(scenario: Scenario, note: str) -> bool:
         return want is not None
     messages = [json.loads(m) for m in _QUOTED.findall(found["messages"])]
     return len(messages) > 1 and all(message_matches(want.message, m) for m in messages)
+
+
+def _pods_ready_not_run(scenario: Scenario) -> str | None:
+    """The parts of waitForPodsReady the sim does not run (harness/sim/go/podsready.go), or
+    None: blockAdmission makes Kueue's scheduler wait on a condition variable that only
+    another goroutine's cache update wakes, which the stepped driver never runs during a
+    cycle; the queue manager is built without WithPodsReadyRequeuingTimestamp."""
+    section = scenario.kueue_config.document.get("waitForPodsReady") or {}
+    if section.get("blockAdmission"):
+        return (
+            "blockAdmission: not run by the sim (its scheduler would wait for PodsReady on a "
+            "condition the stepped driver cannot wake); the embedded cluster runs it: "
+            "--cluster=local"
+        )
+    if (section.get("requeuingStrategy") or {}).get("timestamp") == "Creation":
+        return (
+            "requeuingStrategy.timestamp: Creation is not run by the sim (its queue manager "
+            "orders by eviction time); the embedded cluster runs it: --cluster=local"
+        )
+    return None

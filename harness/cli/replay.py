@@ -17,6 +17,7 @@ from harness.scenario import ample_quota
 from harness.scenario.model import Scenario
 
 if TYPE_CHECKING:
+    from harness.replay.engine import Timeline
     from harness.replay.stream import Stream
 
 ENGINES = ("fit", "sim")
@@ -46,12 +47,26 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "and print both (default: one world)",
     )
     cmd.add_argument("--engine", choices=ENGINES, default="fit", help="what decides admissions")
-    cmd.add_argument("--format", choices=("json", "text"), default="text", help="output form")
+    cmd.add_argument(
+        "--format",
+        choices=("json", "text", "html", "svg"),
+        default="text",
+        help="output form: html is a page with the timeline and the rack maps at --moments; "
+        "svg the timeline alone (a picture for docs)",
+    )
+    cmd.add_argument(
+        "--moments",
+        metavar="SECONDS,...",
+        type=_moments,
+        help="seconds at which --format html draws the rack map, e.g. 600,3600 (default: 12 "
+        "evenly spaced over the stream)",
+    )
     cmd.set_defaults(handler=_replay)
 
 
 def _replay(args: argparse.Namespace) -> int:
     from harness.replay.expect import failures
+    from harness.replay.result import timeline_result
     from harness.replay.stream import load_stream
 
     stream = load_stream(args.file, args.world)
@@ -59,9 +74,14 @@ def _replay(args: argparse.Namespace) -> int:
     if args.compare:
         other = load_stream(args.compare)
         runs["other"] = other if other.scenario.workloads else _same_stream(stream, other.scenario)
-    results = {name: run(s.scenario, s.classes, args.engine) for name, s in runs.items()}
+    timelines = {name: replay_timeline(s.scenario, args.engine) for name, s in runs.items()}
+    results = {
+        name: timeline_result(s.scenario, timelines[name], s.classes) for name, s in runs.items()
+    }
     broken = failures(stream.expect, results["base"], str(args.file)) if stream.expect else []
-    if args.format == "json":
+    if args.format in ("html", "svg"):
+        print(_picture(args, runs, timelines), end="")
+    elif args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
     else:
@@ -80,20 +100,55 @@ def run(
     scenario: Scenario, classes: dict[str, str] | None = None, engine: str = "fit"
 ) -> dict[str, Any]:
     """The replay's JSON form: {"jobs": {name: record}, "summary": {...}}."""
-    from harness.replay.result import replay_result
+    from harness.replay.result import timeline_result
 
+    return timeline_result(scenario, replay_timeline(scenario, engine), classes)
+
+
+def replay_timeline(scenario: Scenario, engine: str = "fit") -> Timeline:
+    """The stream's timeline as `engine` decides it."""
     if engine == "fit":
-        return replay_result(scenario, classes)
+        from harness.replay.engine import replay
+
+        return replay(scenario)
     from harness.backends.sim import SimBackend
     from harness.replay.onsim import replay_on
-    from harness.replay.result import timeline_result
 
     backend = SimBackend()
     try:
-        timeline = replay_on(scenario, lambda sc: backend.run(sc).steps)
+        return replay_on(scenario, lambda sc: backend.run(sc).steps)
     finally:
         backend.close()
-    return timeline_result(scenario, timeline, classes)
+
+
+def _moments(text: str) -> list[float]:
+    """`--moments 600,3600`: seconds of the stream's clock."""
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds separated by commas") from None
+    if not values or any(v < 0 or v != v or v == float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds at or above 0, e.g. 600,3600")
+    return values
+
+
+def _picture(
+    args: argparse.Namespace, runs: dict[str, Stream], timelines: dict[str, Timeline]
+) -> str:
+    """--format html (the page) or svg (the timeline alone)."""
+    from harness.html.timeline import replay_page
+    from harness.html.timeline_svg import Track, timeline_svg
+
+    files = {"base": args.file, "other": args.compare}
+    tracks = [
+        Track(f"{name}: {files[name]}" if len(runs) > 1 else str(args.file),
+              s.scenario, timelines[name], s.classes)
+        for name, s in runs.items()
+    ]  # fmt: skip
+    if args.format == "svg":
+        return timeline_svg(tracks, args.moments or ()) + "\n"
+    title = f"replay of {args.file}" + (f" vs {args.compare}" if args.compare else "")
+    return replay_page(tracks, args.moments, title)
 
 
 def _same_stream(base: Stream, other: Scenario) -> Stream:
@@ -169,6 +224,7 @@ def render_text(result: dict[str, Any]) -> str:
             f"{name}: submitted {job['submittedAt']:g}s, "
             + (f"admitted {where}" if where else "never admitted")
             + pre
+            + _node_events(job)
             + end
         )
     s = result["summary"]
@@ -194,3 +250,14 @@ def render_text(result: dict[str, Any]) -> str:
         f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
     )
     return "\n".join(lines)
+
+
+def _node_events(job: dict[str, Any]) -> str:
+    """A stream's node events on the job: evicted by a node failure, repaired in place."""
+    out = ""
+    if job.get("evictedAt"):
+        out += f", evicted (node failure) at {', '.join(f'{t:g}s' for t in job['evictedAt'])}"
+    for repair in job.get("replacements", ()):
+        nodes = ", ".join(f"{n}={c}" for ps in repair["placement"].values() for n, c in ps.items())
+        out += f", repaired at {repair['at']:g}s onto {nodes}"
+    return out

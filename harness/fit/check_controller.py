@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from harness.fit.checks import rejection, retry_eviction
+from harness.kueue.queue_activity import inactive_message
 from harness.results.outcome import Outcome
 from harness.scenario.model import CheckChange
 
@@ -23,7 +24,14 @@ def apply(engine: Engine, change: CheckChange) -> None:
     evaluation: a status change does not requeue it (cluster_queue.go PushOrUpdate)."""
     engine.tick += 1
     checks, name = engine.checks, change.workload
-    if not checks.set(change) or name not in engine.snap.holding:
+    if not checks.set(change):
+        return
+    if name in checks.inactive_workloads and name in engine.workloads:
+        # The update handler of a deactivated Workload requeues its cohort's parked
+        # workloads on every status write (workload_controller.go Update, `!active`:
+        # QueueAssociatedInadmissibleWorkloadsAfter).
+        engine.queues.flush(engine._cohort_of(engine.workloads[name].queue))
+    if name not in engine.snap.holding:
         return
     rejected, retry = checks.with_state(name, "Rejected"), checks.with_state(name, "Retry")
     outcome = engine.outcomes[name]
@@ -34,23 +42,35 @@ def apply(engine: Engine, change: CheckChange) -> None:
         checks.inactive_workloads.add(name)
         engine.queues.delete(name)
         engine.outcomes[name] = Outcome(
-            admitted=False, message=eviction.message, preempted=outcome.preempted
+            admitted=False,
+            message=_pending_message(engine, name, eviction.message),
+            preempted=outcome.preempted,
         )
     elif retry:
         eviction = retry_eviction(retry)
         engine.faults.report.evicted[name] = eviction
         _give_back(engine, name)
         # GetQueueOrderTimestamp: an AdmissionCheck eviction orders it by its eviction time.
-        engine.created[name] = max(engine.created.values()) + 1
+        engine.evicted_now(name)
         engine.queues.push(engine._pending(engine.workloads[name]))
         engine.outcomes[name] = Outcome(
-            admitted=False, message=eviction.message, preempted=outcome.preempted
+            admitted=False,
+            message=_pending_message(engine, name, eviction.message),
+            preempted=outcome.preempted,
         )
     elif outcome.quota_reserved and checks.all_ready(name):
         held, w = engine.snap.holding[name], engine.workloads[name]
         engine.outcomes[name] = replace(outcome, admitted=True, quota_reserved=False, message="")
         engine.binder.admit(w, engine._released(w, held), held.per_leaf, engine.nodes, engine.usage)
         engine._note_unschedulable(name)
+
+
+def _pending_message(engine: Engine, name: str, eviction: str) -> str:
+    """Once the Job stopped, the workload controller writes why it waits over the eviction
+    message when its ClusterQueue is inactive, deactivated or not (getQueueBlocker in
+    pkg/controller/core/workload_controller.go: syncQuotaReservedFalseCondition)."""
+    cq = engine.scenario.cluster_queue(engine.workloads[name].queue)
+    return inactive_message(cq) if cq.name in engine.queues.inactive else eviction
 
 
 def _give_back(engine: Engine, name: str) -> None:

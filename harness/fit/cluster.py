@@ -59,6 +59,7 @@ class Cluster(Model):
                 target = tas.setdefault(aps.flavor, {}).setdefault(key, {})
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count
+        self.now = max(self.now, self.created[a.name])
         self.workloads[a.name] = a.as_workload()
         self.checks.sync(a.name, cq, {p.flavor for p in a.pod_sets})
         self.outcomes[a.name] = Outcome(
@@ -94,6 +95,7 @@ class Cluster(Model):
     def submit(self, w: Workload) -> None:
         """A workload created: Kueue's webhook refuses it, or it joins its queue."""
         self.tick += 1
+        self.now = max(self.now, self.created[w.name])
         rejection = webhook_rejection(w)
         if rejection is not None:
             self.outcomes[w.name] = Outcome(admitted=False, message=rejection, rejected=True)
@@ -106,15 +108,20 @@ class Cluster(Model):
             self._pending_outcome(w.name, inactive_message(cq))
 
     def delete(self, name: str) -> None:
-        """A workload deleted: its quota and nodes free up; if it held quota, the parked
-        workloads of its ClusterQueue's cohort (or of that ClusterQueue) are requeued."""
+        """A workload deleted: its quota and nodes free up, and the parked workloads of its
+        ClusterQueue's cohort (or of that ClusterQueue) are requeued, whether it held quota
+        or waited: the Delete handler requeues them unconditionally
+        (pkg/controller/core/workload_controller.go Delete,
+        QueueAssociatedInadmissibleWorkloadsAfter)."""
         self.tick += 1
-        self.outcomes.pop(name, None)
+        outcome = self.outcomes.pop(name, None)
         self.queues.delete(name)
         held = self._release(name)
         if held is not None:
             self.generation[held.cq] += 1
             self.queues.flush(self._cohort_of(held.cq))
+        elif outcome is not None and not outcome.rejected and name in self.workloads:
+            self.queues.flush(self._cohort_of(self.workloads[name].queue))
 
     def change_nodes(self, step: Step) -> None:
         """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the

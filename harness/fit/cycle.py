@@ -17,12 +17,20 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
 from harness.fit.binding import Binder
 from harness.fit.checks import CheckStates, waiting_message
-from harness.fit.flavors import NO_FIT, PREEMPT, Assignment, assign_flavors, requests_tas
+from harness.fit.flavors import (
+    NO_FIT,
+    PREEMPT,
+    Assignment,
+    assign_flavors,
+    is_tas_flavor,
+    requests_tas,
+)
+from harness.fit.pods_ready import PodsReadiness
 from harness.fit.queueing import (
     FAILED_AFTER_NOMINATION,
     NO_CANDIDATES,
@@ -49,6 +57,7 @@ from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
 from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
+from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
@@ -59,10 +68,14 @@ from harness.scenario.model import (
 )
 
 SKIPPED = "Workload no longer fits after processing another workload"
+WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+"""Not a requeue reason: the scheduler holds the entry (waitForPodsReadyIfNeeded)."""
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
 MAX_CYCLES = 1_000
+ORDER_STEP = 1_000
+"""Room between two creations for evictions that happen between them (Engine.queue_order)."""
 
 Note = Callable[[str, str], None]
 """--explain: (workload, line)."""
@@ -122,23 +135,34 @@ class Model:
         submitted = [*scenario.workloads]
         submitted += [s.target for s in scenario.steps if isinstance(s.target, Workload)]
         names = [a.name for a in scenario.admitted] + [w.name for w in submitted]
-        self.created = {name: i for i, name in enumerate(names)}
+        # Creation order, spaced so that an eviction between two creations can be ordered
+        # between them (`queue_order`).
+        self.created = {name: i * ORDER_STEP for i, name in enumerate(names)}
+        self.queue_order: dict[str, int] = {}
+        """GetQueueOrderTimestamp where it is not the creation: a workload evicted by an
+        admission check (Evicted=True, reason AdmissionCheck) is ordered by its eviction
+        time until it reserves quota again (Evicted then turns False)."""
+        self.now = -ORDER_STEP
+        """The latest creation or eviction time, in `created`'s units."""
         self.workloads: dict[str, Workload] = {w.name: w for w in submitted}
         self.nodes = {node.name: node for node in scenario.nodes}
         self.usage = list(scenario.usage)
         self.binder = Binder(scenario)
         self.checks = CheckStates(scenario)
+        self.readiness = PodsReadiness(scenario)
         self.queues.inactive = {
             cq.name
             for cq in scenario.cluster_queues
             if inactive_reason(cq, scenario.admission_checks) is not None
         }
+        self.snap.inactive = self.queues.inactive
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
     def _hold(self, held: Holding) -> None:
         """The workload holds quota and TAS capacity; its pods are released and bound
         (harness.fit.binding: a node Kueue over-commits leaves some waiting)."""
+        self.queue_order.pop(held.name, None)  # quota reserved: Evicted turns False
         self.snap.hold(held)
         w = self.workloads[held.name]
         outcome = self.outcomes.get(held.name)
@@ -160,11 +184,12 @@ class Model:
         return out
 
     def _is_tas(self, flavor: str) -> bool:
-        return self.scenario.resource_flavor(flavor).topology_name is not None
+        return is_tas_flavor(self.scenario, flavor)
 
     def _release(self, name: str) -> Holding | None:
         """The workload's quota, TAS capacity and pods go; waiting pods are tried again."""
         held = self.snap.release(name)
+        self.readiness.released(name)
         self.binder.forget(name)
         self._rebind()
         if held is not None:
@@ -187,7 +212,13 @@ class Model:
 
     def _pending(self, w: Workload) -> Pending:
         priority = self.scenario.priority(w)
-        return Pending(w, priority, self.created[w.name], scheduling_hash(w, priority))
+        order = self.queue_order.get(w.name, self.created[w.name])
+        return Pending(w, priority, order, scheduling_hash(w, priority))
+
+    def evicted_now(self, name: str) -> None:
+        """An admission check evicted it: ordered by this moment from now on."""
+        self.now += 1
+        self.queue_order[name] = self.now
 
     def _cohort_of(self, cq: str) -> list[str]:
         return self.snap.book.members(cq) or [cq]
@@ -200,7 +231,7 @@ class Model:
         seen: dict[Hashable, int] = {}
         history: list[Hashable] = []
         for _ in range(MAX_CYCLES):
-            if not any(self.queues.heap.values()):
+            if not any(self.queues.heap.values()) or self.readiness.blocked is not None:
                 return
             self.run_cycle()
             state = (self.queues.signature(), tuple(sorted(self.snap.holding)), self._outcome_key())
@@ -250,8 +281,13 @@ class Model:
         requeue: list[tuple[Entry, str]] = []
         written: list[Pending] = []
         for entry in self._in_order(entries):
+            if self.readiness.blocked is not None:
+                raise UnsupportedVersionError(
+                    f"{self.scenario.path}: {entry.name} is considered in the cycle in which "
+                    f"the scheduler waits for PodsReady (blockAdmission): not modelled"
+                )
             reason, message = self.process(entry, claimed, admitted, victims)
-            if reason:
+            if reason and reason != WAITING_FOR_PODS_READY:
                 requeue.append((entry, reason))
             if reason and message is not None:
                 if self.outcomes.get(entry.name, NEVER_EVALUATED).message != message:
@@ -370,7 +406,7 @@ class Model:
             f.name
             for g in cq.resource_groups
             for f in g.flavors
-            if self.scenario.resource_flavor(f.name).topology_name is not None
+            if is_tas_flavor(self.scenario, f.name)
         }
         for ps in entry.pending.workload.pod_sets:
             if not requests_tas(cq, self.scenario, ps):
@@ -441,9 +477,7 @@ class Model:
         victims removed, or as if empty when it has none."""
         w, cq = entry.pending.workload, entry.cq
         tas_only = all(
-            self.scenario.resource_flavor(f.name).topology_name is not None
-            for g in cq.resource_groups
-            for f in g.flavors
+            is_tas_flavor(self.scenario, f.name) for g in cq.resource_groups for f in g.flavors
         )
         if not (any(ps.topology is not None for ps in w.pod_sets) or tas_only):
             return
@@ -535,6 +569,11 @@ class Model:
             # clusterqueue.go:509), so a scan that restarts on that restarts here.
             self.generation[cq.name] += 1
             return FAILED_AFTER_NOMINATION, None
+        if self.readiness.blocks(self):
+            # waitForPodsReadyIfNeeded: the status is written, then the loop waits.
+            self.queues.delete(entry.name)
+            self.readiness.block(entry, tas_usage)
+            return WAITING_FOR_PODS_READY, BLOCKED_MESSAGE
         admitted.append(self._admit(entry, tas_usage))
         return "", ""
 
@@ -578,7 +617,7 @@ class Model:
             name=w.name,
             cq=w.queue,
             priority=entry.pending.priority,
-            created=entry.pending.created,
+            created=self.created[w.name],
             reserved=self.tick,
             quota=dict(a.usage),
             frs=frozenset((f, r) for per in a.flavors.values() for r, f in per.items()),

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
-from harness.fit import check_controller
+from harness.fit import check_controller, pods_ready
 from harness.fit.cluster import Cluster
 from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
+from harness.fit.pods_ready import PodsReadiness
 from harness.fit.tas_step import TasRequest, lowest_values, usage_of
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
@@ -28,6 +29,7 @@ from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
     FAULT_ACTIONS,
+    READINESS_ACTIONS,
     CheckChange,
     Flavor,
     Scenario,
@@ -37,7 +39,7 @@ from harness.scenario.model import (
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
-MODELLED_CONFIG = ("fairSharing", "admissionFairSharing")
+MODELLED_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
 """kueueConfig sections the model follows; any other is refused, not ignored."""
 MAX_FAULT_ROUNDS = 100
 NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
@@ -96,6 +98,13 @@ def check_supported(scenario: Scenario) -> KueueRules:
             "parent, quota or weight of its own): the fit model's shares are for flat cohorts "
             "(the sim and the embedded cluster run it)"
         )
+    PodsReadiness(scenario).check_supported()
+    held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
+    if held and rules.version != DEFAULT_KUEUE:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: steps {held[0]}: waitForPodsReady is modelled for Kueue "
+            f"{DEFAULT_KUEUE} only, not {rules.version} (the embedded cluster runs it)"
+        )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(
@@ -131,6 +140,7 @@ def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRu
         # Each submission settles before the next (contract v2, "Rules").
         engine.submit(workload)
         engine.settle()
+    engine.readiness.check_never_started(engine)
     initial = dict(engine.outcomes)
     after_steps, reports = [], []
     for step in scenario.steps:
@@ -138,6 +148,7 @@ def _run(scenario: Scenario, ties: TieBreak, trace: Trace | None, rules: KueueRu
         engine.step(step)
         after_steps.append(engine.after_step())
         reports.append(engine.faults.report)
+        engine.readiness.check_never_started(engine)
     return FitResult(outcomes=initial, steps=after_steps, faults=reports)
 
 
@@ -156,6 +167,11 @@ class Engine(Cluster):
         target, action = step.target, step.action
         if action == "submit":
             assert isinstance(target, Workload)
+            if self.readiness.blocked is not None:
+                raise UnsupportedVersionError(
+                    f"{self.scenario.path}: submit {target.name}: Kueue's scheduler is waiting "
+                    "for PodsReady (blockAdmission) and never evaluates it: not modelled"
+                )
             self.submit(target)
             self.settle()
             self._react()
@@ -163,9 +179,14 @@ class Engine(Cluster):
         if action == "delete-workload":
             self.faults.unhealthy.pop(str(target), None)
             self.delete(str(target))
+            pods_ready.deleted(self, str(target))
         elif action == "set-admission-check":
             assert isinstance(target, CheckChange)
             check_controller.apply(self, target)
+        elif action == "pods-not-ready":
+            pods_ready.pods_not_ready(self, str(target))
+        elif action == "pods-ready":
+            pods_ready.pods_ready(self, str(target))
         elif action == "upgrade-kueue":
             self.upgrade(str(target))
             self.faults.rules = self.rules
@@ -177,6 +198,7 @@ class Engine(Cluster):
             if action == "delete-node":
                 self.faults.node_deleted(self, str(target))
             self.change_nodes(step)
+        self.readiness.unblock(self)
         self._react()
         self.settle()
         self._rebind()
@@ -255,6 +277,10 @@ class Engine(Cluster):
         }
         if (outcome := self.outcomes.get(name)) is not None:
             self.outcomes[name] = replace(outcome, placement=dict(held.placement))
+
+    def has_pods(self, name: str) -> bool:
+        outcome = self.outcomes.get(name)
+        return outcome is not None and outcome.admitted
 
     def evict(self, name: str) -> None:
         """Evicted (NodeFailures): quota and nodes released, pods deleted (those stuck

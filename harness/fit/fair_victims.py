@@ -87,7 +87,7 @@ class FairSearch:
         pre, snap, book = self.pre, self.search.snap, self.book
         out: list[_Candidate] = []
         if pre.cq.preemption.within_cluster_queue != "Never":
-            for held in snap.workloads.get(pre.cq.name, {}).values():
+            for held in snap.candidates_in(pre.cq.name).values():
                 if held.frs & pre.need and satisfies(
                     pre.cq.preemption.within_cluster_queue, pre, held
                 ):
@@ -97,7 +97,7 @@ class FairSearch:
                 borrowing = any(book.used(other, fr) > book.nominal(other, fr) for fr in pre.need)
                 if other == pre.cq.name or not borrowing:
                     continue
-                for held in snap.workloads.get(other, {}).values():
+                for held in snap.candidates_in(other).values():
                     if held.frs & pre.need and satisfies(
                         pre.cq.preemption.reclaim_within_cohort, pre, held
                     ):

@@ -152,8 +152,13 @@ class Faults:
 
     def _watched(self, world: World, name: str) -> bool:
         """Kueue's node controller follows the workload's nodes: the gate is on and its
-        assignment names nodes (the topology's lowest level is the hostname)."""
-        return self.gates.replacement and bool(on_nodes(world, name))
+        assignment names nodes (the topology's lowest level is the hostname). It reconciles
+        a node on that node's events and on pod events there (node_controller.go
+        SetupWithManager); a workload waiting for its admission checks has no pods, so it
+        is judged only when the step acted on one of its nodes."""
+        if not (self.gates.replacement and on_nodes(world, name)):
+            return False
+        return world.has_pods(name) or bool(set(_assigned_nodes(world, name)) & self.report.acted)
 
     def _rebind(self, world: World) -> None:
         assignments = world.assignments()

@@ -41,6 +41,10 @@ class World(Protocol):
 
     def evict(self, name: str) -> None: ...
 
+    def has_pods(self, name: str) -> bool:
+        """Its Job runs: admitted, not only holding quota while its admission checks wait."""
+        ...
+
 
 def on_nodes(world: World, name: str) -> dict[str, tuple[Flavor, Topology]]:
     """The workload's pod sets whose assignment names nodes (their flavor's topology's lowest

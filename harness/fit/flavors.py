@@ -185,7 +185,14 @@ def requests_tas(cq: ClusterQueue, scenario: Scenario, pod_set: PodSet) -> bool:
     if pod_set.topology is not None:
         return True
     names = [f.name for g in cq.resource_groups for f in g.flavors]
-    return all(scenario.resource_flavor(n).topology_name is not None for n in names)
+    return all(is_tas_flavor(scenario, n) for n in names)
+
+
+def is_tas_flavor(scenario: Scenario, name: str) -> bool:
+    """A ResourceFlavor with a topology; one no ResourceFlavor is named after is not
+    (`updateFlavorMetadata` tracks only existing flavors, pkg/cache/scheduler/clusterqueue.go)."""
+    flavor = next((f for f in scenario.resource_flavors if f.name == name), None)
+    return flavor is not None and flavor.topology_name is not None
 
 
 def flavor_problem(

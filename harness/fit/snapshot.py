@@ -49,7 +49,15 @@ class Snapshot:
         self.tas = TasTrees(scenario, scenario.nodes, scenario.usage, share)
         self.holding: dict[str, Holding] = {}
         self.workloads: dict[str, dict[str, Holding]] = {}
+        self.inactive: set[str] = set()
+        """Inactive ClusterQueues: their quota and usage stay in the cohort, but Kueue's
+        snapshot leaves the queues out (pkg/cache/scheduler/snapshot.go
+        skipInactiveCQReason), so their workloads are never preemption candidates."""
         self._quota_journal: list[tuple[str, dict[FlavorResource, int], int]] | None = None
+
+    def candidates_in(self, cq: str) -> dict[str, Holding]:
+        """The workloads of `cq` a preemptor may consider: none in an inactive one."""
+        return {} if cq in self.inactive else self.workloads.get(cq, {})
 
     # -- the cache ---------------------------------------------------------------------------
 

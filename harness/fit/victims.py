@@ -126,7 +126,7 @@ class Search:
         cq = pre.cq
         same: list[_Candidate] = []
         if cq.preemption.within_cluster_queue != "Never":
-            for held in snap.workloads.get(cq.name, {}).values():
+            for held in snap.candidates_in(cq.name).values():
                 if (v := _variant(pre, held, False)) is not None:
                     same.append(_Candidate(held, v))
         hierarchy: list[_Candidate] = []
@@ -168,7 +168,7 @@ class Search:
         for _, name in book.tree.child_queues(current):
             if name == pre.cq.name or book.within_nominal(name, pre.need):
                 continue
-            for held in self.snap.workloads.get(name, {}).values():
+            for held in self.snap.candidates_in(name).values():
                 if (v := _variant(pre, held, advantage)) is not None:
                     into.append(_Candidate(held, v, subtree_root))
 

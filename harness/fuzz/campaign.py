@@ -25,6 +25,7 @@ import yaml
 from harness.fuzz.generator import generate
 from harness.fuzz.runner import Checker, Verdict, make_observer
 from harness.fuzz.shrink import shrink
+from harness.fuzz.world_features import features
 from harness.fuzz.world_v2 import generate_v2
 from harness.scenario.loader import scenario_from_data
 from harness.sim.build import build_sim
@@ -66,6 +67,8 @@ class Summary:
     unplaceable: list[Finding] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     """Why cases were not compared (the fit model's reason, first words) -> how many."""
+    features: dict[str, int] = field(default_factory=dict)
+    """Compared cases holding each of world_features.FEATURES (version-2 worlds)."""
     out: Path | None = None
 
     @property
@@ -140,6 +143,9 @@ def run_campaign(
             for done, (index, data, verdict) in enumerate(
                 pool.map(check, range(start, start + cases)), 1
             ):
+                if not verdict.skipped:
+                    for name in features(data):
+                        summary.features[name] = summary.features.get(name, 0) + 1
                 if verdict.skipped:
                     reason = verdict.skipped.split(": ", 1)[-1][:90]
                     summary.skipped[reason] = summary.skipped.get(reason, 0) + 1

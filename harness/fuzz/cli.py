@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.fuzz.campaign import Summary, run_campaign
+from harness.fuzz.world_features import FEATURES
 from harness.plugin.sharding import parse_shard, seed_range
 
 
@@ -62,7 +63,9 @@ def register(sub: Any) -> None:
         choices=("v1", "v2"),
         default="v1",
         help="v1: one topology, flavor and queue; v2: several flavors, ClusterQueues in a "
-        "cohort, priorities, preemption, admitted workloads (default: v1)",
+        "cohort, priorities, preemption, admitted workloads, fair sharing, Cohort trees, "
+        "admission checks with steps, stopPolicy, missing flavors and levels "
+        "(harness/fuzz/world_features.py) (default: v1)",
     )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
     fuzz.add_argument(
@@ -144,6 +147,11 @@ def render(summary: Summary) -> str:
         f"({summary.rate:.1f} scenarios/s), {len(summary.disagreements)} disagreements, "
         f"{len(summary.errors)} backend errors, {len(summary.flaky)} flaky"
     ]
+    if summary.features:
+        counts = ", ".join(
+            f"{name} {summary.features[name]}" for name in FEATURES if name in summary.features
+        )
+        lines.append(f"compared cases per feature: {counts}")
     if summary.skipped:
         lines.append(f"{sum(summary.skipped.values())} cases not compared:")
         for reason, count in sorted(summary.skipped.items(), key=lambda kv: -kv[1]):

@@ -28,7 +28,9 @@ from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess
 
 Data = dict[str, Any]
-Observe = Callable[[Scenario], dict[str, Outcome]]
+Observe = Callable[[Scenario], "Observed"]
+Observed = tuple[dict[str, Outcome], list[dict[str, Outcome]]]
+"""The outcomes after the submissions, and after each step."""
 
 
 class ObserveError(Exception):
@@ -46,16 +48,23 @@ class Verdict:
     skipped: str = ""
     """Why the case was not compared: the fit model does not model it, or Kueue's answer is a
     tie it breaks at random."""
+    predicted_steps: list[dict[str, Outcome]] = field(default_factory=list)
+    observed_steps: list[dict[str, Outcome]] = field(default_factory=list)
+    """The outcomes after each step (`steps[].expect` of a suite), compared like the end."""
 
     @property
     def unplaceable(self) -> dict[str, Mapping[str, int]]:
         """Workloads Kueue admitted with pods that never run: a Kueue finding, not a
         disagreement (whether the fit model predicted it is `predicted_unplaceable`)."""
-        return {
-            name: o.unschedulable
-            for name, o in self.observed.items()
-            if o.admitted and o.unschedulable and o.binding_observed
-        }
+        return _unplaceable(self.observed)
+
+    def stages(self) -> Iterator[tuple[str, dict[str, Outcome], dict[str, Outcome]]]:
+        """(label, predicted, observed): after the submissions, then after each step."""
+        yield "", self.predicted, self.observed
+        for index, (want, got) in enumerate(
+            zip(self.predicted_steps, self.observed_steps, strict=False)
+        ):
+            yield f"after steps[{index}]: ", want, got
 
     @property
     def predicted_unplaceable(self) -> bool:
@@ -67,8 +76,28 @@ class Verdict:
     @property
     def disagreement_lines(self) -> list[str]:
         """The difference lines, without the unschedulable counts of unplaceable workloads."""
-        found = self.unplaceable
-        return [line for line in self.lines if not _about_unplaceable(line, found)]
+        found = {label: _unplaceable(got) for label, _, got in self.stages()}
+        out = []
+        for line in self.lines:
+            label = _STEP_LABEL.match(line)
+            at = label.group(0) if label else ""
+            if not _about_unplaceable(line[len(at) :], found.get(at, {})):
+                out.append(line)
+        return out
+
+    def step_lines(self) -> list[str]:
+        """Differences after each step, each line labelled with its step."""
+        lines = [
+            label + line
+            for label, want, got in list(self.stages())[1:]
+            for line in against_prediction(want, got)
+        ]
+        if len(self.predicted_steps) != len(self.observed_steps):
+            lines.append(
+                f"predicted {len(self.predicted_steps)} step outcomes, "
+                f"observed {len(self.observed_steps)}"
+            )
+        return lines
 
     @property
     def disagrees(self) -> bool:
@@ -78,18 +107,20 @@ class Verdict:
         """Kinds of difference per workload, in submission order: what differs and Kueue's
         reason. The first one is usually the cause; later ones often follow from it."""
         kinds = ["crash" for line in self.lines if line.startswith("fit model raised")]
-        found = self.unplaceable
-        for name in self.observed:
-            want, got = self.predicted.get(name), self.observed[name]
-            if want is None:
-                continue
-            differences = against_prediction({name: want}, {name: got})
-            if not [line for line in differences if not _about_unplaceable(line, found)]:
-                continue
-            if want.admitted and got.admitted:
-                kinds.append("placement")
-            else:
-                kinds.append(f"{_state(want)}->{_state(got)}:{_reason(got.message)}")
+        for label, predicted, observed in self.stages():
+            found = _unplaceable(observed)
+            prefix = "step:" if label else ""
+            for name in observed:
+                want, got = predicted.get(name), observed[name]
+                if want is None:
+                    continue
+                differences = against_prediction({name: want}, {name: got})
+                if not [line for line in differences if not _about_unplaceable(line, found)]:
+                    continue
+                if want.admitted and got.admitted:
+                    kinds.append(f"{prefix}placement")
+                else:
+                    kinds.append(f"{prefix}{_state(want)}->{_state(got)}:{_reason(got.message)}")
         return kinds
 
     def report(self) -> str:
@@ -102,8 +133,21 @@ class Verdict:
                 json.dumps(outcomes_to_json(self.predicted), indent=2),
                 "Kueue:",
                 json.dumps(outcomes_to_json(self.observed), indent=2),
+                *(
+                    f"{label}fit model:\n{json.dumps(outcomes_to_json(want), indent=2)}\n"
+                    f"{label}Kueue:\n{json.dumps(outcomes_to_json(got), indent=2)}"
+                    for label, want, got in list(self.stages())[1:]
+                ),
             ]
         )
+
+
+def _unplaceable(observed: Mapping[str, Outcome]) -> dict[str, Mapping[str, int]]:
+    return {
+        name: o.unschedulable
+        for name, o in observed.items()
+        if o.admitted and o.unschedulable and o.binding_observed
+    }
 
 
 def _about_unplaceable(line: str, unplaceable: Mapping[str, Mapping[str, int]]) -> bool:
@@ -116,6 +160,7 @@ def _state(outcome: Outcome) -> str:
     return "rejected" if outcome.rejected else "admitted" if outcome.admitted else "pending"
 
 
+_STEP_LABEL = re.compile(r"^after steps\[\d+\]: ")
 _POD_SET_PREFIX = re.compile(r"^(couldn't|failed to) assign flavors to pod set [^:]+: ")
 
 
@@ -132,11 +177,12 @@ class SimObserver:
     def __init__(self, binary: Path | None = None) -> None:
         self.sim = SimProcess(binary)
 
-    def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
+    def __call__(self, scenario: Scenario) -> Observed:
         answer = self.sim.run(scenario_to_dict(scenario))
         if answer.get("error"):
             raise ObserveError(f"kueue-sim: {answer['error']}")
-        return sim_outcomes(answer.get("outcome"))
+        steps = [sim_outcomes(step) for step in answer.get("steps") or []]
+        return sim_outcomes(answer.get("outcome")), steps
 
     def close(self) -> None:
         self.sim.close()
@@ -148,11 +194,12 @@ class BackendObserver:
     def __init__(self, name: str, kueue_version: str | None = None) -> None:
         self.backend: Backend = create_backend(name, kueue_version=kueue_version)
 
-    def __call__(self, scenario: Scenario) -> dict[str, Outcome]:
+    def __call__(self, scenario: Scenario) -> Observed:
         try:
-            return self.backend.run(scenario).outcomes
+            observation = self.backend.run(scenario)
         except HarnessError as err:
             raise ObserveError(str(err).splitlines()[0]) from None
+        return observation.outcomes, list(observation.steps)
 
     def close(self) -> None:
         self.backend.close()
@@ -190,7 +237,8 @@ class Checker:
         future = self.pool.submit(self.observe, scenario)
         verdict = Verdict()
         try:
-            verdict.predicted = fit(scenario).outcomes
+            result = fit(scenario)
+            verdict.predicted, verdict.predicted_steps = result.outcomes, result.steps
         except (UnsupportedVersionError, Nondeterministic) as err:
             verdict.skipped = str(err)
             future.cancel()
@@ -198,12 +246,13 @@ class Checker:
         except Exception as err:  # a crash of the model is a finding, not the end of the run
             verdict.lines.append(f"fit model raised {type(err).__name__}: {err}")
         try:
-            verdict.observed = future.result()
+            verdict.observed, verdict.observed_steps = future.result()
         except ObserveError as err:
             verdict.error = str(err)
             return verdict
         if not verdict.lines:
             verdict.lines = against_prediction(verdict.predicted, verdict.observed)
+            verdict.lines += verdict.step_lines()
         return verdict
 
     def checks(self, cases: Iterator[Data]) -> Iterator[tuple[Data, Verdict]]:

@@ -112,11 +112,39 @@ def _world_edits(data: Data) -> Iterator[Edit]:
     refuses a cut that leaves a reference dangling), queue settings, priorities."""
     yield from _chunk_edits(len(data.get("admitted", [])), partial(_drop_items, key="admitted"))
     yield _drop("steps")
-    for key in ("clusterQueues", "resourceFlavors", "topologies", "workloadPriorityClasses"):
+    yield from _chunk_edits(len(data.get("steps", [])), partial(_drop_items, key="steps"))
+    queues = data.get("clusterQueues", [])
+    for key in ("workloads", "admitted"):
+        for i, wl in enumerate(data.get(key, [])):
+            if len(queues) > 1 and wl.get("queue") != queues[0]["name"]:
+                yield partial(_set, path=(key, i, "queue"), value=queues[0]["name"])
+    for key in (
+        "clusterQueues",
+        "resourceFlavors",
+        "topologies",
+        "workloadPriorityClasses",
+        "cohorts",
+        "admissionChecks",
+    ):
         for i in range(len(data.get(key, []))):
             yield partial(_drop_items, key=key, start=i, stop=i + 1)
-    for i, cq in enumerate(data.get("clusterQueues", [])):
-        for key in ("cohortName", "queueingStrategy", "preemption", "flavorFungibility"):
+    yield _drop("kueueConfig")
+    for i in range(len(data.get("cohorts", []))):
+        for key in ("parentName", "resourceGroups", "fairSharing"):
+            yield _drop("cohorts", i, key)
+    for i in range(len(data.get("admissionChecks", []))):
+        yield _drop("admissionChecks", i, "active")
+    for i, cq in enumerate(queues):
+        for key in (
+            "cohortName",
+            "queueingStrategy",
+            "preemption",
+            "flavorFungibility",
+            "admissionChecks",
+            "admissionChecksStrategy",
+            "stopPolicy",
+            "fairSharing",
+        ):
             yield _drop("clusterQueues", i, key)
         for key in ("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"):
             yield _drop("clusterQueues", i, "preemption", key)

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from harness.fuzz.generator import GPU, LEVEL_POOL, _Case, case_rng
+from harness.fuzz.world_features import grow
 from harness.k8s.quantity import parse_quantity
 from harness.scenario.kueue_config import PREEMPTION_STRATEGY_SETS
 from harness.scenario.model import HOSTNAME
@@ -98,6 +99,7 @@ class _WorldCase(_Case):
         # Drawn last, so the rest of a case is what it was before fair sharing was added.
         if any("cohortName" in q for q in queues) and self.chance(0.35):
             self._fair_sharing(data, queues)
+        grow(rng, data, lambda name: self._workload(name, last=False))
         return data
 
     def _fair_sharing(self, data: Data, queues: list[Data]) -> None:
@@ -212,7 +214,7 @@ class _WorldCase(_Case):
                 rng.shuffle(nodes)
             for node in nodes:
                 levels = [lv for lv in self._levels_of(flavor) if lv != HOSTNAME]
-                if any(level not in node["labels"] for level in levels):
+                if any(level not in node["labels"] for level in levels) or not _healthy(node):
                     continue
                 left = free[node["name"]]
                 while sum(placement.values()) < count and _fits(left, requests):
@@ -278,6 +280,19 @@ class _WorldCase(_Case):
             if topology["name"] == f"{flavor}-topology":
                 return list(topology["levels"])
         return []
+
+
+def _healthy(node: Data) -> bool:
+    """A node Kueue's TAS node controller would not find failed for pods without tolerations
+    (pkg/controller/tas/node_controller.go getWorkloadStatus): Ready, not cordoned, without a
+    NoSchedule or NoExecute taint. Running workloads start on such nodes only: the fit model
+    judges node health when a step acts on nodes, Kueue when a node or pod event comes, and
+    for an admitted entry that event is its pods' creation (not modelled by either engine)."""
+    return (
+        node.get("ready", True)
+        and not node.get("unschedulable", False)
+        and not any(t["effect"] in ("NoSchedule", "NoExecute") for t in node.get("taints", []))
+    )
 
 
 def _gpus(pod_set: Data) -> int:

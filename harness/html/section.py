@@ -47,6 +47,8 @@ class ScenarioResult:
     state is the cluster before anything is submitted)."""
     notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Workload -> lines shown under it in the last state (warnings, --explain's verdict)."""
+    extra: str = ""
+    """Markup shown after the text: a stream scenario's timeline (harness/html/timeline.py)."""
 
 
 def scenario_section(result: ScenarioResult, key: str) -> str:
@@ -66,6 +68,7 @@ def scenario_section(result: ScenarioResult, key: str) -> str:
             body.append(f"<p>{escape(scenario.description)}</p>")
     if result.text:
         body.append(f"<pre>{escape(result.text)}</pre>")
+    body.append(result.extra)
     if scenario is not None and result.sources:
         palette = Palette(pod_sets(scenario))
         states = [

@@ -12,7 +12,16 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from harness.results.outcome import Outcome
-from harness.scenario.model import HOSTNAME, Node, PodSet, Scenario, Toleration, Usage, Workload
+from harness.scenario.model import (
+    HOSTNAME,
+    Node,
+    PodSet,
+    Scenario,
+    TaintChange,
+    Toleration,
+    Usage,
+    Workload,
+)
 
 CELL_PREFERENCE = ("nvidia.com/gpu",)
 """Resource drawn as cells when present; else any `*gpu` resource, then cpu, then pods."""
@@ -95,11 +104,24 @@ def _apply(world: World, action: str, target: object) -> World:
     elif action in ("cordon", "uncordon"):
         flag = action == "cordon"
         nodes = tuple(replace(n, unschedulable=flag) if n.name == target else n for n in nodes)
+    elif action in ("node-not-ready", "node-ready"):
+        flag = action == "node-ready"
+        nodes = tuple(replace(n, ready=flag) if n.name == target else n for n in nodes)
+    elif action in ("taint-node", "untaint-node") and isinstance(target, TaintChange):
+        nodes = tuple(_retainted(n, action, target) if n.name == target.node else n
+                      for n in nodes)  # fmt: skip
     elif action == "add-usage" and isinstance(target, Usage):
         usage = (*usage, target)
     elif action == "delete-usage":
         usage = tuple(u for u in usage if u.name != target)
     return World(nodes, usage)
+
+
+def _retainted(node: Node, action: str, change: TaintChange) -> Node:
+    """A taint is unique by key and effect: removed by them, added after them."""
+    kept = tuple(t for t in node.taints
+                 if (t.key, t.effect) != (change.taint.key, change.taint.effect))  # fmt: skip
+    return replace(node, taints=(*kept, change.taint) if action == "taint-node" else kept)
 
 
 def cell_resource(scenario: Scenario) -> str:

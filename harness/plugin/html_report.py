@@ -23,6 +23,7 @@ from harness.html import RunInfo, ScenarioResult, report_page
 from harness.html.results import scenario_result
 from harness.kueue.versions import DEFAULT_KUEUE, version_key
 from harness.plugin.collect import ScenarioItem
+from harness.plugin.streams import StreamItem, stream_result
 from harness.results.report import rerun_note
 
 """Beside the JUnit files `make test` writes (RUN_DIR=run), relative to where pytest runs."""
@@ -34,7 +35,7 @@ RESULT_ATTR = "kth_result"
 
 @dataclass
 class _Noted:
-    item: ScenarioItem
+    item: ScenarioItem | StreamItem
     status: str = "passed"
     text: str = ""
     duration: float = 0.0
@@ -69,14 +70,14 @@ class HtmlReport:
     ) -> Generator[None, Any, None]:
         outcome = yield
         report: pytest.TestReport = outcome.get_result()
-        if not isinstance(item, ScenarioItem):
+        if not isinstance(item, ScenarioItem | StreamItem):
             return
         noted = self.noted.setdefault(item.nodeid, _Noted(item))
         noted.duration += report.duration
         if not report.passed and noted.status == "passed":  # the first phase that did not pass
             noted.status, noted.text = _status(report), _text(report)
         if report.when == "teardown":
-            observed = item.observed
+            observed = item.observed if isinstance(item, ScenarioItem) else None
             kueue = observed.kueue if observed is not None else None
             index = item.session.items.index(item)
             setattr(report, RESULT_ATTR, Row(index, self._result(noted), kueue))
@@ -131,6 +132,8 @@ class HtmlReport:
     def _result(self, noted: _Noted) -> ScenarioResult:
         item = noted.item
         folder = os.path.relpath(item.path.parent, item.config.rootpath)
+        if isinstance(item, StreamItem):
+            return stream_result(item, noted.status, noted.text, noted.duration, folder)
         if item.scenario is None:
             return ScenarioResult(
                 None, (), item.name, noted.status, noted.text, noted.duration, folder

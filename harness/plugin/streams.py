@@ -10,6 +10,7 @@ scenarios, so a stream is never also submitted all at once as a one-moment scena
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ import pytest
 import yaml
 
 from harness.errors import HarnessError
+from harness.html.section import ScenarioResult
+from harness.replay.engine import Timeline, replay
 from harness.replay.expect import failures
-from harness.replay.result import replay_result
+from harness.replay.result import timeline_result
 from harness.replay.stream import REPLAY_KEY, Stream, load_stream
 
 _TOP_REPLAY = f"{REPLAY_KEY}:"
@@ -44,18 +47,16 @@ class StreamFailed(Exception):
     """The replay broke the file's expectations (one line each)."""
 
 
-def _on_sim(stream: Stream) -> dict[str, Any]:
-    """The stream replayed on kueue-sim (harness/replay/onsim.py), in the replay's JSON form."""
+def _on_sim(stream: Stream) -> Timeline:
+    """The stream replayed on kueue-sim (harness/replay/onsim.py)."""
     from harness.backends.sim import SimBackend
     from harness.replay.onsim import replay_on
-    from harness.replay.result import timeline_result
 
     backend = SimBackend()
     try:
-        timeline = replay_on(stream.scenario, lambda sc: backend.run(sc).steps)
+        return replay_on(stream.scenario, lambda sc: backend.run(sc).steps)
     finally:
         backend.close()
-    return timeline_result(stream.scenario, timeline, stream.classes)
 
 
 class StreamFile(pytest.File):
@@ -73,6 +74,9 @@ class StreamItem(pytest.Item):
         super().__init__(**kwargs)
         self.stream = stream
         self.problem = problem
+        self.timeline: Timeline | None = None
+        """The replay the expectations were checked on (the HTML report draws it)."""
+        self.engine = ""
 
     def runtest(self) -> None:
         if self.problem or self.stream is None:
@@ -81,10 +85,12 @@ class StreamItem(pytest.Item):
         if cluster not in (None, "sim"):  # no backend is started for it
             pytest.skip("stream scenarios replay on the fit model and the sim (docs/replay.md)")
         stream = self.stream
-        result = replay_result(stream.scenario, stream.classes)
+        self.timeline, self.engine = replay(stream.scenario), "fit model"
+        result = timeline_result(stream.scenario, self.timeline, stream.classes)
         if cluster == "sim":
             fit_jobs = result["jobs"]
-            result = _on_sim(stream)
+            self.timeline, self.engine = _on_sim(stream), "sim (Kueue's scheduler in process)"
+            result = timeline_result(stream.scenario, self.timeline, stream.classes)
             differ = [n for n, job in result["jobs"].items() if job != fit_jobs.get(n)]
             if differ:
                 name = differ[0]
@@ -103,3 +109,24 @@ class StreamItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"stream {self.name}"
+
+
+def stream_result(
+    item: StreamItem, status: str, text: str, duration: float, folder: str
+) -> ScenarioResult:
+    """The stream scenario's part of the HTML report: its pytest result and the timeline of
+    the replay it was checked on, with the rack map at 12 moments."""
+    from harness.html.timeline import timeline_block
+    from harness.html.timeline_svg import Track
+
+    stream = item.stream
+    if stream is None:
+        return ScenarioResult(None, (), item.name, status, text, duration, folder)
+    extra = ""
+    if item.timeline is not None:
+        track = Track(f"replayed on the {item.engine}", stream.scenario, item.timeline,
+                      stream.classes)  # fmt: skip
+        extra = timeline_block([track], None, f"t{zlib.crc32(item.nodeid.encode())}")
+    return ScenarioResult(
+        stream.scenario, (), item.name, status, text, duration, folder, extra=extra
+    )

@@ -5,8 +5,10 @@ cycles) lives through the whole stream, as Kueue does: a submission joins its Cl
 queue and the cycles run until nothing changes; a finish deletes the workload, which frees
 its quota and nodes and requeues the parked workloads of its cohort (pkg/cache/queue
 manager.go QueueInadmissibleWorkloads), and the cycles run again. Events at the same moment
-are finishes first (capacity first), settled, then the submissions of that moment together
-(their queues order them: priority, then stream order), settled. A preempted workload's Job
+are finishes first (capacity first), settled, then the stream's node events (timed steps,
+harness/replay/timed_steps.py: Kueue's node-failure handling reacts as after a step), then
+the submissions of that moment together (their queues order them: priority, then stream
+order), settled. A preempted workload's Job
 is suspended and its pods deleted; it is requeued with its creation timestamp as queue key
 (workload.Ordering.GetQueueOrderTimestamp uses the eviction time only for PodsReadyTimeout
 and admission-check evictions) and, admitted again,
@@ -25,12 +27,13 @@ import heapq
 from dataclasses import dataclass, field
 
 from harness.fit.engine import Engine, check_supported
+from harness.fit.faults import PerLeaf, StepReport
 from harness.fit.snapshot import Holding
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.scenario.model import Scenario, Workload
 
-FINISH, SUBMIT = 0, 1
-"""Event kinds, in the order they happen at one moment."""
+FINISH, STEP, SUBMIT = 0, 1, 2
+"""Event kinds, in the order they happen at one moment (a step: a node event, timed_steps)."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,23 @@ class JobRecord:
     admissions: list[Admission] = field(default_factory=list)
     preempted_at: list[float] = field(default_factory=list)
     finished_at: float | None = None
+    evicted_at: list[float] = field(default_factory=list)
+    """Evicted by a node failure (reason NodeFailures), not by preemption."""
+    replacements: list[Admission] = field(default_factory=list)
+    """A failed node replaced while the job runs: its whole placement after each repair."""
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "submittedAt": self.submitted_at,
             "admissions": [a.to_json() for a in self.admissions],
             "preemptedAt": self.preempted_at,
             "finishedAt": self.finished_at,
         }
+        if self.evicted_at:  # only a stream with node events has them
+            out["evictedAt"] = self.evicted_at
+        if self.replacements:
+            out["replacements"] = [r.to_json() for r in self.replacements]
+        return out
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,17 @@ class _Recorder(Engine):
     """The fit model's engine, telling the clock which workloads took or lost their quota."""
 
     changes: list[tuple[str, Holding | None]]
+    evicted: set[str]
+    """Released by a node failure (faults.Faults.evict), not by preemption."""
+
+    def evict(self, name: str) -> None:
+        self.evicted.add(name)
+        super().evict(name)
+
+    def reassign(self, name: str, per_leaf: PerLeaf) -> None:
+        """A repaired placement: recorded as the same holding, changed in place."""
+        super().reassign(name, per_leaf)
+        self.changes.append((name, self.snap.holding[name]))
 
     def _hold(self, held: Holding) -> None:
         super()._hold(held)
@@ -123,7 +146,7 @@ class _Clock:
         )
         self.ties = ties
         self.engine = _Recorder(world, ties, None, check_supported(world))
-        self.engine.changes = []
+        self.engine.changes, self.engine.evicted = [], set()
         for index, a in enumerate(world.admitted):
             self.engine.hold_admitted(a, index)
         self.engine.changes.clear()
@@ -132,6 +155,8 @@ class _Clock:
         self.pending: dict[str, None] = {}  # insertion-ordered set
         self.events = [(self.jobs[w.name].submitted_at, SUBMIT, i, w.name)
                        for i, w in enumerate(created)]  # fmt: skip
+        self.steps = [s for s in scenario.steps if s.at is not None]
+        self.events += [(_instant(s.at or 0.0), STEP, i, "") for i, s in enumerate(self.steps)]
         heapq.heapify(self.events)
         self.moments: list[Moment] = []
 
@@ -144,6 +169,13 @@ class _Clock:
                 finished |= self._finish(at, heapq.heappop(events)[3])
             if finished:
                 self.engine.settle()
+                self._record(at)
+            stepped = False
+            while events and events[0][0] == at and events[0][1] == STEP:
+                self.engine.faults.report = StepReport()
+                self.engine.step(self.steps[heapq.heappop(events)[2]])
+                stepped = True
+            if stepped:
                 self._record(at)
             submitted = False
             while events and events[0][0] == at:
@@ -164,6 +196,7 @@ class _Clock:
         if held is None or finish != at:
             return False
         self.engine.changes.clear()
+        self.engine.faults.unhealthy.pop(name, None)
         self.engine.delete(name)
         self.engine.changes.clear()
         del self.running[name]
@@ -173,28 +206,33 @@ class _Clock:
     def _record(self, at: float) -> None:
         """Admissions and evictions the engine made since the last event, in order."""
         for name, held in self.engine.changes:
+            evicted = held is None and name in self.engine.evicted
+            if evicted:
+                self.engine.evicted.discard(name)
             job = self.jobs.get(name)
             if job is None:
                 continue  # a workload admitted before the stream (the world's `admitted:`)
             if held is None:
                 if self.running.pop(name, None) is not None:
-                    job.preempted_at.append(at)
+                    (job.evicted_at if evicted else job.preempted_at).append(at)
                     self.pending[name] = None
+                continue
+            if name in self.running and self.running[name][0] is held:  # repaired in place
+                job.replacements.append(_admission(at, held))
                 continue
             self.pending.pop(name, None)
             run_for = job.workload.run_for
             finish = None if run_for is None else _instant(at + run_for)
             self.running[name] = (held, finish)
-            job.admissions.append(
-                Admission(
-                    at,
-                    dict(held.flavors),
-                    {ps: dict(sorted(d.items())) for ps, d in held.placement.items()},
-                )
-            )
+            job.admissions.append(_admission(at, held))
             if finish is not None:
                 heapq.heappush(self.events, (finish, FINISH, 0, name))
         self.engine.changes.clear()
+
+
+def _admission(at: float, held: Holding) -> Admission:
+    placement = {ps: dict(sorted(d.items())) for ps, d in held.placement.items()}
+    return Admission(at, dict(held.flavors), placement)
 
 
 def _instant(seconds: float) -> float:

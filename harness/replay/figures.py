@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -22,6 +23,7 @@ from harness.replay.engine import Admission, JobRecord, Timeline
 from harness.scenario.model import HOSTNAME, Node, Scenario
 
 GPU_SUFFIX = "/gpu"
+"""Extended resources named like nvidia.com/gpu or amd.com/gpu count as GPUs."""
 SAMPLES = 12
 """Moments at which fragmentation is shown (evenly spaced over the stream)."""
 
@@ -73,11 +75,94 @@ def _held(job: JobRecord, admission: Admission, flavor: str, resource: str) -> F
 
 
 def _admission_at(job: JobRecord, at: float) -> Admission | None:
+    """The job's placement at `at`: its latest admission, or a node event's repair of it."""
     current = None
-    for admission in job.admissions:
+    for admission in sorted([*job.admissions, *job.replacements], key=lambda a: a.at):
         if admission.at <= at:
             current = admission
     return current
+
+
+def sample_times(timeline: Timeline, count: int = SAMPLES) -> list[float]:
+    """`count` evenly spaced moments from the stream's first event to its last: where the
+    fragmentation is measured and, by default, where the HTML timeline draws the rack map."""
+    moments = timeline.moments
+    return spaced(moments[0].at, moments[-1].at, count) if moments else []
+
+
+def spaced(first: float, last: float, count: int = SAMPLES) -> list[float]:
+    """`count` evenly spaced moments from `first` to `last` (one when they are equal)."""
+    if last <= first or count < 2:
+        return [first]
+    return [first + (last - first) * i / (count - 1) for i in range(count)]
+
+
+def placement_at(job: JobRecord, at: float) -> Admission | None:
+    """Where the job runs at `at` if it runs: its latest admission or repair (None before
+    its first admission; the caller knows from the moment whether it still runs)."""
+    return _admission_at(job, at)
+
+
+@dataclass(frozen=True)
+class Point:
+    """The cluster from `at` until the next point: GPUs its running jobs hold, GPUs of its
+    Ready nodes then, jobs waiting."""
+
+    at: float
+    gpus: Fraction
+    allocatable: Fraction
+    pending: int
+
+
+def gpu_series(scenario: Scenario, timeline: Timeline) -> list[Point]:
+    """GPUs allocated and allocatable and the queue length after each event, a step
+    function over the stream (GPU utilisation, the HTML timeline's chart)."""
+    held: dict[str, Fraction] = {}
+    capacity = allocatable_series(scenario)
+    times = [at for at, _ in capacity]
+    out = []
+    for moment in timeline.moments:
+        used = Fraction(0)
+        for name in moment.running:
+            if name not in held:
+                job = timeline.jobs[name].workload
+                held[name] = sum((_gpus(ps.requests) * ps.count for ps in job.pod_sets),
+                                 Fraction(0))  # fmt: skip
+            used += held[name]
+        allocatable = capacity[max(bisect.bisect_right(times, moment.at) - 1, 0)][1]
+        out.append(Point(moment.at, used, allocatable, len(moment.pending)))
+    return out
+
+
+def allocatable_series(scenario: Scenario) -> list[tuple[float, Fraction]]:
+    """GPUs of the Ready nodes from the start, and after each of the stream's node events
+    (timed steps: a node added or deleted, NotReady or Ready again)."""
+    nodes = {n.name: n for n in scenario.nodes}
+    ready = {n.name: n.ready for n in scenario.nodes}
+
+    def total() -> Fraction:
+        return sum((_gpus(n.allocatable) for n in nodes.values() if ready[n.name]), Fraction(0))
+
+    out = [(float("-inf"), total())]
+    for step in scenario.steps:
+        if step.at is None:
+            continue
+        target = step.target
+        if step.action == "add-node" and isinstance(target, Node):
+            nodes[target.name], ready[target.name] = target, target.ready
+        elif step.action == "delete-node":
+            nodes.pop(str(target), None)
+        elif step.action in ("node-not-ready", "node-ready"):
+            ready[str(target)] = step.action == "node-ready"
+        else:
+            continue
+        out.append((step.at, total()))
+    return out
+
+
+def allocatable_gpus(scenario: Scenario) -> Fraction:
+    """GPUs of the world's Ready nodes at the start."""
+    return allocatable_series(scenario)[0][1]
 
 
 def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
@@ -88,9 +173,7 @@ def fragmentation(scenario: Scenario, timeline: Timeline) -> dict[str, Any]:
     moments = timeline.moments
     if not moments:
         return {}
-    first, last = moments[0].at, moments[-1].at
-    times = [first + (last - first) * i / (SAMPLES - 1) for i in range(SAMPLES)] if (
-        last > first) else [first]  # fmt: skip
+    times = sample_times(timeline)
     starts = [m.at for m in moments]
     out: dict[str, Any] = {}
     for flavor in scenario.resource_flavors:

@@ -4,6 +4,7 @@ becomes one Scenario (the loader's model) and each workload's class for the figu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from harness.errors import InputError
 from harness.replay import kueueperf
 from harness.replay.expect import Bound, bounds
 from harness.replay.rows import read_rows
+from harness.replay.timed_steps import split_times, with_times
 from harness.scenario.keypath import KeyPath
 from harness.scenario.loader import load_scenario, parse_yaml, scenario_from_data, with_stream
 from harness.scenario.model import Scenario
@@ -94,9 +96,9 @@ def _stream_scenario(data: dict[str, Any], path: Path) -> Stream:
     at = KeyPath(str(path), REPLAY_KEY, data[REPLAY_KEY])
     fields = at.mapping(("stream", "expect"), ("expect",))
     expected = bounds(fields["expect"])
-    plain = {k: v for k, v in data.items() if k != REPLAY_KEY}
+    plain, times = split_times({k: v for k, v in data.items() if k != REPLAY_KEY}, str(path))
     if "stream" not in fields:
-        scenario = scenario_from_data(plain, str(path))
+        scenario = with_times(scenario_from_data(plain, str(path)), times)
         classes = {w.name: w.priority_class or NO_CLASS for w in scenario.workloads}
         return Stream(scenario, classes, expected)
     if plain.get("workloads"):
@@ -104,6 +106,6 @@ def _stream_scenario(data: dict[str, Any], path: Path) -> Stream:
     source = path.parent / fields["stream"].string()
     if source.suffix not in ROW_FILES:
         fields["stream"].fail("names a .jsonl or .csv stream beside the scenario")
-    world = scenario_from_data(plain, str(path))
+    world = with_times(scenario_from_data(plain, str(path)), times)
     stream = _on_world(world, read_rows(source), str(source))
-    return Stream(stream.scenario, stream.classes, expected)
+    return Stream(dataclasses.replace(stream.scenario, steps=world.steps), stream.classes, expected)

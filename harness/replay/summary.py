@@ -10,11 +10,8 @@ from fractions import Fraction
 from typing import Any
 
 from harness.replay.engine import JobRecord, Timeline
-from harness.replay.figures import cluster_queue_usage, fragmentation
+from harness.replay.figures import cluster_queue_usage, fragmentation, gpu_series
 from harness.scenario.model import Scenario
-
-GPU_SUFFIX = "/gpu"
-"""Extended resources named like nvidia.com/gpu or amd.com/gpu count as GPUs."""
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -44,30 +41,15 @@ def wait_figures(values: Sequence[float]) -> dict[str, float | int]:
 
 
 def gpu_utilisation(scenario: Scenario, timeline: Timeline) -> float | None:
-    """Allocated GPUs over allocatable GPUs, averaged over time from the first submission to
-    the last event (None when the cluster has no GPUs or the stream takes no time)."""
-    allocatable = sum(
-        (q for n in scenario.nodes if n.ready for r, q in n.allocatable.items()
-         if r.endswith(GPU_SUFFIX)),
-        Fraction(0),
-    )  # fmt: skip
-    moments = timeline.moments
-    if not allocatable or len(moments) < 2:
-        return None
-    used_time = Fraction(0)
-    for now, after in itertools.pairwise(moments):
-        used = sum((_gpus(timeline.jobs[n]) for n in now.running), Fraction(0))
-        used_time += used * Fraction(after.at - now.at)
-    span = Fraction(moments[-1].at - moments[0].at)
-    return round(float(used_time / (allocatable * span)), 4) if span else None
-
-
-def _gpus(job: JobRecord) -> Fraction:
-    return sum(
-        (q * ps.count for ps in job.workload.pod_sets for r, q in ps.requests.items()
-         if r.endswith(GPU_SUFFIX)),
-        Fraction(0),
-    )  # fmt: skip
+    """Allocated GPUs over allocatable GPUs (those of Ready nodes, as the stream's node
+    events change them), both integrated over time from the first submission to the last
+    event (None when the cluster has no GPUs or the stream takes no time)."""
+    points = gpu_series(scenario, timeline)
+    used_time = allocatable_time = Fraction(0)
+    for now, after in itertools.pairwise(points):
+        used_time += now.gpus * Fraction(after.at - now.at)
+        allocatable_time += now.allocatable * Fraction(after.at - now.at)
+    return round(float(used_time / allocatable_time), 4) if allocatable_time else None
 
 
 def summary(

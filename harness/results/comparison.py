@@ -100,6 +100,16 @@ def _eviction_lines(name: str, want: Eviction | bool, got: Eviction | None) -> l
     return []
 
 
+def _same_eviction(predicted: Eviction | None, observed: Eviction | None) -> bool:
+    """The same reason, the predicted message a part of the observed one (Kueue's PodsReady
+    timeout message names the Workload object: 'Exceeded the PodsReady timeout NS/NAME')."""
+    if predicted is None or observed is None:
+        return predicted is observed
+    return predicted.reason == observed.reason and message_matches(
+        predicted.message, observed.message
+    )
+
+
 def _evicted(eviction: Eviction | None) -> str:
     if eviction is None:
         return "none"
@@ -181,7 +191,7 @@ def against_prediction(
             continue
         if want.preempted != got.preempted:
             lines.append(f"{name}: predicted preempted={want.preempted}, observed {got.preempted}")
-        if want.evicted != got.evicted:
+        if not _same_eviction(want.evicted, got.evicted):
             lines.append(
                 f"{name}: predicted eviction {_evicted(want.evicted)}, "
                 f"observed {_evicted(got.evicted)}"

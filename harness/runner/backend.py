@@ -39,7 +39,7 @@ from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
 from harness.runner.objects import Names, namespaces_for
 from harness.runner.requeue import RequeueWave
-from harness.runner.session import Session
+from harness.runner.session import ClusterSide, Session
 from harness.runner.waits import Timeouts
 from harness.runner.world import namespaces_problem
 from harness.scenario.model import Scenario
@@ -319,14 +319,16 @@ class ClusterBackend:
             scenario,
             names,
             self.timeouts,
-            jobsets=self.jobsets,
-            jobset_pods=self.jobset_pods,
-            lws=self.lws,
-            kueue_log=self._kueue_log if self.provider is not None else None,
-            kueue_log_path=self._live_kueue_log(),
-            gates=gates,
+            cluster=ClusterSide(
+                jobsets=self.jobsets,
+                jobset_pods=self.jobset_pods,
+                lws=self.lws,
+                kueue_log=self._kueue_log if self.provider is not None else None,
+                kueue_log_path=self._live_kueue_log(),
+                gates=gates,
+                upgrade_kueue=self._upgrade_kueue,
+            ),
             wave=wave,
-            upgrade_kueue=self._upgrade_kueue,
         )
         with watchdog(lambda: incidents.raise_if_down(self.provider)):
             try:

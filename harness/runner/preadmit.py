@@ -246,7 +246,10 @@ def release(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
             {"spec": {"stopPolicy": "None"}},
             namespace=namespace,
         )
-        active = inactive_reason(scenario.cluster_queue(lq.cluster_queue)) is None
+        active = (
+            inactive_reason(scenario.cluster_queue(lq.cluster_queue), scenario.admission_checks)
+            is None
+        )
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
         await_local_queue(kube, lq.name, names, t, what, active, namespace)
 

@@ -76,6 +76,29 @@ class Entry:
         return self.kind != "Workload"
 
 
+@dataclass(frozen=True)
+class ClusterSide:
+    """What the cluster under a session runs and offers: the session's choices (a JobSet or a
+    Workload, whether pods exist to check, the gates' defaults) and its handles on Kueue."""
+
+    # Several pod sets go as a JobSet when Kueue manages JobSets here (the embedded cluster
+    # installs the CRD), else as a Workload built directly.
+    jobsets: bool = False
+    # A JobSet controller runs (kind installs only the CRD): JobSet pods exist to check.
+    jobset_pods: bool = False
+    # Kueue manages LeaderWorkerSets and the LWS controller runs (the embedded cluster).
+    lws: bool = False
+    # The tail of Kueue's log, where the cluster has one (why a pod stays gated).
+    kueue_log: Callable[[], str] | None = None
+    # Kueue's log file, where the cluster has one: evidence Kueue reacted to a step.
+    kueue_log_path: Path | None = None
+    # The feature gates Kueue runs with (only those set; the rest have their defaults).
+    gates: Mapping[str, bool] = field(default_factory=dict)
+    # Replaces the running Kueue by a newer version (an `upgrade-kueue` step), where the
+    # cluster can (the backend checked before the scenario started).
+    upgrade_kueue: Callable[[str], None] | None = None
+
+
 @dataclass
 class Session:
     kube: Kube
@@ -90,26 +113,12 @@ class Session:
     # workloads by priority, then creation second, then random UID (rules §3.1, §3.3, §8),
     # so the next one of equal priority is created in a later second.
     last_created: dict[int, str] = field(default_factory=dict)
-    # Several pod sets go as a JobSet when Kueue manages JobSets here (the embedded cluster
-    # installs the CRD), else as a Workload built directly.
-    jobsets: bool = False
-    # A JobSet controller runs (kind installs only the CRD): JobSet pods exist to check.
-    jobset_pods: bool = False
-    # Kueue manages LeaderWorkerSets and the LWS controller runs (the embedded cluster).
-    lws: bool = False
-    # The tail of Kueue's log, where the cluster has one (why a pod stays gated).
-    kueue_log: Callable[[], str] | None = None
-    # Kueue's log file, where the cluster has one: evidence Kueue reacted to a step.
-    kueue_log_path: Path | None = None
-    # The feature gates Kueue runs with (only those set; the rest have their defaults).
-    gates: Mapping[str, bool] = field(default_factory=dict)
+    # What the cluster under the session runs and offers.
+    cluster: ClusterSide = field(default_factory=ClusterSide)
     # Each workload as it was before the current step (None before any step).
     before: repair.Before | None = None
     # Kueue's retries set off by shaping, let pass before they could change a pending one.
     wave: RequeueWave | None = None
-    # Replaces the running Kueue by a newer version (an `upgrade-kueue` step), where the
-    # cluster can (the backend checked before the scenario started).
-    upgrade_kueue: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         self.nodes = {n.name: n for n in self.scenario.nodes}
@@ -158,10 +167,10 @@ class Session:
     def _create(self, w: Workload) -> Entry:
         """Create the workload's Job, JobSet or Workload in a later second than the previous
         Workload of equal priority (`last_created`) and find the Workload Kueue made for it."""
-        kind = "Job" if len(w.pod_sets) == 1 else "JobSet" if self.jobsets else "Workload"
+        kind = "Job" if len(w.pod_sets) == 1 else "JobSet" if self.cluster.jobsets else "Workload"
         if w.lws is not None:
             kind = LWS
-            if not self.lws:
+            if not self.cluster.lws:
                 raise Unsupported(
                     f"workload {w.name} is a LeaderWorkerSet group and this cluster runs no "
                     "LWS controller with Kueue's LeaderWorkerSet integration; use --cluster=local"
@@ -439,7 +448,8 @@ class Session:
         return [g.covered for g in cq.resource_groups]
 
     def has_pods(self, entry: Entry) -> bool:
-        return entry.as_job or (entry.kind == "JobSet" and self.jobset_pods) or entry.kind == LWS
+        jobset_pods = entry.kind == "JobSet" and self.cluster.jobset_pods
+        return entry.as_job or jobset_pods or entry.kind == LWS
 
     def owner_selector(self, entry: Entry) -> str:
         """Every pod of the workload's Job or JobSet."""
@@ -541,9 +551,9 @@ class Session:
         }
 
     def _ungate_errors(self, pod_names: Sequence[str]) -> dict[str, str]:
-        if self.kueue_log is None:
+        if self.cluster.kueue_log is None:
             return {}
-        return binding.ungate_errors(self.kueue_log(), pod_names)
+        return binding.ungate_errors(self.cluster.kueue_log(), pod_names)
 
     # -- steps (harness.runner.steps) ----------------------------------------------------
 

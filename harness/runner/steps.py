@@ -18,12 +18,21 @@ from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Obj, events, pause, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue.keys import TAS_POD_ANNOTATIONS
-from harness.runner import binding, check_controller, faults, objects, repair, shaping
+from harness.runner import (
+    binding,
+    check_controller,
+    faults,
+    objects,
+    pod_readiness,
+    repair,
+    shaping,
+)
 from harness.runner.kueuelog import KueueLog
 from harness.runner.reading import admission_placement, state
 from harness.runner.requeue import retry_window
 from harness.runner.waits import delete_pods, wait_gone
 from harness.scenario.model import (
+    READINESS_ACTIONS,
     CheckChange,
     Node,
     PodFault,
@@ -47,14 +56,14 @@ def apply(s: Session, step: Step) -> None:
     s.let_requeue_pass()
     wait_pods_ready(s)
     s.before = before(s)
-    log = KueueLog(s.kueue_log_path)
+    log = KueueLog(s.cluster.kueue_log_path)
     touched = _act(s, step)
     watch = repair.Watch(
         read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
         nodes=touched,
         namespace=s.names.namespace,
-        fail_fast=s.gates.get(FAIL_FAST, True),
-        node_controller=s.gates.get(NODE_REPLACEMENT, True),
+        fail_fast=s.cluster.gates.get(FAIL_FAST, True),
+        node_controller=s.cluster.gates.get(NODE_REPLACEMENT, True),
     )
     repair.settle(watch, log, s.t)
     restarted = step.action == "upgrade-kueue"
@@ -119,7 +128,8 @@ def wait_pods_ready(s: Session) -> None:
                 continue
             ns = s.names.namespace_of(entry.workload)
             pods = s.kube.list("v1", "Pod", ns, s.owner_selector(entry))
-            running = [p for p in pods if binding.live(p) and _phase(p) == "Running"]
+            # Ready, not only Running: a `pods-not-ready` step holds them Running, not Ready.
+            running = [p for p in pods if binding.live(p) and _phase(p) == "Running" and _ready(p)]
             if len(running) >= sum(ps.count for ps in entry.workload.pod_sets):
                 waiting.append(f"{entry.workload.name}: PodsReady {ready.get('reason')}")
         return not waiting, "; ".join(waiting) or "all ready"
@@ -130,6 +140,11 @@ def wait_pods_ready(s: Session) -> None:
         timeout=s.t.pods,
         interval=s.t.interval,
     )
+
+
+def _ready(pod: Obj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _phase(pod: Obj) -> str:
@@ -198,10 +213,13 @@ def _act(s: Session, step: Step) -> list[str]:
         entry = s.entries.get(target.workload)
         if entry is not None and entry.rejected is None and entry.kueue_name:
             check_controller.set_state(s.kube, ns, entry.kueue_name, target)
+    elif action in READINESS_ACTIONS:
+        assert isinstance(target, str)
+        pod_readiness.set_ready(s, target, ready=action == "pods-ready")
     elif action == "upgrade-kueue":
-        if s.upgrade_kueue is None:
+        if s.cluster.upgrade_kueue is None:
             raise BackendError("step upgrade-kueue: this cluster cannot replace its Kueue")
-        s.upgrade_kueue(str(target))
+        s.cluster.upgrade_kueue(str(target))
     else:
         return _fault(s, action, target)
     return []
@@ -225,7 +243,7 @@ def _fault(s: Session, action: str, target: object) -> list[str]:
             faults.wait_evicted(s.kube, ns, target.node, target.taint, s.names.run_selector, s.t)
         # Kueue's node controller looks at a taint change only with TASReplaceNodeOnNodeTaints
         # (on by default); without it, only at the pods a NoExecute taint evicts.
-        return [target.node] if s.gates.get(NODE_TAINTS, True) or evicting else []
+        return [target.node] if s.cluster.gates.get(NODE_TAINTS, True) or evicting else []
     if action in ("terminate-pods", "fail-pods"):
         assert isinstance(target, PodFault)
         pods = _pods_of(s, target)

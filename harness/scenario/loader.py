@@ -885,6 +885,8 @@ def _step_target(
         "add-usage": lambda: _usage(at, nodes),
         "submit": lambda: _workload(at, topology.levels, world),
         "set-admission-check": lambda: load_checks.change(at, known, world.queues),
+        "pods-not-ready": lambda: existing(known, "workload"),
+        "pods-ready": lambda: existing(known, "workload"),
     }
     target = handlers[action]()
     if isinstance(target, Node):

@@ -464,6 +464,9 @@ class Step:
     expect: Mapping[str, Expectation] | None = None
     by_version: ByVersion | None = None
     """Where the step has `expectByVersion`: `expect` on each version."""
+    at: float | None = None
+    """In a stream scenario: the second of the stream's clock it happens at (docs/replay.md,
+    "Node faults in a stream"); None in a one-moment scenario, where steps follow each other."""
 
 
 FAULT_ACTIONS = (
@@ -477,6 +480,11 @@ FAULT_ACTIONS = (
 """Steps that act on running workloads the way a failing node or kubelet would
 (docs/scenario-extensions.md, "Faults under running workloads")."""
 
+READINESS_ACTIONS = ("pods-not-ready", "pods-ready")
+"""Steps that act as the kubelet reporting a workload's running pods not Ready (a readiness
+probe failing) and Ready again; their target is the workload's name (docs/scenario-format-v2.md,
+"waitForPodsReady")."""
+
 STEP_ACTIONS = (
     "delete-workload",
     "delete-usage",
@@ -489,6 +497,7 @@ STEP_ACTIONS = (
     *FAULT_ACTIONS,
     "upgrade-kueue",
     "set-admission-check",
+    *READINESS_ACTIONS,
 )
 """`upgrade-kueue: VERSION` replaces the running Kueue by a newer one, as a platform team
 upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its target is the

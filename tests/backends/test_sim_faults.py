@@ -221,3 +221,26 @@ def test_fault_steps_reach_the_sim_in_the_shape_it_reads() -> None:
         {"fail-pods": {"workload": "train"}},
         {"node-not-ready": "n2"},
     ]
+
+
+@pytest.mark.sim
+def test_a_noexecute_taint_leaves_usage_pods_where_they_are(sim_binary: Path) -> None:
+    """Usage pods tolerate every taint, as the cluster runner makes them
+    (harness/runner/objects.py usage_pods): the taint manager keeps them on n3, so after the
+    taint goes n3 is still full and the job submitted then cannot take r1's spare host (the
+    fit model agrees: its taint manager deletes only workload pods). Without this the sim
+    freed n3 and admitted late on r1 (found by bench/replay_vs_sim.py --node-events)."""
+    busy = {"name": "n3-busy", "node": "n3", "requests": {"nvidia.com/gpu": 8}}
+    taint = {"node": "n3", "key": "example.com/gpu-failure", "effect": "NoExecute"}
+    late = {"name": "late", "podSets": [{"name": "main", "count": 3,
+            "requests": {"nvidia.com/gpu": 8}, "topology": {"mode": "required", "level": RACK}}]}  # fmt: skip
+    steps: list[dict[str, Any]] = [
+        {"taint-node": {**taint, "value": "true"}},
+        {"untaint-node": taint},
+        {"delete-workload": "train"},
+        {"submit": late},
+    ]
+    [answer] = run_sim([world(steps, usage=[busy])], sim_binary)
+    assert answer["error"] is None, answer["error"]
+    last = answer["steps"][-1]["late"]
+    assert last["admitted"] is False, last

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STREAM = REPO / "suites" / "streams" / "stream-priority-order-when-capacity-frees.yaml"
@@ -41,3 +42,18 @@ def test_a_figure_the_replay_has_not_is_the_files_error(pytester: pytest.Pyteste
     result = pytester.runpytest("-p", "no:cacheprovider", "suites")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*: replay.expect.lastFinsh: names no figure of the replay*"])
+
+
+def test_the_html_report_shows_the_streams_timeline(pytester: pytest.Pytester) -> None:
+    """A stream scenario's section holds its timeline (one bar per job of the stream) and
+    the rack map at the 12 default moments."""
+    _copy(pytester)
+    report = pytester.path / "report.html"
+    result = pytester.runpytest("-p", "no:cacheprovider", "suites", f"--kth-report={report}")
+    result.assert_outcomes(passed=1)
+    page = report.read_text()
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="tl"') == 1
+    jobs = len(yaml.safe_load(STREAM.read_text())["workloads"])
+    assert f'<g class="bars" data-jobs="{jobs}">' in page
+    assert page.count('class="job"') == jobs
+    assert "replayed on the fit model: the racks at 12 moments" in page

@@ -83,10 +83,14 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 		c.cache.AddOrUpdateWorkload(c.log, wlCopy)
 	case (prev == workload.StatusQuotaReserved || prev == workload.StatusAdmitted) &&
 		status == workload.StatusPending:
-		// Preempted workloads carry no requeue backoff: they go back to the queue at once.
+		// Preempted workloads carry no requeue backoff: they go back to the queue at once;
+		// one in a PodsReady backoff waits for its timer (podsready.go).
+		backoff := c.inBackoff(new)
 		c.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, key, func() {
 			_ = c.cache.DeleteWorkload(c.log, key)
-			_ = c.queues.AddOrUpdateWorkloadWithoutLock(c.log, wlCopy)
+			if !backoff {
+				_ = c.queues.AddOrUpdateWorkloadWithoutLock(c.log, wlCopy)
+			}
 			c.queues.DeleteSecondPassWithoutLock(key)
 		})
 		c.hook.dropSecondPass(string(key))

@@ -127,8 +127,10 @@ func (c *cluster) faultNode(ctx context.Context, st *StepSpec) error {
 
 // taintManagerEvict is kube-controller-manager's taint manager under a new NoExecute
 // taint: the pods on the node that do not tolerate it are deleted (a toleration with
-// tolerationSeconds defers that past the step). Usage pods carry no tolerations. It
-// reports whether a workload pod was deleted (a pod event for Kueue's node controller).
+// tolerationSeconds defers that past the step). Usage pods stay: the cluster runner's
+// tolerate every taint (harness/runner/objects.py usage_pods), so the scenario contract's
+// usage outlives a taint. It reports whether a workload pod was deleted (a pod event for
+// Kueue's node controller).
 func (c *cluster) taintManagerEvict(ctx context.Context, node string, taint *corev1.Taint) (bool, error) {
 	var list corev1.PodList
 	if err := c.client.List(ctx, &list, client.MatchingFields{tasindexer.PodNodeNameKey: node}); err != nil {
@@ -144,11 +146,6 @@ func (c *cluster) taintManagerEvict(ctx context.Context, node string, taint *cor
 			return false, err
 		}
 		evicted = true
-	}
-	for _, usage := range sortedKeys(c.usagePods) {
-		if c.usageNode[usage] == node {
-			c.freeUsage(usage) // the retry of every active ClusterQueue follows
-		}
 	}
 	return evicted, nil
 }

@@ -11,4 +11,5 @@ import (
 type KueueConfig struct {
 	FairSharing          *config.FairSharing          `json:"fairSharing"`
 	AdmissionFairSharing *config.AdmissionFairSharing `json:"admissionFairSharing"`
+	WaitForPodsReady     *config.WaitForPodsReady     `json:"waitForPodsReady"`
 }

@@ -55,7 +55,7 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 		case "expect":
 			continue
 		case "delete-workload", "delete-usage", "cordon", "uncordon", "delete-node",
-			"node-not-ready", "node-ready":
+			"node-not-ready", "node-ready", "pods-not-ready", "pods-ready":
 			target = &s.Name
 		case "taint-node", "untaint-node":
 			s.Taint = &TaintStep{}
@@ -111,6 +111,10 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		return c.submitSpec(ctx, sc, st.Workload, outcome)
 	case "set-admission-check":
 		return c.setAdmissionCheck(ctx, st.Check)
+	case "pods-not-ready":
+		return c.podsNotReady(ctx, sc, st.Name)
+	case "pods-ready":
+		return nil // without blockAdmission, a ready workload changes nothing for Kueue
 	case "delete-workload":
 		return c.deleteWorkload(ctx, st.Name, outcome)
 	case "add-usage":

@@ -1,0 +1,189 @@
+"""waitForPodsReady in the fit model: pods held not Ready by a step, Kueue's PodsReady timeout
+(eviction with backoff, or deactivation past backoffLimitCount) and blockAdmission.
+
+Rules: docs/dev/kueue-v0.19.2-rules-v2.md §11; configuration and time rule:
+harness.kueue.pods_ready. In short:
+- `pods-not-ready` on an admitted workload: PodsReady turns False (WaitForRecovery). A recovery
+  timeout within the step horizon runs out: the workload is evicted (PodsReadyTimeout), its
+  quota and domain released at once, its cohort's parked workloads requeued; after the
+  backoff it is queued again (ordered by its eviction time with timestamp Eviction) and
+  placed afresh. Past backoffLimitCount it is deactivated instead. A longer timeout never
+  runs out: the workload stays admitted, not ready.
+- blockAdmission: an entry that fits while a workload holding quota is not ready (held not
+  Ready, pods that can never run, or waiting for admission checks) gets "waiting for all
+  admitted workloads to be in PodsReady condition", and the scheduler stops until none is;
+  then it admits that entry with the assignment it had.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.errors import UnsupportedVersionError
+from harness.fit.ties import Nondeterministic
+from harness.kueue.pods_ready import (
+    LIMIT_MESSAGE,
+    TIMEOUT_MESSAGE,
+    TIMER_HORIZON,
+    PodsReadyConfig,
+    within_step,
+)
+from harness.results.outcome import Outcome
+from harness.scenario.model import Eviction, Scenario
+
+if TYPE_CHECKING:
+    from harness.fit.cycle import Entry, Model
+    from harness.fit.engine import Engine
+    from harness.fit.tree import LeafKey
+
+    TasUsageByFlavor = dict[str, dict[LeafKey, dict[str, int]]]
+
+ORDERED_BACKOFF = 3.0
+"""Seconds: a backoff at least this long ends after the parked workloads of the cohort have
+been requeued (Kueue's inadmissible batches run every second); a shorter one races them."""
+MIN_START = 5.0
+"""Seconds: a timeout shorter than this races the pods' own start (KWOK makes them Ready within
+a second or two of admission)."""
+
+
+@dataclass
+class Blocked:
+    """The entry the scheduler holds while it waits (waitForPodsReadyIfNeeded)."""
+
+    entry: Entry
+    tas_usage: TasUsageByFlavor
+
+
+class PodsReadiness:
+    """Which workloads are not ready, their requeue counts, and the blocked entry."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.config = PodsReadyConfig.of(scenario.kueue_config.document, scenario.feature_gates)
+        self.path = scenario.path
+        self.held: set[str] = set()  # admitted workloads whose pods a step holds not Ready
+        self.requeues: dict[str, int] = {}  # status.requeueState.count
+        self.blocked: Blocked | None = None
+
+    def check_supported(self) -> None:
+        """Refuse timers the model cannot time against the cluster."""
+        c = self.config
+        if not c.enabled:
+            return
+        for key, timer in (("timeout", c.timeout), ("recoveryTimeout", c.recovery_timeout)):
+            if timer < MIN_START:
+                raise UnsupportedVersionError(
+                    f"{self.path}: kueueConfig.waitForPodsReady.{key}: {timer:g}s races the "
+                    f"pods' start; not modelled (use at least {MIN_START:g}s)"
+                )
+
+    def check_never_started(self, model: Model) -> None:
+        """Refuse a timeout within the step horizon over pods that never run: Kueue would
+        evict such a workload while the harness reads the step (WaitForStart), not modelled."""
+        if not self.config.enabled or not within_step(self.config.timeout):
+            return
+        for name, outcome in model.outcomes.items():
+            if outcome.admitted and any((outcome.unschedulable or {}).values()):
+                raise UnsupportedVersionError(
+                    f"{self.path}: kueueConfig.waitForPodsReady.timeout: {name}'s pods can "
+                    f"never all run, and a {self.config.timeout:g}s timeout would evict it: "
+                    "not modelled"
+                )
+
+    def released(self, name: str) -> None:
+        """The workload's pods went with its quota: new pods start Ready."""
+        self.held.discard(name)
+
+    def not_ready(self, model: Model) -> list[str]:
+        """Workloads in the cache without PodsReady=True (WorkloadsNotReady)."""
+        out = []
+        for name in model.snap.holding:
+            outcome = model.outcomes.get(name)
+            never_run = outcome is not None and any((outcome.unschedulable or {}).values())
+            waiting = outcome is not None and outcome.quota_reserved
+            if name in self.held or never_run or waiting:
+                out.append(name)
+        return out
+
+    def blocks(self, model: Model) -> bool:
+        return self.config.enabled and self.config.block_admission and bool(self.not_ready(model))
+
+    def block(self, entry: Entry, tas_usage: TasUsageByFlavor) -> None:
+        self.blocked = Blocked(entry, tas_usage)
+
+    def unblock(self, model: Model) -> None:
+        """Every workload is ready (or gone): the waiting entry is admitted as assigned."""
+        if self.blocked is None or self.blocks(model):
+            return
+        blocked, self.blocked = self.blocked, None
+        held = model._admit(blocked.entry, blocked.tas_usage)
+        model._hold(held)
+        model.generation[held.cq] += 1
+
+
+def pods_not_ready(engine: Engine, name: str) -> None:
+    """The kubelet reports the running pods not Ready; a short recovery timeout runs out."""
+    readiness, outcome = engine.readiness, engine.outcomes.get(name)
+    if outcome is None or not outcome.admitted or not readiness.config.enabled:
+        return  # no running pods to fail, or nothing watches them
+    readiness.held.add(name)
+    if within_step(readiness.config.recovery_timeout):
+        time_out(engine, name)
+
+
+def pods_ready(engine: Engine, name: str) -> None:
+    """The pods pass their readiness probe again: PodsReady=True (Recovered)."""
+    engine.readiness.held.discard(name)
+    engine.readiness.unblock(engine)
+
+
+def time_out(engine: Engine, name: str) -> None:
+    """reconcileNotReadyTimeout: deactivate past the limit, else evict, back off, requeue."""
+    readiness = engine.readiness
+    config, count = readiness.config, readiness.requeues.get(name, 0)
+    preempted = engine.outcomes[name].preempted
+    if config.deactivates(count):
+        engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
+        _give_back(engine, name)
+        engine.queues.delete(name)
+        engine.outcomes[name] = Outcome(admitted=False, message=LIMIT_MESSAGE, preempted=preempted)
+        readiness.unblock(engine)
+        return
+    readiness.requeues[name] = count + 1
+    backoff = config.backoff(count + 1)
+    if not within_step(backoff):
+        raise UnsupportedVersionError(
+            f"{engine.scenario.path}: kueueConfig.waitForPodsReady.requeuingStrategy: a "
+            f"backoff of {backoff:g}s after the timeout outlasts the step ({TIMER_HORIZON:g}s); "
+            "not modelled"
+        )
+    engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
+    _give_back(engine, name)
+    engine.outcomes[name] = Outcome(admitted=False, message=TIMEOUT_MESSAGE, preempted=preempted)
+    readiness.unblock(engine)
+    # The backoff: the cohort's parked workloads go first.
+    admitted = {n for n, o in engine.outcomes.items() if o.admitted}
+    engine.settle()
+    took = {n for n, o in engine.outcomes.items() if o.admitted} - admitted
+    if took and backoff < ORDERED_BACKOFF:
+        raise Nondeterministic(
+            f"{engine.scenario.path}: {name}'s backoff of {backoff:g}s races {sorted(took)[0]} "
+            f"for the room its eviction freed (give backoffBaseSeconds >= {ORDERED_BACKOFF:g})"
+        )
+    if config.timestamp == "Eviction":  # GetQueueOrderTimestamp: the eviction time
+        engine.created[name] = max(engine.created.values()) + 1
+    engine.queues.push(engine._pending(engine.workloads[name]))
+
+
+def deleted(engine: Engine, name: str) -> None:
+    engine.readiness.held.discard(name)
+    engine.readiness.requeues.pop(name, None)
+
+
+def _give_back(engine: Engine, name: str) -> None:
+    """The Job stopped: quota and domain released, its cohort's parked workloads requeued."""
+    held = engine._release(name)
+    if held is None:
+        return
+    engine.generation[held.cq] += 1
+    engine.queues.flush(engine._cohort_of(held.cq))

@@ -1,0 +1,106 @@
+"""`pods-not-ready` / `pods-ready` on the cluster: the runner plays the kubelet reporting a
+workload's running pods not Ready (a readiness probe failing) and Ready again, then waits
+until Kueue has seen it.
+
+KWOK's pod-ready stage acts only on Pending pods, so a Running pod whose Ready condition the
+runner set False stays so. The Job controller then counts fewer ready pods and Kueue's job
+reconciler writes PodsReady=False (WaitForRecovery). Where the recovery timeout runs out
+within the step (harness.kueue.pods_ready.within_step), this waits for Kueue's eviction or
+deactivation; the backoff and readmission that follow are awaited by repair.settle (an
+evicted workload not yet evaluated again is not settled). Rules: docs/dev/
+kueue-v0.19.2-rules-v2.md §11.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.kube import Obj, poll_until
+from harness.kube import condition as get_condition
+from harness.kueue.pods_ready import PodsReadyConfig, within_step
+from harness.runner import binding
+from harness.runner.repair import eviction_counts
+
+if TYPE_CHECKING:
+    from harness.runner.session import Session
+
+TIMER_SLACK = 30.0
+"""Seconds past a timer for Kueue to act on it (reconcile requeue, Job stop, status writes)."""
+
+
+def set_ready(s: Session, name: str, *, ready: bool) -> None:
+    """Patch the workload's running pods' Ready condition, then wait for Kueue's reaction."""
+    entry = s.entries.get(name)
+    if entry is None or entry.rejected is not None or not s.has_pods(entry):
+        return
+    ns = s.names.namespace
+    pods = [
+        p
+        for p in s.kube.list("v1", "Pod", ns, s.owner_selector(entry))
+        if binding.live(p) and (p.get("status") or {}).get("phase") == "Running"
+    ]
+    if not pods:
+        return  # not running: nothing to report
+    for pod in pods:
+        s.kube.patch(
+            "v1",
+            "Pod",
+            pod["metadata"]["name"],
+            {"status": _status(pod, ready)},
+            namespace=ns,
+            subresource="status",
+            patch_type="strategic",
+        )
+    before = eviction_counts(s.workload_obj(entry))
+    config = PodsReadyConfig.of(s.scenario.kueue_config.document, s.scenario.feature_gates)
+    if not config.enabled:
+        return
+    want = "True" if ready else "False"
+
+    def seen() -> tuple[bool, str]:
+        wl = s.workload_obj(entry)
+        cond = get_condition(wl, "PodsReady") if wl else None
+        grown = eviction_counts(wl) != before
+        said = f"PodsReady {cond.get('status')} ({cond.get('reason')})" if cond else "no PodsReady"
+        return (cond is not None and cond.get("status") == want) or grown, said
+
+    poll_until(
+        seen, what=f"Kueue to write PodsReady={want} on {name}", timeout=s.t.pods, interval=0.25
+    )
+    if ready or not within_step(config.recovery_timeout):
+        return
+
+    def evicted() -> tuple[bool, str]:
+        counts = eviction_counts(s.workload_obj(entry))
+        return counts != before, f"evictions {counts or 'none'}"
+
+    poll_until(
+        evicted,
+        what=f"Kueue to evict {name} at its PodsReady timeout ({config.recovery_timeout:g}s)",
+        timeout=config.recovery_timeout + TIMER_SLACK,
+        interval=0.25,
+    )
+
+
+def _status(pod: Obj, ready: bool) -> Obj:
+    """The kubelet's status for a container whose readiness probe fails (or passes)."""
+    value = "True" if ready else "False"
+    spec = pod.get("spec") or {}
+    running = {c.get("name"): c for c in (pod.get("status") or {}).get("containerStatuses") or []}
+    return {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": value,
+                **({} if ready else {"reason": "ContainersNotReady"}),
+            },
+            {"type": "ContainersReady", "status": value},
+        ],
+        "containerStatuses": [
+            {
+                **running.get(c["name"], {"name": c["name"], "image": c.get("image", "")}),
+                "ready": ready,
+            }
+            for c in spec.get("containers") or []
+        ],
+    }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// waitForPodsReady (docs/dev/kueue-v0.19.2-rules-v2.md §11; docs/scenario-format-v2.md,
+// "waitForPodsReady"). A pods-not-ready step is the kubelet reporting a workload's running
+// pods not Ready; the job reconciler would write PodsReady=False (WaitForRecovery) and the
+// workload controller, once the recovery timeout runs out, evicts the workload
+// (reconcileNotReadyTimeout): deactivated past backoffLimitCount (triggerDeactivation), else
+// evicted with PodsReadyTimeout and a requeue backoff (UpdateRequeueState). A timer longer
+// than the harness's step horizon never runs out within a scenario. The backoff is one of
+// the driver's timers: it fires when Kueue is at rest, so the cohort's parked workloads go
+// first, as they do on a cluster. blockAdmission is refused on the Python side: its
+// scheduler waits on a condition variable the stepped driver cannot wake.
+
+const podsReadyHorizon = 30 * time.Second
+
+// podsReadyTimers is the section after Kueue's defaulting (apis/config/v1beta2/defaults.go).
+type podsReadyTimers struct {
+	recovery  time.Duration
+	base, max int32
+	limit     *int32
+}
+
+func podsReadyConfig(sc *Scenario) (podsReadyTimers, bool) {
+	if sc.FeatureGates["DisableWaitForPodsReady"] {
+		return podsReadyTimers{}, false
+	}
+	t := podsReadyTimers{recovery: 30 * time.Minute, base: 60, max: 3600}
+	w := sc.KueueConfig.WaitForPodsReady
+	if w == nil {
+		return t, true
+	}
+	if w.Timeout.Duration > 0 {
+		t.recovery = w.Timeout.Duration
+	}
+	if w.RecoveryTimeout != nil {
+		t.recovery = w.RecoveryTimeout.Duration
+	}
+	if s := w.RequeuingStrategy; s != nil {
+		t.base = ptr.Deref(s.BackoffBaseSeconds, t.base)
+		t.max = ptr.Deref(s.BackoffMaxSeconds, t.max)
+		t.limit = s.BackoffLimitCount
+	}
+	return t, true
+}
+
+// backoff is UpdateRequeueState's wait: base * 2^(count-1), capped (a 0 cap: none); the
+// 0.0001 jitter is left out.
+func (t podsReadyTimers) backoff(count int32) time.Duration {
+	d := time.Duration(t.base) * time.Second
+	for i := int32(1); i < count; i++ {
+		d *= 2
+	}
+	if limit := time.Duration(t.max) * time.Second; t.max > 0 && d > limit {
+		d = limit
+	}
+	return d
+}
+
+// podsNotReady runs the recovery timeout of an admitted workload's not-ready pods.
+func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) error {
+	t, on := podsReadyConfig(sc)
+	if !on || t.recovery > podsReadyHorizon {
+		return nil
+	}
+	wl := &kueue.Workload{}
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
+		return nil
+	}
+	if !workload.IsAdmitted(wl) {
+		return nil
+	}
+	c.clock.Step(t.recovery)
+	count := int32(0)
+	if wl.Status.RequeueState != nil {
+		count = ptr.Deref(wl.Status.RequeueState.Count, 0)
+	}
+	if t.limit != nil && count+1 > *t.limit {
+		wl.Spec.Active = ptr.To(false)
+		if err := c.client.Update(ctx, wl); err != nil {
+			return fmt.Errorf("deactivating %s: %w", name, err)
+		}
+		msg := "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+		if err := evictWorkload(ctx, c.client, wl, kueue.WorkloadDeactivated, msg,
+			kueue.EvictionUnderlyingCause(kueue.WorkloadRequeuingLimitExceeded), c.clock); err != nil {
+			return fmt.Errorf("deactivating %s: %w", name, err)
+		}
+		return c.settle(ctx)
+	}
+	old := wl.DeepCopy()
+	wait := t.backoff(count + 1)
+	wl.Status.RequeueState = &kueue.RequeueState{
+		Count: ptr.To(count + 1), RequeueAt: ptr.To(metav1.NewTime(c.clock.Now().Add(wait))),
+	}
+	if err := c.updateStatus(ctx, old, wl); err != nil {
+		return fmt.Errorf("requeue state of %s: %w", name, err)
+	}
+	msg := fmt.Sprintf("Exceeded the PodsReady timeout %s/%s", namespace, name)
+	if err := evictWorkload(ctx, c.client, wl, kueue.WorkloadEvictedByPodsReadyTimeout, msg,
+		kueue.EvictionUnderlyingCause(kueue.WorkloadWaitForRecovery), c.clock); err != nil {
+		return fmt.Errorf("evicting %s: %w", name, err)
+	}
+	c.timers.AfterFunc(wait, func() { c.backoffFinished(ctx, name) })
+	return c.settle(ctx)
+}
+
+// backoffFinished is the workload controller's Reconcile at requeueAt: RequeueAt cleared,
+// Requeued=True BackoffFinished; the write's update puts it back in its queue.
+func (c *cluster) backoffFinished(ctx context.Context, name string) {
+	wl := &kueue.Workload{}
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
+		return
+	}
+	if !workload.IsActive(wl) || workload.HasQuotaReservation(wl) {
+		return
+	}
+	old := wl.DeepCopy()
+	if wl.Status.RequeueState != nil {
+		wl.Status.RequeueState.RequeueAt = nil
+	}
+	workload.SetRequeuedCondition(wl, kueue.WorkloadBackoffFinished, "The workload backoff was finished", true)
+	_ = c.updateStatus(ctx, old, wl)
+}
+
+// inBackoff: an evicted workload whose requeueAt is still ahead stays out of the queue
+// (workload_controller.go Update: "Workload transitioned back to pending", not immediate).
+func (c *cluster) inBackoff(wl *kueue.Workload) bool {
+	rs := wl.Status.RequeueState
+	return rs != nil && rs.RequeueAt != nil && rs.RequeueAt.After(c.clock.Now())
+}
