@@ -16,6 +16,7 @@ from typing import Any
 from harness.backends.base import BackendError, Unsupported
 from harness.errors import Nondeterministic
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
+from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.gates import merged, parse_gates
 from harness.results.comparison import message_matches
 from harness.results.observation import Observation
@@ -47,7 +48,7 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
-SIM_CONFIG = ("fairSharing", "waitForPodsReady")
+SIM_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
 """kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
 
 
@@ -105,6 +106,8 @@ class SimBackend:
                 "controllers are emulated without it); the embedded cluster runs it: "
                 "--cluster=local"
             )
+        if why := afs_not_run(scenario):
+            raise Unsupported(f"{scenario.path}: kueueConfig.admissionFairSharing: {why}")
         why = _pods_ready_not_run(scenario)
         if why:
             raise Unsupported(f"{scenario.path}: kueueConfig.waitForPodsReady.{why}")

@@ -65,9 +65,7 @@ class Cluster(Model):
                 for r, v in per_pod.items():
                     target[r] = target.get(r, 0) + v * count
         self.now = max(self.now, self.created[a.name])
-        self.workloads[a.name] = Workload(
-            a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class
-        )
+        self.workloads[a.name] = a.as_workload()
         self.checks.states[a.name] = admitted_states(cq, a)
         ready = self.checks.all_ready(a.name)  # else it holds quota, its Job suspended
         self.outcomes[a.name] = Outcome(
@@ -96,7 +94,7 @@ class Cluster(Model):
     def _drained(self, a: AdmittedWorkload) -> None:
         """HoldAndDrain: the workload controller evicts it (ClusterQueueStopped) and, once its
         Job stopped, it waits in its inactive queue (harness.kueue.queue_activity)."""
-        w = Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class)
+        w = a.as_workload()
         self.workloads[a.name] = w
         self.queues.push(self._pending(w))
         # Not an `evicted` outcome: that one is what a step evicts (runner/repair.py).

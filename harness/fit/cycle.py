@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
+from harness.fit.admission_fs import QueueUsage
 from harness.fit.binding import Binder
 from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import (
@@ -55,6 +56,7 @@ from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
+from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
 from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
@@ -117,6 +119,9 @@ class Model:
         self.snap = Snapshot(scenario, rules.shares_usage(scenario))
         hashing = rules.gate(scenario, "SchedulingEquivalenceHashing")
         self.queues = Queues(scenario, hashing=hashing)
+        self.afs = QueueUsage(scenario, rules.gate(scenario, "AdmissionFairSharing", True))
+        self.queues.afs = self.afs
+        self.afs.pick = ties.pick
         self.preserve_scan = rules.gate(scenario, "FlavorFungibilityPreserveScanProgress")
         self.ties = ties
         self.note = note
@@ -258,6 +263,12 @@ class Model:
             self._pending_outcome(pending.workload.name, FAILED_CHECKS)
             self.queues.requeue(pending, "Generic")
         heads = [p for p in heads if p not in failed]
+        for pending in [p for p in heads if not self._namespace_matches(p.workload)]:
+            # nominate: ValidateAdmissibility's ErrNamespaceMismatch (workload/resources.go)
+            self._pending_outcome(pending.workload.name, NAMESPACE_MISMATCH)
+            self.queues.requeue(pending, "NamespaceMismatch")
+            self.queues.mismatched.add(pending.workload.name)
+            heads.remove(pending)
         self.snap.begin_cycle()
         entries = [self.nominate(p) for p in heads]
         entries.sort(
@@ -303,6 +314,10 @@ class Model:
             self.generation[held.cq] += 1
         for victim, entry, why in victims:
             self._evict(victim, entry, why)
+
+    def _namespace_matches(self, w: Workload) -> bool:
+        cq = self.scenario.cluster_queue(w.queue)
+        return cq.namespace_selector.matches(self.scenario.namespace_labels(w.namespace))
 
     def _in_order(self, entries: list[Entry]) -> Iterator[Entry]:
         """`makeIterator`: the classical order (`entries` come sorted: non-borrowing first,
@@ -586,6 +601,7 @@ class Model:
         }
         flavors = {ps.name: a.pod_set_flavor(ps.name) for ps in w.pod_sets}
         self.queues.delete(w.name)
+        self.afs.charge(w)
         used = flavors_of(flavors)
         ready = self.checks.admits_at_reservation(w.name, entry.cq, used)
         self.checks.sync(w.name, entry.cq, used)

@@ -24,6 +24,7 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
+from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
@@ -38,7 +39,7 @@ from harness.scenario.model import (
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
-MODELLED_CONFIG = ("fairSharing", "waitForPodsReady")
+MODELLED_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
 """kueueConfig sections the model follows; any other is refused, not ignored."""
 MAX_FAULT_ROUNDS = 100
 NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
@@ -81,6 +82,15 @@ def check_supported(scenario: Scenario) -> KueueRules:
             f"{scenario.path}: kueueConfig.fairSharing: modelled for Kueue {DEFAULT_KUEUE} "
             f"only, not {rules.version} (the sim and the embedded cluster run it)"
         )
+    if "admissionFairSharing" in scenario.kueue_config.document:
+        why = afs_not_run(scenario)
+        if why is None and rules.version != DEFAULT_KUEUE:
+            why = f"modelled for Kueue {DEFAULT_KUEUE} only, not {rules.version}"
+        if why is not None:
+            raise UnsupportedVersionError(
+                f"{scenario.path}: kueueConfig.admissionFairSharing: {why} (the embedded "
+                "cluster runs it: --cluster=local)"
+            )
     tree = [c.name for c in scenario.cohorts if c.parent or c.resource_groups or c.fair_weight]
     if scenario.kueue_config.fair_sharing is not None and tree:
         raise UnsupportedVersionError(

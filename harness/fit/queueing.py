@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
+from harness.fit.admission_fs import QueueUsage
 from harness.fit.flavors import ScanKey
 from harness.scenario.model import Scenario, Workload
 
@@ -80,6 +81,11 @@ class Queues:
     preemptor: dict[str, str] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
     """ClusterQueues Kueue does not pop (`Manager.heads`): inactive ones."""
+    afs: QueueUsage | None = None
+    """Admission fair sharing: LocalQueue usage sorts ahead of everything else."""
+    mismatched: set[str] = field(default_factory=set)
+    """Parked for a namespace their ClusterQueue's selector does not match: a flush leaves
+    them parked (inadmissible_workloads.go, the namespaceSelector check)."""
     hashing: bool = True
     """SchedulingEquivalenceHashing: a workload shaped like one found inadmissible is parked
     with it unevaluated (BestEffortFIFO). Off by default in Kueue v0.17.1."""
@@ -98,10 +104,11 @@ class Queues:
         else:
             self.heap.setdefault(cq, set()).add(pending.workload.name)
 
-    def _key(self, cq: str, name: str) -> tuple[int, int, int]:
+    def _key(self, cq: str, name: str) -> tuple[float, int, int, int]:
         pending = self.info[name]
         sticky = self.preemptor.get(cq) == name and self._strategy(cq) == "BestEffortFIFO"
-        return (0 if sticky else 1, -pending.priority, pending.created)
+        usage = self.afs.usage(pending.workload) if self.afs is not None else 0.0
+        return (usage, 0 if sticky else 1, -pending.priority, pending.created)
 
     def heads(self) -> list[Pending]:
         """Pop the head of every ClusterQueue's heap (`Manager.Heads`)."""
@@ -109,7 +116,11 @@ class Queues:
         for cq in self.scenario.cluster_queues:
             names = self.heap.get(cq.name)
             if names and cq.name not in self.inactive:
-                name = min(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
+                if self.afs is not None and self.afs.applies(cq.name):
+                    ordered = sorted(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
+                    name = self.afs.contest([self.info[n].workload for n in ordered]).name
+                else:
+                    name = min(names, key=lambda n, c=cq.name: self._key(c, n))  # type: ignore[misc]
                 names.discard(name)
                 out.append(self.info[name])
         return out
@@ -140,13 +151,17 @@ class Queues:
         cq = pending.workload.queue
         self.heap.get(cq, set()).discard(name)
         self.parked.get(cq, set()).discard(name)
+        self.mismatched.discard(name)
         if self.preemptor.get(cq) == name:
             del self.preemptor[cq]
 
     def flush(self, cqs: Iterable[str]) -> None:
         """`queueInadmissibleWorkloads`: parked workloads back to their heaps."""
         for cq in cqs:
-            self.heap.setdefault(cq, set()).update(self.parked.pop(cq, set()))
+            parked = self.parked.pop(cq, set())
+            if held := parked & self.mismatched:
+                self.parked[cq] = held
+            self.heap.setdefault(cq, set()).update(parked - self.mismatched)
             self.hashes.pop(cq, None)
 
     def restart(self, hashing: bool) -> None:

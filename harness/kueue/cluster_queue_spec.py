@@ -14,8 +14,8 @@ Spec = dict[str, Any]
 
 def cluster_queue_spec(cq: ClusterQueue) -> Spec:
     """queueingStrategy, preemption, flavorFungibility, resourceGroups and cohortName (when
-    set) and stopPolicy (when not None); the caller adds what only it needs (name,
-    namespaceSelector)."""
+    set), stopPolicy (when not None), namespaceSelector (when not `{}`) and admissionScope;
+    the caller adds what only it needs (name, the `{}` selector)."""
     borrow: Spec = {"policy": cq.preemption.borrow_within_cohort}
     if cq.preemption.max_priority_threshold is not None:
         borrow["maxPriorityThreshold"] = cq.preemption.max_priority_threshold
@@ -40,6 +40,10 @@ def cluster_queue_spec(cq: ClusterQueue) -> Spec:
         spec["cohortName"] = cq.cohort
     if cq.stop_policy != "None":
         spec["stopPolicy"] = cq.stop_policy
+    if cq.namespace_selector.as_dict():
+        spec["namespaceSelector"] = cq.namespace_selector.as_dict()
+    if cq.admission_mode is not None:
+        spec["admissionScope"] = {"admissionMode": cq.admission_mode}
     if cq.admission_checks:
         spec["admissionChecksStrategy"] = {
             "admissionChecks": [

@@ -39,6 +39,7 @@ class ClusterState:
     pods: list[Obj] = field(default_factory=list)
     pod_priority_classes: list[Obj] = field(default_factory=list)
     kueue_config_maps: list[Obj] = field(default_factory=list)
+    namespaces: list[Obj] | None = None  # None: not read (states built by hand, or not allowed)
     missing: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     queue_positions: QueuePositions | None = None  # None: not read (states built by hand)
@@ -58,6 +59,8 @@ LISTS: dict[str, tuple[str, str, str | None]] = {
     "pod_priority_classes": ("scheduling.k8s.io/v1", "PriorityClass", None),
     # Kueue's Configuration (harness/live/kueue_configuration.py), in whichever namespace.
     "kueue_config_maps": ("v1", "ConfigMap", "metadata.name=kueue-manager-config"),
+    # Their labels, for a ClusterQueue's namespaceSelector (harness/live/queue_objects.py).
+    "namespaces": ("v1", "Namespace", None),
 }
 """ClusterState attribute -> (apiVersion, kind, field selector)."""
 REQUIRED = ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")

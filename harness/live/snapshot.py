@@ -22,6 +22,7 @@ from harness.live import (
     check_objects,
     kueue_configuration,
     node_objects,
+    queue_objects,
     workload_objects,
     world_objects,
 )
@@ -79,6 +80,15 @@ def snapshot(
         },
     )
     written = workload_objects.workloads(state.workloads, world, gaps)
+    queue_keys: dict[str, Any] = {}
+    if queue_objects.needed(queues, state.local_queues):
+        listed, lqs, where = queue_objects.queue_objects(
+            state.local_queues, state.namespaces, {q["name"] for q in queues}, gaps
+        )
+        queue_objects.requeue_entries(
+            [*written.admitted, *written.pending], written.names, state.workloads, where
+        )
+        queue_keys = {**({"namespaces": listed} if listed else {}), "localQueues": lqs}
     configured = kueue_configuration.configuration(state.kueue_config_maps, gaps)
     data: dict[str, Any] = {
         "name": name,
@@ -90,6 +100,7 @@ def snapshot(
         **({"cohorts": cohorts} if cohorts else {}),
         **({"admissionChecks": checks} if checks else {}),
         "clusterQueues": queues,
+        **queue_keys,
         "nodes": nodes,
         "usage": usage,
         "admitted": written.admitted,

@@ -22,6 +22,7 @@ from typing import Any
 from harness.kueue import keys as kueue_keys
 from harness.live import naming
 from harness.live.manifests import Manifest, workload_data
+from harness.live.queue_objects import OWN_NAMESPACE
 from harness.live.workload_objects import class_for_value
 from harness.results.outcome import Outcome
 from harness.scenario.keypath import KeyPath
@@ -64,6 +65,9 @@ class Cluster:
     """Scenario name -> the cluster's NAMESPACE/WORKLOAD (x-snapshot.workloads)."""
     owners: Mapping[str, str] | None = None
     """NAMESPACE/KIND/NAME -> scenario name (x-snapshot.owners; None: not recorded)."""
+    scenario_queues: Mapping[tuple[str, str], tuple[str, str]] | None = None
+    """With top-level `localQueues:`: (namespace, LocalQueue) -> the scenario's (namespace,
+    name), which a workload's `queue` and `namespace` then give (harness/live/queue_objects)."""
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Cluster:
@@ -86,6 +90,17 @@ class Cluster:
             admitted={w["name"] for w in data.get("admitted") or []},
             shown=dict(extra.get("workloads") or {}),
             owners=extra.get("owners"),
+            scenario_queues=(
+                {
+                    (lq.get("namespace") or OWN_NAMESPACE, lq["name"]): (
+                        lq.get("namespace", ""),
+                        lq["name"],
+                    )
+                    for lq in data["localQueues"]
+                }
+                if "localQueues" in data
+                else None
+            ),
         )
 
 
@@ -113,6 +128,12 @@ def _submission(m: Manifest, key: str, cluster: Cluster, namespace: str) -> Subm
     if existing:
         sub.warnings.append(f"{m.file}: {existing}; predicted here as a new one, {data['name']!r}")
     data["queue"] = queue
+    if cluster.scenario_queues is not None:  # the snapshot names LocalQueues
+        where = (namespace, m.queue_name() or "")
+        scenario_ns, lq = cluster.scenario_queues.get(where, ("", queue))
+        data["queue"] = lq
+        if scenario_ns:
+            data["namespace"] = scenario_ns
     priority_class = _priority_class(m, cluster)
     if priority_class:
         data["priorityClass"] = priority_class

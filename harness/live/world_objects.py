@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.kube import Obj
+from harness.live import queue_objects
 from harness.live.gaps import Gaps
 
 CQ_UNREPRESENTED = {
-    "admissionScope": "admission scope (admission fair sharing)",
     "concurrentAdmissionPolicy": "concurrent admission",
 }
 """ClusterQueue spec fields contract v2 leaves out (load_queues.CQ_NOT_IN_V2 refuses them);
@@ -125,6 +125,7 @@ def _cluster_queue(cq: Obj, flavors: set[str], gaps: Gaps) -> Obj | None:
     weight = (spec.get("fairSharing") or {}).get("weight")
     if weight is not None:
         entry["fairSharing"] = {"weight": str(weight)}
+    entry.update(queue_objects.cluster_queue_keys(spec))  # namespaceSelector, admissionScope
     entry["resourceGroups"] = groups
     _unrepresented(cq, gaps)
     return entry
@@ -159,12 +160,6 @@ def _unrepresented(cq: Obj, gaps: Gaps) -> None:
     for key, what in CQ_UNREPRESENTED.items():
         if spec.get(key):
             gaps.add(f"ClusterQueue {name}: {what} ({key})")
-    selector = spec.get("namespaceSelector")
-    if selector:  # {} (every namespace) is what the snapshot assumes
-        gaps.add(
-            f"ClusterQueue {name}: namespaceSelector {selector} (the snapshot lets every "
-            "namespace's LocalQueues use it)"
-        )
     for cond in (cq.get("status") or {}).get("conditions") or []:
         explained = str(cond.get("reason")) in EXPLAINED_INACTIVE
         if cond.get("type") == "Active" and cond.get("status") != "True" and not explained:
@@ -240,6 +235,4 @@ def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:
                 f"LocalQueue {meta.get('namespace')}/{meta['name']}: stopPolicy "
                 f"{spec['stopPolicy']}"
             )
-        if spec.get("fairSharing"):
-            gaps.add(f"LocalQueue {meta.get('namespace')}/{meta['name']}: fair sharing")
     return out

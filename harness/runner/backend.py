@@ -37,10 +37,11 @@ from harness.results.observation import Observation
 from harness.runner import evidence, incidents, shaping
 from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
-from harness.runner.objects import Names
+from harness.runner.objects import Names, namespaces_for
 from harness.runner.requeue import RequeueWave
 from harness.runner.session import ClusterSide, Session
 from harness.runner.waits import Timeouts
+from harness.runner.world import namespaces_problem
 from harness.scenario.model import Scenario
 
 logger = progress.logger("runner")
@@ -200,8 +201,11 @@ class ClusterBackend:
         problem = self.provider.scenario_problem(scenario)
         if problem is not None:
             raise Unsupported(problem)
+        if problem := namespaces_problem(scenario):
+            raise Unsupported(problem)
         self.seq += 1
-        names = Names(self.run_id, namespace_for(self.seq, scenario.name))
+        own = namespace_for(self.seq, scenario.name)
+        names = Names(self.run_id, own, namespaces_for(own, [n.name for n in scenario.namespaces]))
         if self.dirty:
             reuse = shaping.reusable(scenario, names)
             clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse)

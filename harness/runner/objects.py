@@ -6,7 +6,7 @@ shared/kueue-objects-notes.md; docs/scenario-extensions.md says what the runner 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -60,10 +60,23 @@ class Names:
 
     run_id: str
     namespace: str
+    others: tuple[tuple[str, str], ...] = ()
+    """The scenario's `namespaces:`, each (its name, the real name this run gives it)."""
 
     @property
     def labels(self) -> dict[str, str]:
         return {RUN_LABEL: self.run_id}
+
+    def real(self, scenario_namespace: str) -> str:
+        """Where a scenario namespace lives ("" the scenario's own)."""
+        return dict(self.others).get(scenario_namespace, self.namespace)
+
+    def namespace_of(self, w: Workload) -> str:
+        return self.real(w.namespace)
+
+    @property
+    def all_namespaces(self) -> tuple[str, ...]:
+        return (self.namespace, *(real for _, real in self.others))
 
     @property
     def run_selector(self) -> str:
@@ -71,9 +84,9 @@ class Names:
         return f"{RUN_LABEL}={self.run_id}"
 
     def queue_of(self, w: Workload) -> str:
-        """The LocalQueue the workload is submitted to: each ClusterQueue has one of its
-        own name."""
-        return w.queue
+        """The LocalQueue the workload is submitted to (without `localQueues:` each
+        ClusterQueue has one of its own name)."""
+        return w.queue_name
 
 
 def resource_list(resources: Mapping[str, Fraction]) -> dict[str, str]:
@@ -97,12 +110,25 @@ def toleration(t: Toleration) -> Obj:
     return out
 
 
-def namespace(names: Names) -> Obj:
+def namespace(names: Names, name: str = "", labels: Mapping[str, str] | None = None) -> Obj:
+    """The scenario's namespace, or (`name`) the real one of a `namespaces:` entry with its
+    labels."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": names.namespace, "labels": names.labels},
+        "metadata": {"name": name or names.namespace, "labels": {**(labels or {}), **names.labels}},
     }
+
+
+def namespaces_for(
+    namespace: str, scenario_namespaces: Iterable[str]
+) -> tuple[tuple[str, str], ...]:
+    """A real name per `namespaces:` entry, unique within the run: the scenario's namespace
+    and the entry's name, cut to 63 characters."""
+    return tuple(
+        (n, f"{namespace[: max(3, 62 - len(n))].rstrip('-')}-{n}"[:63].rstrip("-"))
+        for n in scenario_namespaces
+    )
 
 
 def node(n: Node, names: Names) -> Obj:
@@ -238,7 +264,7 @@ def job(w: Workload, names: Names) -> Obj:
         "kind": "Job",
         "metadata": {
             "name": w.name,
-            "namespace": names.namespace,
+            "namespace": names.namespace_of(w),
             "labels": {**labels, **queue_labels(w, names)},
         },
         "spec": {
@@ -266,7 +292,7 @@ def jobset(w: Workload, names: Names) -> Obj:
         "kind": "JobSet",
         "metadata": {
             "name": w.name,
-            "namespace": names.namespace,
+            "namespace": names.namespace_of(w),
             "labels": {**labels, **queue_labels(w, names)},
         },
         "spec": {
@@ -322,7 +348,7 @@ def leader_worker_set(w: Workload, names: Names) -> Obj:
         "kind": "LeaderWorkerSet",
         "metadata": {
             "name": w.lws.set_name,
-            "namespace": names.namespace,
+            "namespace": names.namespace_of(w),
             "labels": {**labels, **queue_labels(w, names)},
         },
         "spec": {"replicas": w.lws.index + 1, "leaderWorkerTemplate": lwt},
@@ -369,7 +395,7 @@ def workload(w: Workload, names: Names, priority: int = 0) -> Obj:
     return {
         "apiVersion": KUEUE_API,
         "kind": "Workload",
-        "metadata": {"name": w.name, "namespace": names.namespace, "labels": labels},
+        "metadata": {"name": w.name, "namespace": names.namespace_of(w), "labels": labels},
         "spec": {
             **spec,
             "queueName": names.queue_of(w),
@@ -400,9 +426,4 @@ def queue_labels(w: Workload, names: Names) -> dict[str, str]:
 def as_workload(a: AdmittedWorkload) -> Workload:
     """An `admitted` entry as the workload it was submitted as (its Job, JobSet or Workload
     is built like any other)."""
-    return Workload(
-        name=a.name,
-        pod_sets=tuple(p.pod_set for p in a.pod_sets),
-        queue=a.queue,
-        priority_class=a.priority_class,
-    )
+    return a.as_workload()

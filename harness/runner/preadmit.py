@@ -260,17 +260,21 @@ def release(
     """Lift the hold: stopPolicy None, then each LocalQueue is Active (`checks`: the
     AdmissionChecks as reported now, when not as the scenario says)."""
     checks = scenario.admission_checks if checks is None else checks
-    for queue in sorted(world.held_queues(scenario)):
+    held = world.held_queues(scenario)
+    for lq in sorted(scenario.queues(), key=lambda q: (q.namespace, q.name)):
+        if lq.cluster_queue not in held:
+            continue
+        namespace = names.real(lq.namespace)
         kube.patch(
             KUEUE_API,
             "LocalQueue",
-            queue,
+            lq.name,
             {"spec": {"stopPolicy": "None"}},
-            namespace=names.namespace,
+            namespace=namespace,
         )
-        active = inactive_reason(scenario.cluster_queue(queue), checks) is None
+        active = inactive_reason(scenario.cluster_queue(lq.cluster_queue), checks) is None
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
-        await_local_queue(kube, queue, names, t, what, active)
+        await_local_queue(kube, lq.name, names, t, what, active, namespace)
 
 
 def check_bound(

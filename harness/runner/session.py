@@ -202,7 +202,7 @@ class Session:
             entry.rejected = Outcome(admitted=False, rejected=True, message=api_message(err))
             return entry
         entry.kueue_name = (
-            find_workload(self.kube, self.names.namespace, kind, w.name, self.t)
+            find_workload(self.kube, self.names.namespace_of(w), kind, w.name, self.t)
             if entry.owned
             else w.name
         )
@@ -253,7 +253,8 @@ class Session:
         """Every live workload's Workload object (one list call), by the scenario's name."""
         found = {
             wl["metadata"]["name"]: wl
-            for wl in self.kube.list(KUEUE_API, "Workload", self.names.namespace)
+            for ns in self.names.all_namespaces
+            for wl in self.kube.list(KUEUE_API, "Workload", ns)
         }
         return {
             name: found.get(e.kueue_name)
@@ -276,7 +277,7 @@ class Session:
                 raise BackendError(
                     f"admitted workload {a.name} was refused: {entry.rejected.message}"
                 )
-            preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue, self.t)
+            preadmit.wait_stopped(self.kube, self.names, entry.kueue_name, a.queue_name, self.t)
         reserved = reservation_times(self.scenario, datetime.now(UTC))
         patches, waiting = [], {}
         for a in admitted:
@@ -353,10 +354,11 @@ class Session:
         )
 
     def _ref(self, entry: Entry) -> str:
-        return f"Workload {self.names.namespace}/{entry.kueue_name}"
+        return f"Workload {self.names.namespace_of(entry.workload)}/{entry.kueue_name}"
 
     def workload_obj(self, entry: Entry) -> Obj | None:
-        return self.kube.get_or_none(KUEUE_API, "Workload", entry.kueue_name, self.names.namespace)
+        ns = self.names.namespace_of(entry.workload)
+        return self.kube.get_or_none(KUEUE_API, "Workload", entry.kueue_name, ns)
 
     def state_of(self, entry: Entry) -> State:
         return state(self.workload_obj(entry))
@@ -438,7 +440,9 @@ class Session:
         """After a step: what Kueue replaced, and any eviction (harness.runner.repair)."""
         if self.before is None:
             return out
-        seen_events = events(self.kube, self.names.namespace, kind="Workload")
+        seen_events = [
+            e for ns in self.names.all_namespaces for e in events(self.kube, ns, kind="Workload")
+        ]
         for name, outcome in out.items():
             entry = self.entries[name]
             if entry.rejected is not None or not entry.kueue_name:
@@ -506,11 +510,11 @@ class Session:
         reasons: dict[str, str] = {}
         drift: dict[str, dict[str, int]] = {}
         failed = set(repair.unhealthy_nodes(wl))
-        owner = f"{entry.kind} {self.names.namespace}/{w.name}"
+        owner = f"{entry.kind} {self.names.namespace_of(w)}/{w.name}"
         for ps in w.pod_sets:
             sel = self.selector(entry, ps.name)
             watched = binding.Watch(
-                list_pods=partial(self.kube.list, "v1", "Pod", self.names.namespace, sel),
+                list_pods=partial(self.kube.list, "v1", "Pod", self.names.namespace_of(w), sel),
                 count=ps.count,
                 assigned=[
                     d

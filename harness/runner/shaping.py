@@ -93,6 +93,8 @@ def reusable(scenario: Scenario, names: Names) -> list[Obj]:
 def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     """Namespace, nodes, usage, then Kueue's objects, all Active."""
     kube.create(objects.namespace(names))
+    for ns in scenario.namespaces:
+        kube.create(objects.namespace(names, names.real(ns.name), ns.labels))
     create_nodes(kube, scenario.nodes, names, t)
     ready = {n.name for n in scenario.nodes if n.ready}
     create_usage(kube, enumerate(scenario.usage), names, ready, t)
@@ -130,8 +132,8 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
         create_or_keep(kube, obj, names)
     check_controller.report_active(kube, scenario.admission_checks)
     held = world.held_queues(scenario)
-    for cq in scenario.cluster_queues:
-        kube.create(world.local_queue(cq.name, names, hold=cq.name in held))
+    for lq in scenario.queues():
+        kube.create(world.scenario_local_queue(lq, names, hold=lq.cluster_queue in held))
     for cq in scenario.cluster_queues:
         inactive = inactive_reason(cq, scenario.admission_checks)
         wait_for(
@@ -144,17 +146,18 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
             timeout=t.settle,
             interval=t.interval,
         )
-        wait_for(
-            kube,
-            KUEUE_API,
-            "LocalQueue",
-            cq.name,
-            has_condition("Active", "False" if cq.name in held or inactive else "True"),
-            namespace=names.namespace,
-            what="held (Active False)" if cq.name in held or inactive else "Active",
-            timeout=t.settle,
-            interval=t.interval,
-        )
+        for lq in (q for q in scenario.queues() if q.cluster_queue == cq.name):
+            wait_for(
+                kube,
+                KUEUE_API,
+                "LocalQueue",
+                lq.name,
+                has_condition("Active", "False" if cq.name in held or inactive else "True"),
+                namespace=names.real(lq.namespace),
+                what="held (Active False)" if cq.name in held or inactive else "Active",
+                timeout=t.settle,
+                interval=t.interval,
+            )
 
 
 def _inactive_and_empty(reason: str) -> Callable[[Obj | None], tuple[bool, str]]:
@@ -181,7 +184,13 @@ def _active_and_empty(obj: Obj | None) -> tuple[bool, str]:
 
 
 def await_local_queue(
-    kube: Kube, queue: str, names: Names, t: Timeouts, what: str, active: bool = True
+    kube: Kube,
+    queue: str,
+    names: Names,
+    t: Timeouts,
+    what: str,
+    active: bool = True,
+    namespace: str = "",
 ) -> None:
     """A LocalQueue of the run is Active (Kueue admits nothing through one that is not);
     `active` False: the LocalQueue of an inactive ClusterQueue, which Kueue keeps inactive
@@ -192,7 +201,7 @@ def await_local_queue(
         "LocalQueue",
         queue,
         has_condition("Active", "True" if active else "False"),
-        namespace=names.namespace,
+        namespace=namespace or names.namespace,
         what=what,
         timeout=t.settle,
         interval=t.interval,

@@ -85,13 +85,17 @@ def before(s: Session) -> repair.Before:
         evictions[name] = repair.eviction_counts(wl)
         if wl is not None and state(wl).kind == "admitted":
             placements[name] = admission_placement(wl, s.rename(entry))
-    pods = s.kube.list("v1", "Pod", s.names.namespace, s.names.run_selector)
+    pods = [
+        p
+        for ns in s.names.all_namespaces
+        for p in s.kube.list("v1", "Pod", ns, s.names.run_selector)
+    ]
     bound = frozenset(
         p["metadata"]["uid"]
         for p in pods
         if binding.live(p) and (p.get("spec") or {}).get("nodeName")
     )
-    seen = events(s.kube, s.names.namespace, kind="Workload")
+    seen = [e for ns in s.names.all_namespaces for e in events(s.kube, ns, kind="Workload")]
     # Terminating ones too: Kueue counts them until they are gone (kueue#10076).
     non_tas = frozenset(
         p["metadata"]["uid"]
@@ -122,7 +126,8 @@ def wait_pods_ready(s: Session) -> None:
             ready = get_condition(wl, "PodsReady")
             if ready is None or ready.get("status") == "True":
                 continue
-            pods = s.kube.list("v1", "Pod", s.names.namespace, s.owner_selector(entry))
+            ns = s.names.namespace_of(entry.workload)
+            pods = s.kube.list("v1", "Pod", ns, s.owner_selector(entry))
             # Ready, not only Running: a `pods-not-ready` step holds them Running, not Ready.
             running = [p for p in pods if binding.live(p) and _phase(p) == "Running" and _ready(p)]
             if len(running) >= sum(ps.count for ps in entry.workload.pod_sets):
@@ -345,7 +350,7 @@ def _delete_workload(s: Session, name: str) -> None:
     entry = s.entries.pop(name)
     if entry.rejected is not None:
         return
-    ns = s.names.namespace
+    ns = s.names.namespace_of(entry.workload)
     if entry.workload.lws is not None:
         _scale_down_group(s, entry)
     elif entry.as_job:

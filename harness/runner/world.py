@@ -11,6 +11,8 @@ the one built here and an identical ClusterQueue can be kept for the next scenar
 
 from __future__ import annotations
 
+from harness.k8s.quantity import format_quantity
+from harness.k8s.selector import NAMESPACE_NAME_LABEL
 from harness.kube import KUEUE_API
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.kueue.cohort_spec import cohort_spec
@@ -20,6 +22,7 @@ from harness.scenario.model import (
     ClusterQueue,
     Cohort,
     Flavor,
+    LocalQueue,
     PriorityClass,
     Scenario,
     Topology,
@@ -81,6 +84,15 @@ def cluster_queue(cq: ClusterQueue, names: Names) -> Obj:
     """The ClusterQueue under its own name: Kueue quotes it in messages ("preemptor path:
     /research/team-a"), so the scenario's name is what the expectations see."""
     spec: Obj = {"namespaceSelector": {}, "stopPolicy": "None", **cluster_queue_spec(cq)}
+    for expression in spec["namespaceSelector"].get("matchExpressions") or []:
+        # The API server names each namespace in this label: the run's real names.
+        if expression["key"] == NAMESPACE_NAME_LABEL and "values" in expression:
+            expression["values"] = [
+                names.real(v) if v in dict(names.others) else v for v in expression["values"]
+            ]
+    for key, value in (spec["namespaceSelector"].get("matchLabels") or {}).items():
+        if key == NAMESPACE_NAME_LABEL and value in dict(names.others):
+            spec["namespaceSelector"]["matchLabels"][key] = names.real(value)
     return {
         "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",
@@ -118,6 +130,15 @@ def local_queue(
     }
 
 
+def scenario_local_queue(lq: LocalQueue, names: Names, *, hold: bool = False) -> Obj:
+    """A `localQueues:` entry (or a ClusterQueue's own) in its real namespace."""
+    obj = local_queue(lq.cluster_queue, names, hold=hold, name=lq.name)
+    obj["metadata"]["namespace"] = names.real(lq.namespace)
+    if lq.fair_weight is not None:
+        obj["spec"]["fairSharing"] = {"weight": format_quantity(lq.fair_weight)}
+    return obj
+
+
 def cluster_objects(scenario: Scenario, names: Names) -> list[Obj]:
     """The cluster-scoped Kueue objects, in the order they can be created (a flavor after
     its Topology, a ClusterQueue after its flavors, priority classes, Cohorts and admission
@@ -135,3 +156,24 @@ def cluster_objects(scenario: Scenario, names: Names) -> list[Obj]:
 def held_queues(scenario: Scenario) -> set[str]:
     """ClusterQueues whose LocalQueue must hold while `admitted` entries are written."""
     return {a.queue for a in scenario.admitted}
+
+
+def namespaces_problem(scenario: Scenario) -> str | None:
+    """What the runner does not carry out in a namespace of `namespaces:` yet: `admitted`
+    entries there (their admissions are written in the scenario's own), fault steps and
+    LeaderWorkerSets (their pods are looked up in the scenario's own namespace)."""
+    if not scenario.local_queues:
+        return None
+    if any(a.namespace for a in scenario.admitted):
+        return (
+            f"{scenario.path}: admitted: an entry in another namespace: not run on a cluster "
+            "yet (admissions are written in the scenario's own namespace)"
+        )
+    elsewhere = [w for w in scenario.workloads if w.namespace]
+    if elsewhere and scenario.fault_features():
+        return (
+            f"{scenario.path}: fault steps with workloads in namespaces: not run on a cluster yet"
+        )
+    if any(w.lws is not None for w in elsewhere):
+        return f"{scenario.path}: a LeaderWorkerSet in namespaces: not run on a cluster yet"
+    return None

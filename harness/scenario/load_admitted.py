@@ -121,6 +121,8 @@ def _entry(
             if checks_at is not None
             else None
         ),
+        local_queue=workload.local_queue,
+        namespace=workload.namespace,
     )
 
 

@@ -12,6 +12,7 @@ index order: every engine decides them one after another as separate submissions
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 
 from harness.scenario.keypath import KeyPath, yaml_text
@@ -48,14 +49,8 @@ def groups(at: KeyPath, read_workload: Callable[[KeyPath], Workload]) -> list[Wo
             f"{base.name}-{replicas - 1}"
         )
     return [
-        Workload(
-            name=f"{base.name}-{i}",
-            pod_sets=base.pod_sets,
-            queue=base.queue,
-            priority_class=base.priority_class,
-            submit_at=base.submit_at,
-            run_for=base.run_for,
-            lws=LeaderWorkerSetGroup(base.name, i, replicas),
+        dataclasses.replace(
+            base, name=f"{base.name}-{i}", lws=LeaderWorkerSetGroup(base.name, i, replicas)
         )
         for i in range(replicas)
     ]

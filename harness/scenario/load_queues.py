@@ -15,7 +15,8 @@ from fractions import Fraction
 from harness.errors import did_you_mean
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_subdomain, is_qualified_name
-from harness.scenario import load_checks
+from harness.k8s.selector import LabelSelector
+from harness.scenario import load_checks, load_local_queues
 from harness.scenario.keypath import KeyPath, kind, yaml_text
 from harness.scenario.model import (
     BORROW_WITHIN_COHORT,
@@ -32,6 +33,8 @@ from harness.scenario.model import (
     Flavor,
     FlavorFungibility,
     FlavorQuotas,
+    LocalQueue,
+    Namespace,
     Preemption,
     PriorityClass,
     Queue,
@@ -64,10 +67,10 @@ CQ_KEYS = (
     "fairSharing",
     "admissionChecks",
     "admissionChecksStrategy",
+    "namespaceSelector",
+    "admissionScope",
 )
-CQ_NOT_IN_V2 = {
-    "admissionScope": "admission scope (fair sharing)",
-}
+CQ_NOT_IN_V2: dict[str, str] = {}
 MAX_GROUPS, MAX_COVERED, MAX_FLAVORS, MAX_PAIRS = 16, 64, 64, 512
 """ClusterQueue CRD limits (clusterqueue_types.go): groups, per-group covered resources and
 flavors, and flavor x resource pairs in total."""
@@ -107,6 +110,9 @@ class World:
     priority_classes: tuple[PriorityClass, ...]
     shorthand: Queue | None
     cohorts: tuple[Cohort, ...] = ()
+    local_queues: tuple[LocalQueue, ...] = ()
+    """`localQueues:` (empty: one per ClusterQueue, of its name, in the scenario's namespace)."""
+    namespaces: tuple[Namespace, ...] = ()
     notices: Notices = field(default_factory=Notices, compare=False)
     """Warnings for what Kueue accepts but a typo most likely made (harness.scenario.notices)."""
 
@@ -121,25 +127,27 @@ class World:
         lowest = {t.levels[-1] for t in self.topologies}
         return lowest.pop() if len(lowest) == 1 else HOSTNAME
 
-    def references(self, at: KeyPath, fields: Mapping[str, KeyPath]) -> tuple[str, str | None]:
-        """A workload's `queue` (filled in when there is one ClusterQueue) and
-        `priorityClass`, each naming an object of the file."""
+    def references(
+        self, at: KeyPath, fields: Mapping[str, KeyPath]
+    ) -> tuple[str, str | None, str, str]:
+        """A workload's ClusterQueue (through its `queue`, filled in when there is one
+        queue), `priorityClass`, LocalQueue ("": the ClusterQueue's own) and `namespace`
+        ("": the scenario's), each naming an object of the file."""
         if self.shorthand is not None:
-            for key in ("queue", "priorityClass"):
+            for key in ("queue", "priorityClass", "namespace"):
                 if key in fields:
                     fields[key].fail(
                         "needs the version-2 lists (clusterQueues, workloadPriorityClasses)"
                     )
-            return CLUSTER_QUEUE, None
-        names = [cq.name for cq in self.queues]
-        if "queue" in fields:
-            queue = fields["queue"].string()
-            if queue not in names:
-                fields["queue"].fail(f"no ClusterQueue named {yaml_text(queue)} in clusterQueues")
-        elif len(names) == 1:
-            queue = names[0]
-        else:
-            at.fail(f"missing required key 'queue' (there are {len(names)} ClusterQueues)")
+            return CLUSTER_QUEUE, None, "", ""
+        namespace = ""
+        if "namespace" in fields:
+            namespace = fields["namespace"].string()
+            if namespace not in {ns.name for ns in self.namespaces}:
+                fields["namespace"].fail(
+                    f'namespaces "{namespace}" not found (list it in namespaces)'
+                )
+        queue, local_queue = self._queue(at, fields, namespace)
         priority_class = None
         if "priorityClass" in fields:
             priority_class = fields["priorityClass"].string()
@@ -148,7 +156,38 @@ class World:
                     f"no WorkloadPriorityClass named {yaml_text(priority_class)}"
                     " in workloadPriorityClasses"
                 )
-        return queue, priority_class
+        return queue, priority_class, local_queue, namespace
+
+    def _queue(self, at: KeyPath, fields: Mapping[str, KeyPath], namespace: str) -> tuple[str, str]:
+        """(ClusterQueue, LocalQueue) of the workload's `queue`: with `localQueues` a
+        LocalQueue of its namespace, else a ClusterQueue (its LocalQueue of the same name)."""
+        if not self.local_queues:
+            names = [cq.name for cq in self.queues]
+            if namespace:
+                fields["namespace"].fail(
+                    "only the scenario's namespace has LocalQueues (list them in localQueues)"
+                )
+            if "queue" in fields:
+                queue = fields["queue"].string()
+                if queue not in names:
+                    fields["queue"].fail(
+                        f"no ClusterQueue named {yaml_text(queue)} in clusterQueues"
+                    )
+                return queue, ""
+            if len(names) == 1:
+                return names[0], ""
+            at.fail(f"missing required key 'queue' (there are {len(names)} ClusterQueues)")
+        mine = [lq for lq in self.local_queues if lq.namespace == namespace]
+        if "queue" in fields:
+            name = fields["queue"].string()
+            found = [lq for lq in mine if lq.name == name]
+            if not found:
+                where = f"namespace {namespace}" if namespace else "the scenario's namespace"
+                fields["queue"].fail(f"no LocalQueue named {yaml_text(name)} in {where}")
+            return found[0].cluster_queue, found[0].name
+        if len(mine) == 1:
+            return mine[0].cluster_queue, mine[0].name
+        at.fail(f"missing required key 'queue' (there are {len(mine)} LocalQueues here)")
 
     def expected_flavors(self, at: KeyPath, workload: Workload) -> dict[str, str]:
         """`expect.<wl>.flavors`: pod set -> a flavor its ClusterQueue offers it (several
@@ -288,6 +327,16 @@ def _cluster_queue(at: KeyPath, flavors: set[str]) -> ClusterQueue:
         fair_weight=fair_weight(fields["fairSharing"]) if "fairSharing" in fields else None,
         admission_checks=load_checks.cluster_queue_rules(
             fields, {fq.name for g in groups for fq in g.flavors}
+        ),
+        namespace_selector=(
+            load_local_queues.namespace_selector(fields["namespaceSelector"])
+            if "namespaceSelector" in fields
+            else LabelSelector()
+        ),
+        admission_mode=(
+            load_local_queues.admission_mode(fields["admissionScope"])
+            if "admissionScope" in fields
+            else None
         ),
     )
 

@@ -35,6 +35,7 @@ from harness.scenario import (
     load_cohorts,
     load_faults,
     load_kueue_config,
+    load_local_queues,
     load_lws,
     load_queues,
     load_versions,
@@ -161,6 +162,8 @@ TOP_KEYS = (
     "clusterQueues",
     "workloadPriorityClasses",
     "cohorts",
+    "namespaces",
+    "localQueues",
     "admissionChecks",
     "admitted",
     "nodes",
@@ -201,7 +204,16 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         else ()
     )
     held = _unique(
-        [Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue) for a in admitted],
+        [
+            Workload(
+                a.name,
+                tuple(p.pod_set for p in a.pod_sets),
+                a.queue,
+                local_queue=a.local_queue,
+                namespace=a.namespace,
+            )
+            for a in admitted
+        ],
         top.get("admitted"),
         "workload",
     )
@@ -283,6 +295,8 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         cluster_queues=cluster_queues,
         priority_classes=world.priority_classes,
         cohorts=world.cohorts,
+        local_queues=world.local_queues,
+        namespaces=world.namespaces,
         admission_checks=(
             load_checks.admission_checks(top["admissionChecks"]) if "admissionChecks" in top else ()
         ),
@@ -310,6 +324,8 @@ WORLD_KEYS = (
     "clusterQueues",
     "workloadPriorityClasses",
     "cohorts",
+    "namespaces",
+    "localQueues",
 )
 
 
@@ -348,13 +364,24 @@ def _world(root: _At, top: dict[str, _At]) -> load_queues.World:
     if "workloadPriorityClasses" in top:
         classes = load_queues.priority_classes(top["workloadPriorityClasses"])
     notices = Notices()
+    queues = load_queues.cluster_queues(top["clusterQueues"], flavors, notices)
+    namespaces = load_local_queues.namespaces(top["namespaces"]) if "namespaces" in top else ()
+    local_queues = (
+        load_local_queues.local_queues(
+            top["localQueues"], {cq.name for cq in queues}, {ns.name for ns in namespaces}
+        )
+        if "localQueues" in top
+        else ()
+    )
     return load_queues.World(
         topologies=tuple(topologies),
         flavors=tuple(flavors),
-        queues=load_queues.cluster_queues(top["clusterQueues"], flavors, notices),
+        queues=queues,
         priority_classes=classes,
         shorthand=None,
         cohorts=load_cohorts.cohorts(top["cohorts"], flavors, notices) if "cohorts" in top else (),
+        local_queues=local_queues,
+        namespaces=namespaces,
         notices=notices,
     )
 
@@ -595,7 +622,8 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
 
 def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Workload:
     fields = at.mapping(
-        ("name", "podSets", "queue", "priorityClass", "submitAt", "runFor"), ("name", "podSets")
+        ("name", "podSets", "queue", "namespace", "priorityClass", "submitAt", "runFor"),
+        ("name", "podSets"),
     )
     pod_sets = [_pod_set(p, levels) for p in fields["podSets"].items()]
     if not pod_sets:
@@ -604,7 +632,7 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
     name = fields["name"].string(is_dns_label, "workload name (a DNS label)")
     if len(name) > 63:
         fields["name"].fail("at most 63 characters")
-    queue, priority_class = world.references(at, fields)
+    queue, priority_class, local_queue, namespace = world.references(at, fields)
     _note_missing_levels(fields["podSets"], pod_sets, world.levels_of(queue), world.notices)
     return Workload(
         name=name,
@@ -613,6 +641,8 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
         priority_class=priority_class,
         submit_at=fields["submitAt"].seconds(above_zero=False) if "submitAt" in fields else None,
         run_for=fields["runFor"].seconds(above_zero=True) if "runFor" in fields else None,
+        local_queue=local_queue,
+        namespace=namespace,
     )
 
 
@@ -887,6 +917,8 @@ def with_stream(world: Scenario, rows: list[tuple[str, Any]], file: str) -> Scen
         queues=world.cluster_queues,
         priority_classes=world.priority_classes,
         shorthand=None,
+        local_queues=world.local_queues,
+        namespaces=world.namespaces,
     )
     seen: set[str] = {a.name for a in world.admitted}
     workloads = []

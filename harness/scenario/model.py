@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from harness.k8s.selector import NAMESPACE_NAME_LABEL, LabelSelector
 from harness.kueue.versions import DEFAULT_KUEUE, KueueVersions, VersionSpecError, version_key
 from harness.scenario.kueue_config import KueueConfig
 
@@ -192,6 +193,12 @@ class ClusterQueue:
     """`fairSharing.weight` (None: not set; Kueue's default weight is 1)."""
     admission_checks: tuple[CheckRule, ...] = ()
     """admissionChecksStrategy (the v1beta1 `admissionChecks` list converted, as Kueue does)."""
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    """`namespaceSelector`: absent = `{}` (every namespace: the harness's default, where
+    Kueue reads a missing selector as matching none)."""
+    admission_mode: str | None = None
+    """`admissionScope.admissionMode` (UsageBasedAdmissionFairSharing turns admission fair
+    sharing on for it, with kueueConfig.admissionFairSharing)."""
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -215,6 +222,29 @@ class Cohort:
     resource_groups: tuple[ResourceGroup, ...] = ()
     fair_weight: Fraction | None = None
     """`fairSharing.weight` as written (None: absent); only fair sharing reads it."""
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A `namespaces:` entry: a Kubernetes Namespace and its labels (namespaceSelector
+    matches them, and the name label the API server adds)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def all_labels(self) -> dict[str, str]:
+        return {**self.labels, NAMESPACE_NAME_LABEL: self.name}
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    """A Kueue LocalQueue. `namespace` "" is the scenario's own; `fair_weight` its
+    `fairSharing.weight` (None: Kueue's default 1; admission fair sharing divides by it)."""
+
+    name: str
+    cluster_queue: str
+    namespace: str = ""
+    fair_weight: Fraction | None = None
 
 
 @dataclass(frozen=True)
@@ -290,6 +320,14 @@ class Workload:
     run_for: float | None = None
     # Set when the workload is one group of a LeaderWorkerSet (harness.scenario.load_lws).
     lws: LeaderWorkerSetGroup | None = None
+    local_queue: str = ""
+    """The LocalQueue it is submitted to ("": the one named after `queue`)."""
+    namespace: str = ""
+    """Its namespace ("": the scenario's own)."""
+
+    @property
+    def queue_name(self) -> str:
+        return self.local_queue or self.queue
 
 
 @dataclass(frozen=True)
@@ -311,6 +349,23 @@ class AdmittedWorkload:
     check_states: Mapping[str, str] | None = None
     """Its status.admissionChecks (check -> Pending | Ready) when the entry lists them; None:
     every check its admission needs is Ready (harness.kueue.admission_checks.admitted_states)."""
+    local_queue: str = ""
+    namespace: str = ""
+
+    @property
+    def queue_name(self) -> str:
+        return self.local_queue or self.queue
+
+    def as_workload(self) -> Workload:
+        """The workload it was submitted as."""
+        return Workload(
+            name=self.name,
+            pod_sets=tuple(p.pod_set for p in self.pod_sets),
+            queue=self.queue,
+            priority_class=self.priority_class,
+            local_queue=self.local_queue,
+            namespace=self.namespace,
+        )
 
 
 EVICTION_REASONS = (
@@ -474,6 +529,10 @@ class Scenario:
     cohorts: tuple[Cohort, ...] = ()
     """Top-level `cohorts:` (Kueue Cohort objects), in file order."""
     admission_checks: tuple[AdmissionCheck, ...] = ()
+    local_queues: tuple[LocalQueue, ...] = ()
+    """`localQueues:` (empty: each ClusterQueue has one LocalQueue of its own name)."""
+    namespaces: tuple[Namespace, ...] = ()
+    """`namespaces:` besides the scenario's own."""
     usage: tuple[Usage, ...] = ()
     description: str = ""
     source: str = ""
@@ -574,6 +633,26 @@ class Scenario:
             if topology.name == flavor.topology_name:
                 return topology
         return None
+
+    def queues(self) -> tuple[LocalQueue, ...]:
+        """Every LocalQueue: `localQueues`, else one per ClusterQueue of the same name."""
+        if self.local_queues:
+            return self.local_queues
+        return tuple(LocalQueue(cq.name, cq.name) for cq in self.cluster_queues)
+
+    def local_queue_of(self, w: Workload | AdmittedWorkload) -> LocalQueue:
+        for lq in self.queues():
+            if lq.name == w.queue_name and lq.namespace == w.namespace:
+                return lq
+        raise KeyError(w.queue_name)
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        """A namespace's labels. The scenario's own ("") has none but its name label, whose
+        value no scenario names (each engine gives it a name of its own)."""
+        for ns in self.namespaces:
+            if ns.name == name:
+                return ns.all_labels()
+        return {NAMESPACE_NAME_LABEL: ""}
 
     def cluster_queue(self, name: str) -> ClusterQueue:
         for cq in self.cluster_queues:

@@ -22,6 +22,7 @@ from harness.scenario.model import (
     CheckChange,
     ClusterQueue,
     Flavor,
+    LocalQueue,
     Node,
     PodFault,
     PodSet,
@@ -102,6 +103,19 @@ def _workload(w: Workload) -> dict[str, Any]:
     }
     if w.priority_class is not None:
         out["priorityClass"] = w.priority_class
+    if w.local_queue:
+        out["localQueue"] = w.local_queue
+    if w.namespace:
+        out["namespace"] = w.namespace
+    return out
+
+
+def _local_queue(lq: LocalQueue) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": lq.name, "clusterQueue": lq.cluster_queue}
+    if lq.namespace:
+        out["namespace"] = lq.namespace
+    if lq.fair_weight is not None:
+        out["fairSharing"] = {"weight": format_quantity(lq.fair_weight)}
     return out
 
 
@@ -125,7 +139,7 @@ def _cluster_queue(cq: ClusterQueue) -> dict[str, Any]:
 
 def _admitted(sc: Scenario, a: AdmittedWorkload, reserved_at: datetime) -> dict[str, Any]:
     """An admitted workload: the workload, and the status Kueue would have written."""
-    workload = Workload(a.name, tuple(p.pod_set for p in a.pod_sets), a.queue, a.priority_class)
+    workload = a.as_workload()
     return {
         **_workload(workload),
         "status": admitted_status(sc, a, reserved_at),
@@ -182,6 +196,8 @@ def scenario_to_dict(
         "usage": [_usage(u) for u in sc.usage],
         "admitted": [_admitted(sc, a, reserved[a.name]) for a in sc.admitted],
         "admissionChecks": [_admission_check(c) for c in sc.admission_checks],
+        "namespaces": [{"name": n.name, "labels": dict(n.labels)} for n in sc.namespaces],
+        "localQueues": [_local_queue(lq) for lq in sc.queues()],
         "workloads": [_workload(w) for w in sc.workloads],
         "steps": [_step(st) for st in sc.steps],
     }

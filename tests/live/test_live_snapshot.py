@@ -266,7 +266,7 @@ def test_what_cannot_be_represented_is_said() -> None:
         "Cohort (not served): not read",
         "Kueue's configuration is not read (no ConfigMap kueue-manager-config with "
         "controller_manager_config.yaml): Kueue v0.19.2's defaults are assumed",
-        "ClusterQueue team-b: namespaceSelector {'matchLabels': {'team': 'b'}} (the snapshot lets every namespace's LocalQueues use it)",
+        "Namespaces: not read, their labels are unknown (written without labels)",
         "1 node(s) in no ResourceFlavor left out (Kueue places nothing there)",
         "priority 50 (PriorityClass system-ish) has no WorkloadPriorityClass of that value: written as WorkloadPriorityClass priority-50",
         "1 deactivated Workload(s) left out (spec.active: false)",

@@ -160,7 +160,7 @@ def test_the_sim_gets_the_sections_in_its_contract() -> None:
     }
 
 
-@pytest.mark.parametrize("section", ["admissionFairSharing", "waitForPodsReady", "resources"])
+@pytest.mark.parametrize("section", ["waitForPodsReady", "resources"])
 def test_engines_that_do_not_run_a_section_refuse_the_scenario(section: str) -> None:
     scenario = load({section: FULL[section]})
     if section != "waitForPodsReady":  # the fit model runs it (harness/fit/pods_ready.py)

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -86,7 +85,7 @@ func (c *cluster) usesChecks() bool {
 // setAdmissionCheck is the check controller's write.
 func (c *cluster) setAdmissionCheck(ctx context.Context, st *CheckStep) error {
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.Workload}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(st.Workload), wl); err != nil {
 		return nil // refused by the webhook, or deleted: no Workload to write to
 	}
 	old := wl.DeepCopy()
@@ -122,10 +121,10 @@ func (c *cluster) updateStatus(ctx context.Context, old, wl *kueue.Workload) err
 // as an update, and the controller reconciles again).
 func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
 		return nil
 	}
-	cq, ok := c.cqs[string(wl.Spec.QueueName)]
+	cq, ok := c.cqs[c.clusterQueueOf(wl)]
 	if !ok || !workload.IsActive(wl) {
 		return nil
 	}

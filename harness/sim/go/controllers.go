@@ -8,7 +8,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -109,7 +108,7 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 // quota back (QuotaReserved=False with the eviction message, admission cleared).
 func (c *cluster) stopEvicted(ctx context.Context, name string) error {
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
 		return fmt.Errorf("reading evicted workload %s: %w", name, err)
 	}
 	evCond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)

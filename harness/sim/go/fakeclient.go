@@ -57,7 +57,8 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: writes.patch}).
-		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}).
+		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
+			Labels: map[string]string{corev1.LabelMetadataName: namespace}}}).
 		Build(), nil
 }
 

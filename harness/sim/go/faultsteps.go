@@ -187,7 +187,7 @@ func (c *cluster) faultPods(ctx context.Context, st *StepSpec) error {
 		return nil
 	}
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.Pods.Workload}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(st.Pods.Workload), wl); err != nil {
 		return fmt.Errorf("workload %s: %w", st.Pods.Workload, err)
 	}
 	pods, err := c.podsOf(ctx, wl.Name)

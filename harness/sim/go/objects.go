@@ -102,14 +102,6 @@ func buildCohort(spec *CohortSpec) *kueue.Cohort {
 	}
 }
 
-// buildLocalQueue makes the LocalQueue of a ClusterQueue: same name, namespace default.
-func buildLocalQueue(cq string) *kueue.LocalQueue {
-	return &kueue.LocalQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: cq, Namespace: namespace},
-		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
-	}
-}
-
 func buildPriorityClass(pc *PriorityClassSpec) *kueue.WorkloadPriorityClass {
 	return &kueue.WorkloadPriorityClass{
 		ObjectMeta: metav1.ObjectMeta{Name: pc.Name},

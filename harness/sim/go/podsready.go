@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -76,7 +75,7 @@ func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) e
 		return nil
 	}
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
 		return nil
 	}
 	if !workload.IsAdmitted(wl) {
@@ -120,7 +119,7 @@ func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) e
 // Requeued=True BackoffFinished; the write's update puts it back in its queue.
 func (c *cluster) backoffFinished(ctx context.Context, name string) {
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
 		return
 	}
 	if !workload.IsActive(wl) || workload.HasQuotaReservation(wl) {

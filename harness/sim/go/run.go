@@ -61,6 +61,8 @@ type cluster struct {
 	usagePods map[string][]client.ObjectKey // usage name -> its pods
 	usageNode map[string]string             // usage name -> node
 	created   sets.Set[string]              // workloads that exist (not refused)
+	nsOf      map[string]string             // workload name -> its namespace
+	lqCQ      map[string]string             // "namespace/LocalQueue" -> its ClusterQueue
 	// notes say why a workload's outcome is unusual (see Result.note); unstable names
 	// those whose note says Kueue never settles on it.
 	notes    map[string]string
@@ -91,6 +93,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		flavors: map[string]*kueue.ResourceFlavor{}, nodes: map[string]*NodeSpec{},
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
+		nsOf: map[string]string{}, lqCQ: map[string]string{},
 	}
 	fail := func(err error) (*cluster, error) {
 		cancel()
@@ -108,8 +111,10 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	// NewManagerForUnitTestsWithRequeuer gives a manager whose inadmissible-workload
 	// requeuer only records requests until ProcessRequeues: flushes take effect between
 	// two scheduling cycles, where the controllers act (see deliver).
+	afs := admissionFairSharing(sc.KueueConfig.AdmissionFairSharing)
 	c.queues, c.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(c.client, c.cache,
-		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(c.timers))
+		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(c.timers),
+		qcache.WithAdmissionFairSharing(afs))
 	// Adding a LocalQueue makes the queue manager adopt the Workloads that already name it,
 	// the admitted ones included, as when Kueue starts over existing objects: deleting or
 	// evicting one of them later flushes its cohort's inadmissible workloads, as it does
@@ -119,7 +124,8 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	}
 	s := scheduler.New(c.queues, c.cache, c.client, recorder{},
 		scheduler.WithPreemptionExpectations(expectations), scheduler.WithClock(nil, clock),
-		scheduler.WithFairSharing(sc.KueueConfig.FairSharing))
+		scheduler.WithFairSharing(sc.KueueConfig.FairSharing),
+		scheduler.WithAdmissionFairSharing(afs))
 	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
 	if err := s.Start(ctrl.LoggerInto(ctx, hookedLogger(hook, log))); err != nil {
 		return fail(err)
@@ -155,7 +161,11 @@ func reservedAt(a *AdmittedSpec) (time.Time, bool) {
 
 func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 	// Fair sharing as Kueue's main.go sets it up from the Configuration.
-	c.cache = schdcache.New(c.client, schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil))
+	c.cache = schdcache.New(c.client, schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil),
+		schdcache.WithAdmissionFairSharing(admissionFairSharing(sc.KueueConfig.AdmissionFairSharing)))
+	if err := c.createNamespaces(ctx, sc); err != nil {
+		return err
+	}
 	tas := c.cache.TASCache()
 	for i := range sc.Nodes {
 		c.nodes[sc.Nodes[i].Name] = &sc.Nodes[i]
@@ -206,8 +216,11 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 		if err := c.client.Create(ctx, cq); err != nil {
 			return fmt.Errorf("creating ClusterQueue %s: %w", cq.Name, err)
 		}
-		if err := c.client.Create(ctx, buildLocalQueue(cq.Name)); err != nil {
-			return fmt.Errorf("creating LocalQueue %s: %w", cq.Name, err)
+		for _, lq := range localQueuesOf(sc, cq.Name) {
+			if err := c.client.Create(ctx, lq); err != nil {
+				return fmt.Errorf("creating LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+			}
+			c.lqCQ[lq.Namespace+"/"+lq.Name] = cq.Name
 		}
 		// The cache picks up the LocalQueue from the client when the ClusterQueue arrives,
 		// and creates the cohort the ClusterQueue names.
@@ -244,17 +257,15 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 		ref := kueue.ClusterQueueReference(cq.Name)
 		if !c.cache.ClusterQueueActive(ref) && !c.meantInactive(cq) {
 			_, reason, msg := c.cache.ClusterQueueReadiness(ref)
-			if inactiveByChecks(reason) {
-				// A missing or inactive AdmissionCheck: the scenario means it.
-				if err := c.queues.AddLocalQueue(ctx, buildLocalQueue(cq.Name)); err != nil {
-					return fmt.Errorf("adding LocalQueue %s: %w", cq.Name, err)
-				}
-				continue
+			if !inactiveByChecks(reason) {
+				return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
 			}
-			return fmt.Errorf("ClusterQueue %s is not active: %s: %s", cq.Name, reason, msg)
+			// A missing or inactive AdmissionCheck: the scenario means it.
 		}
-		if err := c.queues.AddLocalQueue(ctx, buildLocalQueue(cq.Name)); err != nil {
-			return fmt.Errorf("adding LocalQueue %s: %w", cq.Name, err)
+		for _, lq := range localQueuesOf(sc, cq.Name) {
+			if err := c.queues.AddLocalQueue(ctx, lq); err != nil {
+				return fmt.Errorf("adding LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+			}
 		}
 	}
 	return nil
@@ -288,6 +299,7 @@ func (c *cluster) create(ctx context.Context, wl *kueue.Workload, at time.Time) 
 		return nil, fmt.Errorf("creating workload %s: %w", wl.Name, err)
 	}
 	c.created.Insert(wl.Name)
+	c.nsOf[wl.Name] = wl.Namespace
 	stored := &kueue.Workload{}
 	if err := c.client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
 		return nil, fmt.Errorf("reading back workload %s: %w", wl.Name, err)
@@ -550,7 +562,7 @@ func (p *kueuePanic) Error() string { return "Kueue panicked: " + p.msg }
 // read turns the Workload's stored status into the oracle's outcome for it.
 func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	wl := &kueue.Workload{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl); err != nil {
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil {
 		return Result{}, fmt.Errorf("reading workload %s: %w", name, err)
 	}
 	if dumpStatus {
@@ -608,19 +620,19 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 }
 
 func (c *cluster) parked(wl *kueue.Workload) bool {
-	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	ref := kueue.ClusterQueueReference(c.clusterQueueOf(wl))
 	return slices.Contains(c.queues.DumpInadmissible()[ref], workload.Key(wl))
 }
 
 func (c *cluster) queued(wl *kueue.Workload) bool {
-	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	ref := kueue.ClusterQueueReference(c.clusterQueueOf(wl))
 	return slices.Contains(c.queues.Dump()[ref], workload.Key(wl))
 }
 
 // headOf names the workload its ClusterQueue pops first (queue order), the one every cycle
 // retries while wl waits behind it.
 func (c *cluster) headOf(wl *kueue.Workload) string {
-	ref := kueue.ClusterQueueReference(wl.Spec.QueueName)
+	ref := kueue.ClusterQueueReference(c.clusterQueueOf(wl))
 	queued := c.queues.Dump()[ref]
 	for _, info := range c.queues.PendingWorkloadsInfo(ref) {
 		if slices.Contains(queued, workload.Key(info.Obj)) {

@@ -29,6 +29,8 @@ type Scenario struct {
 	Usage                   []UsageSpec          `json:"usage"`
 	Admitted                []AdmittedSpec       `json:"admitted"`
 	AdmissionChecks         []AdmissionCheckSpec `json:"admissionChecks"`
+	Namespaces              []NamespaceSpec      `json:"namespaces"`
+	LocalQueues             []LocalQueueSpec     `json:"localQueues"`
 	Workloads               []WorkloadSpec       `json:"workloads"`
 	Steps                   []StepSpec           `json:"steps"`
 	// SimOptions are knobs of this backend only, not part of the contract.
@@ -93,11 +95,13 @@ type UsageSpec struct {
 	Count    *int        `json:"count"`
 }
 
-// WorkloadSpec is a workload to submit: the ClusterQueue it goes to (through the LocalQueue
-// of the same name) and its WorkloadPriorityClass, if any.
+// WorkloadSpec is a workload to submit: the ClusterQueue it goes to (through its LocalQueue
+// in its namespace) and its WorkloadPriorityClass, if any.
 type WorkloadSpec struct {
 	Name          string       `json:"name"`
 	Queue         string       `json:"queue"`
+	LocalQueue    string       `json:"localQueue"` // "": the LocalQueue named after Queue
+	Namespace     string       `json:"namespace"`  // "": the scenario's own`
 	PriorityClass string       `json:"priorityClass"`
 	PodSets       []PodSetSpec `json:"podSets"`
 }

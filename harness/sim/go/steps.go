@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -204,7 +203,7 @@ func (c *cluster) tasFlavorsOf(name string) []kueue.ResourceFlavorReference {
 // deleteWorkload does what Kueue's workload controller does on a Workload delete event.
 func (c *cluster) deleteWorkload(ctx context.Context, name string, outcome *orderedMap[Result]) error {
 	wl := &kueue.Workload{}
-	key := client.ObjectKey{Namespace: namespace, Name: name}
+	key := c.key(name)
 	if err := c.client.Get(ctx, key, wl); err != nil {
 		if _, known := outcome.values[name]; known {
 			outcome.delete(name) // refused by the webhook: there is nothing to delete

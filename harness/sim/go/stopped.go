@@ -7,7 +7,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -43,7 +42,7 @@ func (c *cluster) meantInactive(cq *kueue.ClusterQueue) bool {
 // ClusterQueueStopped, "The ClusterQueue is stopped"); deliver then stops its Job.
 func (c *cluster) drainStopped(ctx context.Context) error {
 	list := &kueue.WorkloadList{}
-	if err := c.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.client.List(ctx, list); err != nil { // every namespace's
 		return err
 	}
 	for i := range list.Items {
@@ -76,13 +75,13 @@ func (c *cluster) drainStopped(ctx context.Context) error {
 // that waits in an inactive ClusterQueue and does not say so yet; true when it wrote one.
 func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
 	list := &kueue.WorkloadList{}
-	if err := c.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.client.List(ctx, list); err != nil { // every namespace's
 		return false, err
 	}
 	wrote := false
 	for i := range list.Items {
 		wl := &list.Items[i]
-		cq := string(wl.Spec.QueueName) // each LocalQueue is named after its ClusterQueue
+		cq := c.clusterQueueOf(wl)
 		if workload.HasQuotaReservation(wl) || c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq)) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,14 +77,14 @@ func buildWorkload(wl *WorkloadSpec, validate bool) (*kueue.Workload, error) {
 	w := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      wl.Name,
-			Namespace: namespace,
+			Namespace: namespaceOr(wl.Namespace),
 			UID:       types.UID("wl-" + wl.Name),
 			// The job reconciler labels the Workload with its Job's UID
 			// (jobframework.ConstructWorkload); preemption messages quote it.
 			Labels: map[string]string{controllerconstants.JobUIDLabel: "job-" + wl.Name},
 		},
 		Spec: kueue.WorkloadSpec{
-			QueueName: kueue.LocalQueueName(wl.Queue),
+			QueueName: kueue.LocalQueueName(cmp.Or(wl.LocalQueue, wl.Queue)),
 			PodSets:   podSets,
 			Active:    ptr.To(true),
 		},
