@@ -44,8 +44,8 @@ def grow(
     """Add some of the features to `data` (a world_v2 case), each with its own chance;
     `make_workload(name)` makes a workload for a late `submit` step."""
     grower = _Grower(rng, data, make_workload)
-    if "kueueConfig" not in data and rng.random() < 0.35:
-        grower.cohort_tree()  # the fit model's fair shares are for flat cohorts
+    if rng.random() < 0.35:
+        grower.cohort_tree()
     if rng.random() < 0.3:
         grower.admission_checks()
     if rng.random() < 0.15:
@@ -98,7 +98,7 @@ class _Grower:
     def cohort_tree(self) -> None:
         """A tree `org` -> `research`/`prod` (sometimes `research` -> `ml`), ClusterQueues on
         its nodes, and quota and limits of the cohorts' own (limits only below the root, as
-        the Cohort webhook requires)."""
+        the Cohort webhook requires), and fair-sharing weights when fair sharing is on."""
         rng = self.rng
         shape = rng.choice(("root", "two", "chain"))
         parents: dict[str, str | None] = {"org": None}
@@ -121,6 +121,8 @@ class _Grower:
                 continue  # an implicit root: named by a parentName, without an entry
             if self.chance(0.5):
                 entry["resourceGroups"] = [self._cohort_group(parents[name] is not None)]
+            if "fairSharing" in self.data.get("kueueConfig", {}) and self.chance(0.4):
+                entry["fairSharing"] = {"weight": rng.choice(("0", "0.5", "2", "3"))}
             cohorts.append(entry)
         if cohorts:
             self.data["cohorts"] = cohorts
