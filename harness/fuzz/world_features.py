@@ -20,6 +20,7 @@ Data = dict[str, Any]
 
 FEATURES = (
     "fair-sharing",
+    "fair-tree",
     "cohort-tree",
     "cohort-quota",
     "admission-checks",
@@ -44,7 +45,8 @@ def grow(
     """Add some of the features to `data` (a world_v2 case), each with its own chance;
     `make_workload(name)` makes a workload for a late `submit` step."""
     grower = _Grower(rng, data, make_workload)
-    if rng.random() < 0.35:
+    fair = "fairSharing" in data.get("kueueConfig", {})
+    if rng.random() < (0.6 if fair else 0.35):
         grower.cohort_tree()
     if rng.random() < 0.3:
         grower.admission_checks()
@@ -63,6 +65,7 @@ def features(data: Data) -> list[str]:
     cohorts = data.get("cohorts", [])
     found = {
         "fair-sharing": "fairSharing" in data.get("kueueConfig", {}),
+        "fair-tree": "fairSharing" in data.get("kueueConfig", {}) and bool(cohorts),
         "cohort-tree": any("parentName" in c for c in cohorts),
         "cohort-quota": any("resourceGroups" in c for c in cohorts),
         "admission-checks": any(
