@@ -103,7 +103,9 @@ class _Grower:
         its nodes, and quota and limits of the cohorts' own (limits only below the root, as
         the Cohort webhook requires), and fair-sharing weights when fair sharing is on."""
         rng = self.rng
-        shape = rng.choice(("root", "two", "chain"))
+        fair = "fairSharing" in self.data.get("kueueConfig", {})
+        # Fair sharing over a tree needs queues in different subtrees to compare Cohorts.
+        shape = rng.choice(("two", "chain") if fair else ("root", "two", "chain"))
         parents: dict[str, str | None] = {"org": None}
         if shape in ("two", "chain"):
             parents.update(research="org", prod="org")
@@ -111,8 +113,12 @@ class _Grower:
             parents["ml"] = "research"
         names = list(parents)
         leaves = [n for n in names if n not in parents.values()] or names
-        for queue in self.queues:
-            queue["cohortName"] = rng.choice(leaves) if self.chance(0.8) else rng.choice(names)
+        spread = rng.sample(leaves, len(leaves))
+        for i, queue in enumerate(self.queues):
+            if fair and self.chance(0.8):
+                queue["cohortName"] = spread[i % len(spread)]
+            else:
+                queue["cohortName"] = rng.choice(leaves) if self.chance(0.8) else rng.choice(names)
             if "cohortName" in queue and self.chance(0.2):
                 _lend_limit(rng, queue)
         cohorts = []
@@ -124,7 +130,7 @@ class _Grower:
                 continue  # an implicit root: named by a parentName, without an entry
             if self.chance(0.5):
                 entry["resourceGroups"] = [self._cohort_group(parents[name] is not None)]
-            if "fairSharing" in self.data.get("kueueConfig", {}) and self.chance(0.4):
+            if fair and self.chance(0.4):
                 entry["fairSharing"] = {"weight": rng.choice(("0", "0.5", "2", "3"))}
             cohorts.append(entry)
         if cohorts:
