@@ -133,8 +133,44 @@ class _Grower:
             if fair and self.chance(0.4):
                 entry["fairSharing"] = {"weight": rng.choice(("0", "0.5", "2", "3"))}
             cohorts.append(entry)
+        if fair and self.chance(0.5):
+            self._pool_quota(cohorts)
         if cohorts:
             self.data["cohorts"] = cohorts
+
+    def _pool_quota(self, cohorts: list[Data]) -> None:
+        """Move some ClusterQueues' GPU quota up to the root Cohort, so their workloads
+        borrow and fair sharing compares the subtrees they run in."""
+        moved: dict[str, int] = {}
+        for queue in self.queues:
+            if not self.chance(0.6):
+                continue
+            if self.chance(0.7):
+                preemption = queue.setdefault("preemption", {})
+                preemption["reclaimWithinCohort"] = self.rng.choice(("Any", "LowerPriority"))
+            for flavor in queue["resourceGroups"][0]["flavors"]:
+                for quota in flavor["resources"]:
+                    if quota["name"] == GPU:
+                        moved[flavor["name"]] = moved.get(flavor["name"], 0) + int(
+                            quota["nominalQuota"]
+                        )
+                        quota["nominalQuota"] = 0
+                        quota.pop("lendingLimit", None)
+        if not moved:
+            return
+        root = next((c for c in cohorts if "parentName" not in c), None)
+        if root is None:
+            root = {"name": "org"}
+            cohorts.insert(0, root)
+        group = root.setdefault("resourceGroups", [{"coveredResources": [GPU], "flavors": []}])[0]
+        for name, amount in moved.items():
+            flavor = next((f for f in group["flavors"] if f["name"] == name), None)
+            if flavor is None:
+                group["flavors"].append(
+                    {"name": name, "resources": [{"name": GPU, "nominalQuota": amount}]}
+                )
+            else:
+                flavor["resources"][0]["nominalQuota"] += amount
 
     def _cohort_group(self, has_parent: bool) -> Data:
         rng = self.rng
