@@ -67,10 +67,6 @@ def compare(a: Share, b: Share) -> int:
     return (x > y) - (x < y)
 
 
-def weight_of(book: QuotaBook, cq: str) -> float:
-    return node_weight(book, (CQ, cq))
-
-
 def node_weight(book: QuotaBook, node: Node) -> float:
     """`fairWeight`: a ClusterQueue's or a Cohort's `fairSharing.weight`, default 1."""
     if node[0] == CQ:
