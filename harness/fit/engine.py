@@ -91,13 +91,6 @@ def check_supported(scenario: Scenario) -> KueueRules:
                 f"{scenario.path}: kueueConfig.admissionFairSharing: {why} (the embedded "
                 "cluster runs it: --cluster=local)"
             )
-    tree = [c.name for c in scenario.cohorts if c.parent or c.resource_groups or c.fair_weight]
-    if scenario.kueue_config.fair_sharing is not None and tree:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueueConfig.fairSharing with the Cohort object {tree[0]} (a "
-            "parent, quota or weight of its own): the fit model's shares are for flat cohorts "
-            "(the sim and the embedded cluster run it)"
-        )
     PodsReadiness(scenario).check_supported()
     held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
     if held and rules.version != DEFAULT_KUEUE:

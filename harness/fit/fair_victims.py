@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.fit import fairshare, victims
+from harness.fit.cohort_tree import COHORT, CQ, Node
 from harness.fit.fairshare import Share
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.ties import TieBreak
@@ -35,25 +36,52 @@ from harness.scenario.kueue_config import LESS_THAN_INITIAL_SHARE
 
 @dataclass
 class _Ordering:
-    """`TargetClusterQueueOrdering` of a flat cohort: candidates per ClusterQueue, in
-    candidate order, and the ClusterQueues pruned."""
+    """`TargetClusterQueueOrdering` over the preemptor's cohort tree: candidates per
+    ClusterQueue, in candidate order, and the ClusterQueues and Cohorts pruned."""
 
     search: Search
     per_cq: dict[str, list[Holding]]
     pruned: set[str] = field(default_factory=set)
+    pruned_cohorts: set[str] = field(default_factory=set)
     done: bool = False
+
+    def __post_init__(self) -> None:
+        tree = self.search.snap.book.tree
+        self.pre_node: Node = (CQ, self.search.pre.cq.name)
+        self.pre_path = set(tree.ancestors(self.pre_node))
 
     def share(self, cq: str) -> Share:
         return fairshare.share(self.search.snap.book, cq)
 
     def next_target(self) -> str | None:
-        """`nextTarget`: the unpruned ClusterQueue of the highest share that has candidates
-        and borrows (or is the preemptor's); equal shares by their first candidates."""
+        """`Iter`: a preemptor without a cohort only targets its own queue; else
+        `nextTarget` from the root until a ClusterQueue is found or the root is pruned."""
+        tree = self.search.snap.book.tree
         pre = self.search.pre.cq.name
-        members = self.search.snap.book.members(pre) or [pre]
+        if self.pre_node not in tree.parent:
+            if pre in self.pruned or not self.per_cq.get(pre):
+                self.done = True
+                return None
+            return pre
+        root = tree.root(self.pre_node)
+        while root[1] not in self.pruned_cohorts:
+            if (cq := self._next(root)) is not None:
+                return cq
+        self.done = True
+        return None
+
+    def _next(self, cohort: Node) -> str | None:
+        """`nextTarget`: among the cohort's queues, the unpruned one of the highest share
+        that has candidates and borrows (or is the preemptor's), equal shares by their
+        first candidates; among its child Cohorts, the unpruned one of the highest share
+        that borrows or is on the preemptor's path (equal shares: map order); descend into
+        that Cohort when its share is at least the queue's."""
+        book = self.search.snap.book
+        pre = self.search.pre.cq.name
         best: str | None = None
         best_share = fairshare.NEGATIVE
-        for cq in members:
+        for node in book.tree.child_queues(cohort):
+            cq = node[1]
             if cq in self.pruned:
                 continue
             s = self.share(cq)
@@ -63,8 +91,31 @@ class _Ordering:
             c = fairshare.compare(s, best_share)
             if c > 0 or (c == 0 and best is not None and self._first_before(cq, best)):
                 best, best_share = cq, s
-        if best is None:
-            self.done = True
+        tied: list[Node] = []
+        cohort_share = fairshare.NEGATIVE
+        for child in book.tree.child_cohorts(cohort):
+            if child[1] in self.pruned_cohorts:
+                continue
+            s = fairshare.node_share(book, child)
+            if not s.borrowing and child not in self.pre_path:
+                self.pruned_cohorts.add(child[1])
+                continue
+            c = fairshare.compare(s, cohort_share)
+            if c > 0:
+                tied, cohort_share = [child], s
+            elif c == 0:
+                tied.append(child)
+        if not tied and best is None:
+            self.pruned_cohorts.add(cohort[1])
+            return None
+        if tied and fairshare.compare(cohort_share, best_share) >= 0:
+            names = sorted(n for _, n in tied)
+            chosen = self.search.ties.pick(
+                names,
+                f"Cohorts {', '.join(names)} have equal shares as preemption targets "
+                "(Go map order)",
+            )
+            return self._next((COHORT, chosen))
         return best
 
     def _first_before(self, a: str, b: str) -> bool:
@@ -72,6 +123,40 @@ class _Ordering:
             [_Candidate(self.per_cq[a][0], 0), _Candidate(self.per_cq[b][0], 0)]
         )
         return ordered[0].holding is self.per_cq[a][0]
+
+    def almost_lca(self, cq: str) -> Node:
+        """`getAlmostLCA` of the target queue: its ancestor (or itself) just below the
+        lowest Cohort it shares with the preemptor."""
+        tree = self.search.snap.book.tree
+        node: Node = (CQ, cq)
+        for ancestor in tree.ancestors(node):
+            if ancestor in self.pre_path:
+                return node
+            node = ancestor
+        return node
+
+    def preemptor_almost_lca(self, cq: str) -> Node:
+        """The preemptor's node just below that same lowest common Cohort."""
+        tree = self.search.snap.book.tree
+        lca = tree.parent.get(self.almost_lca(cq))
+        node = self.pre_node
+        for ancestor in tree.ancestors(self.pre_node):
+            if ancestor == lca:
+                return node
+            node = ancestor
+        return node
+
+    def shares(self, cq: str) -> tuple[Share, Share]:
+        """`ComputeShares`: the preemptor's and the target's shares at the level where
+        their paths meet."""
+        book = self.search.snap.book
+        if cq == self.search.pre.cq.name:
+            s = fairshare.node_share(book, self.pre_node)
+            return s, s
+        return (
+            fairshare.node_share(book, self.preemptor_almost_lca(cq)),
+            fairshare.node_share(book, self.almost_lca(cq)),
+        )
 
 
 class FairSearch:
@@ -123,10 +208,12 @@ class FairSearch:
         targets.append(Target(held, reason))
         return self._fits()
 
-    def _share_without(self, held: Holding) -> Share:
+    def _share_without(self, held: Holding, node: Node) -> Share:
+        """`ComputeTargetShareAfterRemoval`: the share of the target's node at the level
+        where it meets the preemptor, without the candidate's usage."""
         self.book.add(held.cq, held.quota, -1)
         try:
-            return fairshare.share(self.book, held.cq)
+            return fairshare.node_share(self.book, node)
         finally:
             self.book.add(held.cq, held.quota)
 
@@ -150,14 +237,15 @@ class FairSearch:
                 if self._take(queue.pop(0), RECLAMATION, targets):
                     return True, targets, []
                 continue
-            mine, old = ordering.share(pre), ordering.share(cq)
+            mine, old = ordering.shares(cq)
             if mine.weighted() == float("inf") and old.weighted() != float("inf"):
                 retry += queue
                 queue.clear()
                 continue
             while queue:
                 held = queue.pop(0)
-                if self._passes(self.strategies[0], mine, old, self._share_without(held)):
+                new = self._share_without(held, ordering.almost_lca(cq))
+                if self._passes(self.strategies[0], mine, old, new):
                     if self._take(held, FAIR_SHARING, targets):
                         return True, targets, []
                     break
@@ -174,12 +262,11 @@ class FairSearch:
         """`runSecondFsStrategy`: LessThanInitialShare, at most one candidate per
         ClusterQueue."""
         ordering = self._ordering(retry)
-        pre = self.pre.cq.name
         while not ordering.done:
             cq = ordering.next_target()
             if cq is None:
                 break
-            mine, old = ordering.share(pre), ordering.share(cq)
+            mine, old = ordering.shares(cq)
             held = ordering.per_cq[cq].pop(0)
             if fairshare.compare(mine, old) < 0 and self._take(held, FAIR_SHARING, targets):
                 return True

@@ -20,6 +20,7 @@ Data = dict[str, Any]
 
 FEATURES = (
     "fair-sharing",
+    "fair-tree",
     "cohort-tree",
     "cohort-quota",
     "admission-checks",
@@ -44,8 +45,9 @@ def grow(
     """Add some of the features to `data` (a world_v2 case), each with its own chance;
     `make_workload(name)` makes a workload for a late `submit` step."""
     grower = _Grower(rng, data, make_workload)
-    if "kueueConfig" not in data and rng.random() < 0.35:
-        grower.cohort_tree()  # the fit model's fair shares are for flat cohorts
+    fair = "fairSharing" in data.get("kueueConfig", {})
+    if rng.random() < (0.6 if fair else 0.35):
+        grower.cohort_tree()
     if rng.random() < 0.3:
         grower.admission_checks()
     if rng.random() < 0.15:
@@ -63,6 +65,7 @@ def features(data: Data) -> list[str]:
     cohorts = data.get("cohorts", [])
     found = {
         "fair-sharing": "fairSharing" in data.get("kueueConfig", {}),
+        "fair-tree": "fairSharing" in data.get("kueueConfig", {}) and bool(cohorts),
         "cohort-tree": any("parentName" in c for c in cohorts),
         "cohort-quota": any("resourceGroups" in c for c in cohorts),
         "admission-checks": any(
@@ -98,9 +101,11 @@ class _Grower:
     def cohort_tree(self) -> None:
         """A tree `org` -> `research`/`prod` (sometimes `research` -> `ml`), ClusterQueues on
         its nodes, and quota and limits of the cohorts' own (limits only below the root, as
-        the Cohort webhook requires)."""
+        the Cohort webhook requires), and fair-sharing weights when fair sharing is on."""
         rng = self.rng
-        shape = rng.choice(("root", "two", "chain"))
+        fair = "fairSharing" in self.data.get("kueueConfig", {})
+        # Fair sharing over a tree needs queues in different subtrees to compare Cohorts.
+        shape = rng.choice(("two", "chain") if fair else ("root", "two", "chain"))
         parents: dict[str, str | None] = {"org": None}
         if shape in ("two", "chain"):
             parents.update(research="org", prod="org")
@@ -108,8 +113,12 @@ class _Grower:
             parents["ml"] = "research"
         names = list(parents)
         leaves = [n for n in names if n not in parents.values()] or names
-        for queue in self.queues:
-            queue["cohortName"] = rng.choice(leaves) if self.chance(0.8) else rng.choice(names)
+        spread = rng.sample(leaves, len(leaves))
+        for i, queue in enumerate(self.queues):
+            if fair and self.chance(0.8):
+                queue["cohortName"] = spread[i % len(spread)]
+            else:
+                queue["cohortName"] = rng.choice(leaves) if self.chance(0.8) else rng.choice(names)
             if "cohortName" in queue and self.chance(0.2):
                 _lend_limit(rng, queue)
         cohorts = []
@@ -121,9 +130,47 @@ class _Grower:
                 continue  # an implicit root: named by a parentName, without an entry
             if self.chance(0.5):
                 entry["resourceGroups"] = [self._cohort_group(parents[name] is not None)]
+            if fair and self.chance(0.4):
+                entry["fairSharing"] = {"weight": rng.choice(("0", "0.5", "2", "3"))}
             cohorts.append(entry)
+        if fair and self.chance(0.5):
+            self._pool_quota(cohorts)
         if cohorts:
             self.data["cohorts"] = cohorts
+
+    def _pool_quota(self, cohorts: list[Data]) -> None:
+        """Move some ClusterQueues' GPU quota up to the root Cohort, so their workloads
+        borrow and fair sharing compares the subtrees they run in."""
+        moved: dict[str, int] = {}
+        for queue in self.queues:
+            if not self.chance(0.6):
+                continue
+            if self.chance(0.7):
+                preemption = queue.setdefault("preemption", {})
+                preemption["reclaimWithinCohort"] = self.rng.choice(("Any", "LowerPriority"))
+            for flavor in queue["resourceGroups"][0]["flavors"]:
+                for quota in flavor["resources"]:
+                    if quota["name"] == GPU:
+                        moved[flavor["name"]] = moved.get(flavor["name"], 0) + int(
+                            quota["nominalQuota"]
+                        )
+                        quota["nominalQuota"] = 0
+                        quota.pop("lendingLimit", None)
+        if not moved:
+            return
+        root = next((c for c in cohorts if "parentName" not in c), None)
+        if root is None:
+            root = {"name": "org"}
+            cohorts.insert(0, root)
+        group = root.setdefault("resourceGroups", [{"coveredResources": [GPU], "flavors": []}])[0]
+        for name, amount in moved.items():
+            flavor = next((f for f in group["flavors"] if f["name"] == name), None)
+            if flavor is None:
+                group["flavors"].append(
+                    {"name": name, "resources": [{"name": GPU, "nominalQuota": amount}]}
+                )
+            else:
+                flavor["resources"][0]["nominalQuota"] += amount
 
     def _cohort_group(self, has_parent: bool) -> Data:
         rng = self.rng

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from harness.fit import fairshare
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.cohort_tree import COHORT, CQ, Node
 from harness.k8s.quantity import kueue_units
@@ -311,27 +312,11 @@ def _weight(book: QuotaBook, node: Node) -> Fraction:
 
 
 def dominant_share(book: QuotaBook, node: Node, weight: Fraction) -> int | None:
-    """Kueue's `dominantResourceShare` rounded (fair_sharing.go): per resource what the node
-    borrows beyond its subtree quota, summed over flavors, x1000 over what its parent can
-    lend of it (`calculateLendable`: the parent's potential available, over the root's
-    flavors); the largest ratio, divided by the weight and rounded up. 0 without a parent
-    or without borrowing; None when a weight of 0 borrows (MaxInt64)."""
-    parent = book.tree.parent.get(node)
-    if parent is None:
-        return 0
-    borrowing: dict[str, int] = {}
-    for fr in _all_frs(book):
-        over = book.node_usage(node, fr) - book.subtree_quota(node, fr)
-        if over > 0:
-            borrowing[fr[1]] = borrowing.get(fr[1], 0) + over
-    if not borrowing:
-        return 0
-    lendable: dict[str, int] = {}
-    for fr in _all_frs(book):
-        lendable[fr[1]] = lendable.get(fr[1], 0) + book._potential(parent, fr)
-    # float64 as Kueue computes it, so the rounding up agrees at the edges
-    ratios = [b * 1000.0 / lendable[r] for r, b in borrowing.items() if lendable.get(r)]
-    ratio = max(ratios, default=0.0)
+    """Kueue's `dominantResourceShare` rounded (fair_sharing.go `roundedWeightedShare`): the
+    fit model's unweighted ratio (harness.fit.fairshare.node_share) divided by the weight
+    and rounded up. 0 without a parent or without borrowing; None when a weight of 0
+    borrows (MaxInt64)."""
+    ratio = fairshare.node_share(book, node).ratio
     if weight == 0:
         return None if ratio else 0
     return math.ceil(ratio / float(weight))
