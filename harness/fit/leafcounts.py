@@ -20,13 +20,25 @@ Shape = tuple[tuple[tuple[str, int], ...], bool, bool]
 
 
 class LeafCounts:
-    """Every leaf's pod count for one shape, the zero ones' limiting resource and message."""
+    """Every leaf's pod count for one shape, the zero ones' limiting resource and message,
+    and every inner domain's sum of them (its count when there is no leader)."""
 
     def __init__(self, tree: Tree, shape: Shape) -> None:
         self.asked, self.simulate_empty, self.unclamped = shape
+        self.leaves = len(tree.leaves)
         self.domains: list[Domain] = [leaf.domain for leaf in tree.leaves.values()]
+        self.domains += [d for level in tree.per_level[:-1] for d in level.values()]
         self.index = {key: i for i, key in enumerate(tree.leaves)}
+        position = {id(d): i for i, d in enumerate(self.domains)}
+        self.ancestors: list[list[int]] = []
+        for leaf in tree.leaves.values():
+            up, parent = [], leaf.domain.parent
+            while parent is not None:
+                up.append(position[id(parent)])
+                parent = parent.parent
+            self.ancestors.append(up)
         self.counts = [0] * len(self.domains)
+        """Leaves first (tree.leaves order), then the inner domains: pods in each."""
         self.limiting: dict[LeafKey, str] = {}
         self.excluded: dict[LeafKey, str] = {}
         self.by_resource: dict[str, int] = {}
@@ -37,7 +49,7 @@ class LeafCounts:
         """Recount the leaves changed since the last look (all of them after a long while)."""
         start = self.seen - tree.touched_base
         end = tree.touched_base + len(tree.touched)
-        if self.seen < 0 or start < 0 or len(tree.touched) - start > len(self.domains):
+        if self.seen < 0 or start < 0 or len(tree.touched) - start > self.leaves:
             keys = list(tree.leaves)
         else:
             keys = list(dict.fromkeys(tree.touched[start:]))
@@ -59,7 +71,13 @@ class LeafCounts:
                 count = -(-free // v) if self.unclamped else 0
             if count < pods or (count == pods and (not limiting or r < limiting)):
                 pods, limiting = count, r
-        self.counts[self.index[key]] = pods
+        i = self.index[key]
+        counts = self.counts
+        delta = pods - counts[i]
+        if delta:
+            counts[i] = pods
+            for a in self.ancestors[i]:
+                counts[a] += delta
         old = self.limiting.pop(key, None)
         if old is not None:
             left = self.by_resource[old] - 1

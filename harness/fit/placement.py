@@ -199,7 +199,6 @@ def _fill_counts(
 ) -> None:
     tree = run.tree
     if _kept_counts(run, assumed, simulate_empty):
-        _roll_up(run)
         return
     for domain in tree.per_level[-1].values():  # inner domains are all rewritten by _aggregate
         domain.pods = domain.pods_wl = domain.slices = domain.slices_wl = domain.leaders = 0
@@ -284,15 +283,23 @@ def _kept_counts(
     if any(v == 0 for _, v in asked):
         return False
     counts = leaf_counts(tree, (asked, simulate_empty, algo.unclamped))
-    run.stats.total_nodes += len(counts.domains)
+    run.stats.total_nodes += counts.leaves
     resources = run.stats.resources
     for r, n in counts.by_resource.items():
         resources[r] = resources.get(r, 0) + n
     tree.excluded.clear()
     tree.excluded.update(counts.excluded)
-    for domain, pods in zip(counts.domains, counts.counts, strict=True):
+    if request.slice_size == 1 and request.slice_level_index == len(tree.per_level) - 1:
+        # One pod a slice, counted at the leaves: every domain's slices are its pods, and
+        # with no leader its counts with the leader are the same (_roll_up's sums).
+        for domain, pods in zip(counts.domains, counts.counts, strict=True):
+            domain.pods = domain.pods_wl = domain.slices = domain.slices_wl = pods
+            domain.leaders = 0
+        return True
+    for domain, pods in zip(counts.domains[: counts.leaves], counts.counts, strict=False):
         domain.pods = domain.pods_wl = pods
         domain.slices = domain.slices_wl = domain.leaders = 0
+    _roll_up(run)
     return True
 
 
