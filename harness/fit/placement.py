@@ -392,12 +392,21 @@ def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
     domains = list(run.tree.per_level[level].values())
     if not domains:
         raise PlacementFailed(f"no topology domains at level: {run.tree.topology.levels[level]}")
-    ordered = algo.sorted_with_leader(domains)
-    top = ordered[0]
     needed, leaders = request.count // request.slice_size, request.leader_count
-    if algo.best_fit and top.slices_wl >= needed and top.leaders >= leaders:
-        top = algo.best_fit_slices(ordered, needed, leaders)
+    ordered: list[Domain] | None = None
+    if algo.best_fit and leaders == 0:
+        # The picks below without sorting every domain of the level (a host-level request
+        # on 1,000 nodes sorted them all for each placement); sorted only to spread.
+        top = algo.first_with_leader(domains)
+        if top.slices_wl >= needed and top.leaders >= leaders:
+            top = algo.best_fit_unsorted(domains, needed) or top
+    else:
+        ordered = algo.sorted_with_leader(domains)
+        top = ordered[0]
+        if algo.best_fit and top.slices_wl >= needed and top.leaders >= leaders:
+            top = algo.best_fit_slices(ordered, needed, leaders)
     if not algo.best_fit:
+        assert ordered is not None
         for candidate in ordered:
             capacity = candidate.slices
             if leaders > 0 and algo.leader_aware:  # v0.18.2 :1291-1295 reads sliceState only
@@ -412,7 +421,7 @@ def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
         raise _fail(run, top.slices, needed)
     if level > 0 and not request.unconstrained:
         return _find_level(run, level - 1)
-    return level, _spread(run, ordered, needed)
+    return level, _spread(run, ordered or algo.sorted_with_leader(domains), needed)
 
 
 def _spread(run: _Run, ordered: list[Domain], needed: int) -> list[Domain]:
