@@ -2,6 +2,12 @@
 
     python bench/replay.py                     # all three
     python bench/replay.py --only day          # one: kueue-tas, kueue-tas-1050, day
+    python bench/replay.py --sim --only kueue-tas-1050   # also on kueue-sim
+    python bench/replay.py --json DIR          # each replay's JSON too (bench/replay_digest.py)
+
+CPU seconds are the process's (time.process_time: user + system) for the fit model, and the
+kueue-sim child's added (resource.getrusage RUSAGE_CHILDREN, read once it has exited) for
+the sim: the machine is shared, so wall time says little.
 
 - kueue-tas: Kueue's own configs/tas/generator.yaml as written (v0.19.2: 640 nodes,
   5 cohorts x 6 ClusterQueues x 500 workloads = 15,000).
@@ -15,7 +21,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import resource
 import sys
 import time
 from pathlib import Path
@@ -24,7 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import toolchain
-from harness.replay.engine import replay
+from harness.replay.engine import Timeline, replay
+from harness.replay.result import timeline_result
 from harness.replay.stream import load_stream
 from harness.replay.summary import summary
 from harness.scenario.loader import scenario_from_data
@@ -94,14 +103,26 @@ def day(jobs: int = 10_000, seed: int = 1) -> Scenario:
     return scenario_from_data(data, "bench-day")
 
 
-def measure(name: str, scenario: Scenario, classes: dict[str, str] | None = None) -> None:
-    start, cpu = time.perf_counter(), time.process_time()
-    timeline = replay(scenario)
-    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+def measure(
+    name: str,
+    scenario: Scenario,
+    classes: dict[str, str] | None = None,
+    out: Path | None = None,
+    engine: str = "fit",
+) -> None:
+    start, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
+    timeline = replay(scenario) if engine == "fit" else _on_sim(scenario)
+    took = time.perf_counter() - start
+    cpu = time.process_time() - cpu + _children_cpu() - children
     s = summary(scenario, timeline, classes)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        payload = timeline_result(scenario, timeline, classes)
+        text = json.dumps(payload, indent=1, sort_keys=True, default=str)
+        (out / f"anchor-{name}{'' if engine == 'fit' else '-' + engine}.json").write_text(text)
     print(
-        f"{name}: {len(scenario.workloads)} jobs on {len(scenario.nodes)} nodes replayed in "
-        f"{took:.1f} s wall, {cpu:.1f} s CPU ({len(timeline.moments)} moments, "
+        f"{name} ({engine}): {len(scenario.workloads)} jobs on {len(scenario.nodes)} nodes "
+        f"replayed in {took:.1f} s wall, {cpu:.1f} s CPU ({len(timeline.moments)} moments, "
         f"{s['preemptions']} preemptions, "
         f"{len(s['neverAdmitted'])} never admitted, p90 wait {s['timeToAdmission'].get('p90')})",
         flush=True,
@@ -110,16 +131,40 @@ def measure(name: str, scenario: Scenario, classes: dict[str, str] | None = None
         print(f"  {c}: mean wait {figures.get('mean')} s, p90 {figures.get('p90')} s")
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _on_sim(scenario: Scenario) -> Timeline:
+    """The stream on kueue-sim (harness.replay.onsim), its process stopped before the
+    clock is read so that its CPU time is counted."""
+    from harness.backends.sim import SimBackend
+    from harness.replay.onsim import replay_on
+
+    backend = SimBackend()
+    try:
+        return replay_on(scenario, lambda sc: backend.run(sc).steps)
+    finally:
+        backend.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("kueue-tas", "kueue-tas-1050", "day"))
+    parser.add_argument("--sim", action="store_true", help="also replay on kueue-sim")
+    parser.add_argument("--json", type=Path, help="write each replay's JSON into this folder")
     args = parser.parse_args()
-    if args.only in (None, "kueue-tas-1050"):
-        measure("kueue-tas-1050", *kueue_tas(scale_1050=True))
-    if args.only in (None, "day"):
-        measure("day", day())
-    if args.only in (None, "kueue-tas"):
-        measure("kueue-tas", *kueue_tas())
+    engines = ("fit", "sim") if args.sim else ("fit",)
+    for name in ("kueue-tas-1050", "day", "kueue-tas"):
+        if args.only not in (None, name):
+            continue
+        if name == "day":
+            scenario, classes = day(), None
+        else:
+            scenario, classes = kueue_tas(scale_1050=name == "kueue-tas-1050")
+        for engine in engines:
+            measure(name, scenario, classes, args.json, engine)
     return 0
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
-from harness.fit.binding import Binder
+from harness.fit.binding import Binder, Unplaceable
 from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import (
     NO_FIT,
@@ -199,16 +199,21 @@ class Model:
         return held
 
     def _rebind(self) -> None:
-        for name in self.binder.retry(self.nodes, self.usage):
-            self._note_unschedulable(name)
+        for name, bound in self.binder.retry(self.nodes, self.usage).items():
+            self._note_unschedulable(name, bound)
 
-    def _note_unschedulable(self, name: str) -> None:
+    def _note_unschedulable(self, name: str, bound: Unplaceable | None = None) -> None:
         outcome = self.outcomes.get(name)
         if outcome is not None and outcome.admitted:
-            bound = self.binder.unplaceable(name)
-            self.outcomes[name] = replace(
-                outcome, unschedulable=bound.counts, unschedulable_reasons=bound.reasons
-            )
+            if bound is None:
+                bound = self.binder.unplaceable(name)
+            # Replaced only when it changed (in order too: the outcome's dicts are printed).
+            if list(outcome.unschedulable.items()) != list(bound.counts.items()) or list(
+                outcome.unschedulable_reasons.items()
+            ) != list(bound.reasons.items()):
+                self.outcomes[name] = replace(
+                    outcome, unschedulable=bound.counts, unschedulable_reasons=bound.reasons
+                )
 
     def _pending(self, w: Workload) -> Pending:
         priority = self.scenario.priority(w)

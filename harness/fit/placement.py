@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fit.balanced import BalancedRules, balanced_domains
+from harness.fit.leafcounts import leaf_counts
 from harness.fit.request import PlacementRequest
 from harness.fit.resources import MAX_INT32, ResourceVector, count_in, go_div, sub_into
 from harness.fit.sorting import Algorithm
@@ -197,6 +198,8 @@ def _fill_counts(
     simulate_empty: bool = False,
 ) -> None:
     tree = run.tree
+    if _kept_counts(run, assumed, simulate_empty):
+        return
     for domain in tree.per_level[-1].values():  # inner domains are all rewritten by _aggregate
         domain.pods = domain.pods_wl = domain.slices = domain.slices_wl = domain.leaders = 0
     tree.excluded.clear()
@@ -258,16 +261,75 @@ def _fill_counts(
             v and r not in remaining for r, v in request.worker_requests.items()
         ):
             domain.pods_wl = 0  # CountIn returns 0 at a missing resource (missing_resource_first)
-    # roll_up_from every root, level by level from the bottom (leaves have no children).
+    _roll_up(run)
+
+
+def _kept_counts(
+    run: _Run, assumed: Mapping[LeafKey, ResourceVector], simulate_empty: bool
+) -> bool:
+    """Phase 1's leaf counts from the tree's kept counts of this request shape
+    (harness.fit.leafcounts), where a leaf's count depends on that leaf alone; False when
+    they must be counted here."""
+    tree, request, algo = run.tree, run.request, run.algo
+    if (
+        request.leader_requests is not None
+        or assumed
+        or run.within is not None
+        or algo.missing_resource_first
+        or (tree.hostname_lowest and (tree.tainted or request.workers.node_selector))
+    ):
+        return False
+    asked = tuple(request.worker_requests.items())
+    if any(v == 0 for _, v in asked):
+        return False
+    counts = leaf_counts(tree, (asked, simulate_empty, algo.unclamped))
+    run.stats.total_nodes += counts.leaves
+    resources = run.stats.resources
+    for r, n in counts.by_resource.items():
+        resources[r] = resources.get(r, 0) + n
+    tree.excluded.clear()
+    tree.excluded.update(counts.excluded)
+    if request.slice_size == 1 and request.slice_level_index == len(tree.per_level) - 1:
+        # One pod a slice, counted at the leaves: every domain's slices are its pods, and
+        # with no leader its counts with the leader are the same (_roll_up's sums).
+        for domain, pods in zip(counts.domains, counts.counts, strict=True):
+            domain.pods = domain.pods_wl = domain.slices = domain.slices_wl = pods
+            domain.leaders = 0
+        return True
+    for domain, pods in zip(counts.domains[: counts.leaves], counts.counts, strict=False):
+        domain.pods = domain.pods_wl = pods
+        domain.slices = domain.slices_wl = domain.leaders = 0
+    _roll_up(run)
+    return True
+
+
+def _roll_up(run: _Run) -> None:
+    """roll_up_from every root, level by level from the bottom (leaves have no children)."""
+    tree, request = run.tree, run.request
     lowest = len(tree.per_level) - 1
+    size = request.slice_size
     if request.slice_level_index == lowest:
-        size = request.slice_size
         for domain in tree.per_level[lowest].values():
             domain.slices, domain.slices_wl = (
                 go_div(domain.pods, size),
                 go_div(domain.pods_wl, size),
             )
     for level in range(lowest - 1, -1, -1):
+        if request.leader is None:
+            # No leader: every leaf's count with the leader is its count (both written by
+            # _fill_counts), so each parent's is its sum too (_aggregate's penalties are 0).
+            at_slice_level = level == request.slice_level_index
+            for domain in tree.per_level[level].values():
+                pods = slices = 0
+                for child in domain.children:
+                    pods += child.pods
+                    slices += child.slices
+                if at_slice_level:
+                    slices = go_div(pods, size)
+                domain.pods = domain.pods_wl = pods
+                domain.slices = domain.slices_wl = slices
+                domain.leaders = 0
+            continue
         for domain in tree.per_level[level].values():
             _aggregate(domain, request, run.algo.leader_penalty_from_leader_domains)
 
@@ -330,12 +392,21 @@ def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
     domains = list(run.tree.per_level[level].values())
     if not domains:
         raise PlacementFailed(f"no topology domains at level: {run.tree.topology.levels[level]}")
-    ordered = algo.sorted_with_leader(domains)
-    top = ordered[0]
     needed, leaders = request.count // request.slice_size, request.leader_count
-    if algo.best_fit and top.slices_wl >= needed and top.leaders >= leaders:
-        top = algo.best_fit_slices(ordered, needed, leaders)
+    ordered: list[Domain] | None = None
+    if algo.best_fit and leaders == 0:
+        # The picks below without sorting every domain of the level (a host-level request
+        # on 1,000 nodes sorted them all for each placement); sorted only to spread.
+        top = algo.first_with_leader(domains)
+        if top.slices_wl >= needed and top.leaders >= leaders:
+            top = algo.best_fit_unsorted(domains, needed) or top
+    else:
+        ordered = algo.sorted_with_leader(domains)
+        top = ordered[0]
+        if algo.best_fit and top.slices_wl >= needed and top.leaders >= leaders:
+            top = algo.best_fit_slices(ordered, needed, leaders)
     if not algo.best_fit:
+        assert ordered is not None
         for candidate in ordered:
             capacity = candidate.slices
             if leaders > 0 and algo.leader_aware:  # v0.18.2 :1291-1295 reads sliceState only
@@ -350,7 +421,7 @@ def _find_level(run: _Run, level: int) -> tuple[int, list[Domain]]:
         raise _fail(run, top.slices, needed)
     if level > 0 and not request.unconstrained:
         return _find_level(run, level - 1)
-    return level, _spread(run, ordered, needed)
+    return level, _spread(run, ordered or algo.sorted_with_leader(domains), needed)
 
 
 def _spread(run: _Run, ordered: list[Domain], needed: int) -> list[Domain]:

@@ -55,5 +55,7 @@ def count_in(
 
 def go_div(a: int, b: int) -> int:
     """Integer division truncating toward zero, as Go's `/` on int64."""
+    if a >= 0 and b > 0:
+        return a // b
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q

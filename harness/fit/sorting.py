@@ -45,6 +45,24 @@ class Algorithm:
         sign = -1 if self.best_fit else 1
         return sorted(domains, key=lambda d: (-d.leaders, sign * d.slices_wl, d.pods_wl, d.values))
 
+    def first_with_leader(self, domains: list[Domain]) -> Domain:
+        """`sorted_with_leader(domains)[0]` without sorting them all (the level-value paths
+        of one level differ, so the order is total)."""
+        sign = -1 if self.best_fit else 1
+        return min(domains, key=lambda d: (-d.leaders, sign * d.slices_wl, d.pods_wl, d.values))
+
+    def best_fit_unsorted(self, domains: list[Domain], needed: int) -> Domain | None:
+        """`best_fit_slices(sorted_with_leader(domains), needed, 0)` without sorting: the
+        first in that order of those with the fewest slices that still hold `needed`; None
+        where none does (best_fit_slices then gives the first domain of the order)."""
+        sign = -1 if self.best_fit else 1
+        fitting = [d for d in domains if needed <= d.slices < MAX_INT32]
+        if not fitting:
+            return None
+        return min(
+            fitting, key=lambda d: (d.slices, -d.leaders, sign * d.slices_wl, d.pods_wl, d.values)
+        )
+
     def sorted(self, domains: list[Domain]) -> list[Domain]:
         sign = -1 if self.best_fit else 1
         return sorted(domains, key=lambda d: (sign * d.slices, d.pods, d.values))

@@ -88,6 +88,8 @@ class TasTrees:
             after = before - sign * v
             if before != after and (before > 0 or after > 0):
                 free[r] = free.get(r, 0) + max(0, after) - max(0, before)
+        assert tree is not None
+        tree.touch(key)
         if self.journal is not None:
             self.journal.append((flavor, key, dict(vector), sign))
         if flavor in self.counters:

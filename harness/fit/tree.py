@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from harness.fit.resources import ResourceVector, add_into, from_quantities, sub_into
 from harness.scenario.model import Flavor, Node, Topology, Usage
+
+if TYPE_CHECKING:
+    from harness.fit.leafcounts import LeafCounts, Shape
 
 LeafKey = str | tuple[str, ...]
 
@@ -86,6 +90,20 @@ class Tree:
     # Why nodes are not leaves, and why leaves were excluded for the last pod set (--explain).
     dropped: dict[str, str] = field(default_factory=dict)
     excluded: dict[LeafKey, str] = field(default_factory=dict)
+    # Leaves whose usage changed, in order (`touched_base` entries were dropped from the
+    # front), and the per-leaf counts kept from them (harness.fit.leafcounts).
+    touched: list[LeafKey] = field(default_factory=list)
+    touched_base: int = 0
+    counts_cache: dict[Shape, LeafCounts] = field(default_factory=dict)
+
+    def touch(self, key: LeafKey) -> None:
+        """A leaf's usage changed. The log is dropped once it outgrows the leaves: counts
+        that saw less of it recount every leaf."""
+        touched = self.touched
+        touched.append(key)
+        if len(touched) > 4 * len(self.leaves) + 64:
+            self.touched_base += len(touched)
+            touched.clear()
 
     @property
     def hostname_lowest(self) -> bool:
