@@ -105,7 +105,8 @@ def test_a_pod_set_admitted_on_two_flavors_is_written_in_group_order() -> None:
             {"name": "gpu-plain", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]},
     ]  # fmt: skip
     mixed = {"metadata": meta("mixed"), "spec": {"resourceGroups": groups}}
-    wl = workload("job-both", "both", "2024-03-01T00:00:00Z")
+    lq = {"metadata": meta("lq-mixed", "ml"), "spec": {"clusterQueue": "mixed"}}
+    wl = workload("job-both", "both", "2024-03-01T00:00:00Z", queue="lq-mixed")
     wl["spec"]["podSets"][0].pop("topologyRequest")
     wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][
         "cpu"
@@ -122,6 +123,7 @@ def test_a_pod_set_admitted_on_two_flavors_is_written_in_group_order() -> None:
             base,
             resource_flavors=[*base.resource_flavors, plain, cpus],
             cluster_queues=[*base.cluster_queues, mixed],
+            local_queues=[*base.local_queues, lq],
             workloads=[wl],
         )
     )
