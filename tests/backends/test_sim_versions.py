@@ -21,8 +21,7 @@ from harness.cli.main import main
 from harness.fit import fit
 from harness.fuzz.campaign import run_campaign
 from harness.fuzz.generator import generate
-from harness.fuzz.runner import Checker
-from harness.results.outcome import Outcome
+from harness.fuzz.runner import Checker, Observed
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Scenario
 from harness.sim.build import SimVersionError, build_sim, sim_versions
@@ -131,9 +130,10 @@ def test_fuzz_compares_both_sides_on_the_version(old_sim_binary: Path, tmp_path:
     # v0.19, kueue#12052) is skipped with that version's reason, not compared.
     seen: list[str | None] = []
 
-    def observe(scenario: Scenario) -> dict[str, Outcome]:
+    def observe(scenario: Scenario) -> Observed:
         seen.append(scenario.kueue)
-        return fit(scenario).outcomes
+        result = fit(scenario)
+        return result.outcomes, result.steps
 
     tied = yaml.safe_load(TIED_RACKS.read_text())
     del tied["undeterminedOn"]  # the model has to find the tie itself
