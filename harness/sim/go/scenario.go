@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario is one line of input: the scenario contract in JSON form, always as version-2
-// lists (harness/sim/contract.py desugars the version-1 shorthand first). Keys the sim does
+// lists (the Python loader has desugared a version-1 file already). Keys the sim does
 // not need (description, source, kueue, expect) are ignored; the Python loader has validated
 // the document already, and Kueue's own webhooks check the objects again here.
 type Scenario struct {
