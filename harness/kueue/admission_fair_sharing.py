@@ -18,12 +18,12 @@ time the scenario does not have.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from harness.k8s.duration import seconds
 from harness.scenario.model import Scenario
 
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
@@ -32,16 +32,6 @@ NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 does not match (pkg/workload/resources.go ErrNamespaceMismatch, written by nominate)."""
 DEFAULT_SAMPLING = 300.0
 """usageSamplingInterval when absent or 0 (defaults.go: 5m)."""
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
-def seconds(duration: str) -> float:
-    """Go's time.ParseDuration of a validated, non-negative duration ("0", "1h30m")."""
-    if duration == "0":
-        return 0.0
-    return sum(float(n) * _UNITS[u] for n, u in _PART.findall(duration))
 
 
 @dataclass(frozen=True)

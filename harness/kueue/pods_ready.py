@@ -14,10 +14,11 @@ first case and the defaults for the second, and stay clear of the horizon itself
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from harness.k8s.duration import seconds
 
 TIMER_HORIZON = 30.0
 """Seconds: timers at most this long run out within their step (the runner waits for them)."""
@@ -35,16 +36,6 @@ LIMIT_MESSAGE = (
 inactive branch: 'The workload is deactivated due to ' + the DeactivationTarget message)."""
 BLOCKED_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 """scheduler.go waitForPodsReadyIfNeeded: QuotaReserved=False, reason WaitingForPodsReady."""
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
-def seconds(duration: str) -> float:
-    """Go's time.ParseDuration of a value the loader accepted (non-negative), in seconds."""
-    if duration == "0":
-        return 0.0
-    return sum(float(n) * _UNITS[u] for n, u in _PART.findall(duration))
 
 
 @dataclass(frozen=True)

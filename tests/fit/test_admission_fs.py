@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 from harness.fit.admission_fs import QueueUsage
-from harness.kueue.admission_fair_sharing import AfsConfig, seconds
+from harness.k8s.duration import seconds
+from harness.kueue.admission_fair_sharing import AfsConfig
 from harness.scenario.loader import scenario_from_data
 from harness.scenario.model import Scenario
 

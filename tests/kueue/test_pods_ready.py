@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kueue.pods_ready import PodsReadyConfig, seconds, within_step
+from harness.k8s.duration import seconds
+from harness.kueue.pods_ready import PodsReadyConfig, within_step
 
 
 def test_defaults_are_on_with_thirty_minutes() -> None:
