@@ -31,3 +31,19 @@ def test_the_rest_of_the_message_still_counts() -> None:
         .replace("prioritization in the ClusterQueue", "reclamation within the cohort")
     )
     assert len(_compare(real)) == 1
+
+
+def test_a_preempted_victim_may_end_on_the_skip_of_its_preemptors_cycle() -> None:
+    # rules §8: which of the two Kueue writes last depends on when the victim's Job stopped.
+    assert _compare("Workload no longer fits after processing another workload") == []
+
+
+def test_the_skip_message_counts_for_a_workload_never_preempted() -> None:
+    skipped = "Workload no longer fits after processing another workload"
+    predicted = {"w": Outcome(admitted=False, message=PREDICTED, preempted=False)}
+    observed = {"w": Outcome(admitted=False, message=skipped, preempted=False)}
+    assert len(against_prediction(predicted, observed)) == 1
+
+
+def test_another_pending_message_of_a_victim_still_counts() -> None:
+    assert len(_compare("couldn't assign flavors to pod set main: insufficient quota")) == 1
