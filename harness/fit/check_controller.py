@@ -38,7 +38,7 @@ def apply(engine: Engine, change: CheckChange) -> None:
     if rejected:
         eviction = rejection(rejected)
         engine.faults.report.evicted[name] = eviction
-        _give_back(engine, name)
+        give_back(engine, name)
         checks.inactive_workloads.add(name)
         engine.queues.delete(name)
         engine.outcomes[name] = Outcome(
@@ -49,7 +49,7 @@ def apply(engine: Engine, change: CheckChange) -> None:
     elif retry:
         eviction = retry_eviction(retry)
         engine.faults.report.evicted[name] = eviction
-        _give_back(engine, name)
+        give_back(engine, name)
         # GetQueueOrderTimestamp: an AdmissionCheck eviction orders it by its eviction time.
         engine.evicted_now(name)
         engine.queues.push(engine._pending(engine.workloads[name]))
@@ -73,8 +73,9 @@ def _pending_message(engine: Engine, name: str, eviction: str) -> str:
     return inactive_message(cq) if cq.name in engine.queues.inactive else eviction
 
 
-def _give_back(engine: Engine, name: str) -> None:
-    """The Job stopped: quota and nodes released, its cohort's parked workloads requeued."""
+def give_back(engine: Engine, name: str) -> None:
+    """The Job stopped (evicted by a check or by the PodsReady timeout): quota and nodes
+    released, its cohort's parked workloads requeued."""
     held = engine._release(name)
     if held is None:
         return

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.check_controller import give_back
 from harness.fit.ties import Nondeterministic
 from harness.kueue.pods_ready import (
     LIMIT_MESSAGE,
@@ -144,7 +145,7 @@ def time_out(engine: Engine, name: str) -> None:
     preempted = engine.outcomes[name].preempted
     if config.deactivates(count):
         engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
-        _give_back(engine, name)
+        give_back(engine, name)
         engine.queues.delete(name)
         engine.outcomes[name] = Outcome(admitted=False, message=LIMIT_MESSAGE, preempted=preempted)
         readiness.unblock(engine)
@@ -158,7 +159,7 @@ def time_out(engine: Engine, name: str) -> None:
             "not modelled"
         )
     engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
-    _give_back(engine, name)
+    give_back(engine, name)
     engine.outcomes[name] = Outcome(admitted=False, message=TIMEOUT_MESSAGE, preempted=preempted)
     readiness.unblock(engine)
     # The backoff: the cohort's parked workloads go first.
@@ -178,12 +179,3 @@ def time_out(engine: Engine, name: str) -> None:
 def deleted(engine: Engine, name: str) -> None:
     engine.readiness.held.discard(name)
     engine.readiness.requeues.pop(name, None)
-
-
-def _give_back(engine: Engine, name: str) -> None:
-    """The Job stopped: quota and domain released, its cohort's parked workloads requeued."""
-    held = engine._release(name)
-    if held is None:
-        return
-    engine.generation[held.cq] += 1
-    engine.queues.flush(engine._cohort_of(held.cq))
