@@ -22,6 +22,7 @@ import yaml
 from harness.kube import KUEUE_API, Kube
 from harness.runner.reading import admission_placement, state
 from harness.runner.waits import Timeouts, find_group_workload, settle
+from tests.live.up_states import up
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
@@ -81,17 +82,8 @@ def harness(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     """`up` on SCENARIO; `down` afterwards."""
-    path = tmp_path_factory.mktemp("up") / "live-lws.yaml"
-    path.write_text(yaml.safe_dump(SCENARIO, sort_keys=False))
-    try:
-        done = harness("up", str(path))
-        (line,) = [x for x in done.stdout.splitlines() if x.startswith("KUBECONFIG=")]
-        kube = Kube(line.removeprefix("KUBECONFIG="))
+    with up(tmp_path_factory.mktemp("up"), SCENARIO) as kube:
         yield kube
-        kube.close()
-    finally:
-        subprocess.run([sys.executable, "-m", "harness", "down"], capture_output=True,
-                       check=False, cwd=REPO)  # fmt: skip
 
 
 def predict(kube: Kube, tmp_path: Path, doc: dict[str, Any], engine: str) -> list[str]:
