@@ -39,10 +39,13 @@ test: own-tests
 ## Builds (or reuses) the binaries and the CLI tools the tests drive (kind, helm, kubectl,
 ## kueuectl, actionlint), so only the tests that need Docker are skipped. The tests that need another
 ## Kueue version built are `make version-tests` (GitHub's version-matrix job runs them).
+## OWN_WORKERS pytest-xdist workers share them: most of the cluster tests wait on Kueue's and
+## Kubernetes' timers, and each starts clusters of its own (own run dirs and loopback ports).
+OWN_WORKERS ?= 3
 own-tests: binaries tools
 	mkdir -p $(RUN_DIR)
 	$(PY) -m pytest tests suites examples --cluster=sim --cluster-tests -m "not kueue_versions" \
-		--durations=10 --junitxml=$(RUN_DIR)/junit-test.xml \
+		-n $(OWN_WORKERS) --durations=10 --junitxml=$(RUN_DIR)/junit-test.xml \
 		--kth-report=$(RUN_DIR)/report-test.html --store-durations=$(RUN_DIR)/durations-test.json \
 		$(PYTEST_ARGS)
 
