@@ -1,9 +1,9 @@
 """The fit model's quota view of a pod set: Kueue's Configuration `resources` section applied
-(harness.kueue.quota_requests, rules §17), for the places that count quota; the TAS step and
+(harness.kueue.quota_requests, rules §12), for the places that count quota; the TAS step and
 kube-scheduler keep reading `PodSet.requests`, the pod's own requests, as Kueue does.
 
 Modelled for Kueue v0.19.2; excludeResourcePrefixes alone also for v0.17/v0.18 (the same code
-there), the rest refused on them (their transformation arithmetic differs, rules §17).
+there), the rest refused on them (their transformation arithmetic differs, rules §12).
 """
 
 from __future__ import annotations

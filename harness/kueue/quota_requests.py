@@ -1,5 +1,5 @@
 """What Kueue counts against quota for one pod: its requests after the Configuration's
-`resources` section (rules §17). Kueue v0.19.2 builds a Workload's totals this way
+`resources` section (rules §12). Kueue v0.19.2 builds a Workload's totals this way
 (pkg/workload/workload.go totalRequestsFromPodSets: dropExcludedResources, then
 applyResourceTransformations, then FloorToZero and x count); TAS placement does not: it
 places the pod's own requests (tas_flavorassigner.go podSetTopologyRequest), so callers use
