@@ -48,7 +48,7 @@ def sim_outcomes(data: Mapping[str, Any] | None) -> dict[str, Outcome]:
     }
 
 
-SIM_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
+SIM_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resources")
 """kueueConfig sections kueue-sim hands to Kueue's scheduler and cache (kueueconfig.go)."""
 
 
@@ -108,6 +108,8 @@ class SimBackend:
             )
         if why := afs_not_run(scenario):
             raise Unsupported(f"{scenario.path}: kueueConfig.admissionFairSharing: {why}")
+        if why := _quota_check_not_run(scenario, version):
+            raise Unsupported(f"{scenario.path}: kueueConfig.resources.{why}")
         why = _pods_ready_not_run(scenario)
         if why:
             raise Unsupported(f"{scenario.path}: kueueConfig.waitForPodsReady.{why}")
@@ -177,4 +179,13 @@ def _pods_ready_not_run(scenario: Scenario) -> str | None:
             "requeuingStrategy.timestamp: Creation is not run by the sim (its queue manager "
             "orders by eviction time); the embedded cluster runs it: --cluster=local"
         )
+    return None
+
+
+def _quota_check_not_run(scenario: Scenario, version: str) -> str | None:
+    """Kueue v0.17 has no quotaCheckStrategy (config.kueue.x-k8s.io/v1beta2 Resources gained
+    it in v0.18): a scenario setting it cannot run on a sim built against v0.17."""
+    section = scenario.kueue_config.document.get("resources") or {}
+    if "quotaCheckStrategy" in section and version.startswith("v0.17."):
+        return f"quotaCheckStrategy: not a field of Kueue {version}'s Configuration"
     return None

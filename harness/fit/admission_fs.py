@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from harness.fit.resource_transform import counted, pod_quota
 from harness.kueue.admission_fair_sharing import USAGE_BASED, AfsConfig, afs_config, queue_usage
 from harness.scenario.model import Scenario, Workload
 
@@ -45,9 +46,11 @@ class QueueUsage:
         if self.config is None or not self.applies(w.queue):
             return
         totals: dict[str, float] = {}
+        cq = self.scenario.cluster_queue(w.queue)
         for ps in w.pod_sets:
-            for r, q in ps.requests.items():
-                totals[r] = totals.get(r, 0.0) + float(q) * ps.count
+            for r, q in pod_quota(self.scenario, ps).items():
+                if counted(self.scenario, cq, r):  # updateEntryPenalty: filterByNames
+                    totals[r] = totals.get(r, 0.0) + float(q) * ps.count
         alpha = self.config.alpha
         penalty = {r: math.floor(q * alpha * _SCALE) / _SCALE for r, q in totals.items()}
         key = (w.namespace, w.queue_name)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from harness.fit.checks import waiting_message
 from harness.fit.cycle import NEVER_EVALUATED, Model
+from harness.fit.resource_transform import pod_quota
 from harness.fit.snapshot import Holding
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
@@ -43,7 +44,7 @@ class Cluster(Model):
         per_leaf: dict[str, dict[LeafKey, int]] = {}
         for aps in a.pod_sets:
             ps = aps.pod_set
-            units = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            units = {r: kueue_units(r, q) for r, q in pod_quota(self.scenario, ps).items()}
             if cq.group_of("pods") is not None:
                 units["pods"] = units.get("pods", 0) + 1
             for r, v in units.items():

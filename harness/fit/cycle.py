@@ -41,6 +41,7 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
+from harness.fit.resource_transform import pod_quota
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -390,7 +391,9 @@ class Model:
                 cq,
                 pending.priority,
                 pending.created,
-                total_requests(w, a, with_pods=not self.rules.preemption_request_without_pods),
+                total_requests(
+                    self.scenario, w, a, with_pods=not self.rules.preemption_request_without_pods
+                ),
                 frozenset(a.needs_preemption()),
                 tuple(entry.tas),
                 self.rules,
@@ -649,16 +652,17 @@ class Model:
 
 
 def total_requests(
-    w: Workload, a: Assignment, with_pods: bool = False
+    scenario: Scenario, w: Workload, a: Assignment, with_pods: bool = False
 ) -> dict[tuple[str, str], int]:
     """`TotalRequestsFor`: the quota a workload asks, per fr, without zeros; `pods` (on the
     flavor assigned to it) only `with_pods` (KueueRules.preemption_request_without_pods)."""
     out: dict[tuple[str, str], int] = {}
     for ps in w.pod_sets:
         pods_flavor = a.flavors.get(ps.name, {}).get("pods")
-        if with_pods and pods_flavor is not None and "pods" not in ps.requests:
+        quota = pod_quota(scenario, ps)
+        if with_pods and pods_flavor is not None and "pods" not in quota:
             out[(pods_flavor, "pods")] = out.get((pods_flavor, "pods"), 0) + ps.count
-        for r, q in ps.requests.items():
+        for r, q in quota.items():
             value = kueue_units(r, q) * ps.count
             flavor = a.flavors.get(ps.name, {}).get(r)
             if value == 0 or flavor is None:

@@ -19,6 +19,7 @@ from harness.fit.cluster import Cluster
 from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
 from harness.fit.pods_ready import PodsReadiness
+from harness.fit.resource_transform import not_modelled as resources_not_modelled
 from harness.fit.tas_step import TasRequest, lowest_values, usage_of
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
@@ -39,7 +40,7 @@ from harness.scenario.model import (
 
 # Gates whose non-default value changes placement in ways the model does not cover.
 UNMODELLED_GATE_VALUES = {"TopologyAwareScheduling": False, "SchedulerLibraryIntegration": True}
-MODELLED_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady")
+MODELLED_CONFIG = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resources")
 """kueueConfig sections the model follows; any other is refused, not ignored."""
 MAX_FAULT_ROUNDS = 100
 NODE_FAULTS = ("node-not-ready", "node-ready", "taint-node", "untaint-node")
@@ -81,6 +82,11 @@ def check_supported(scenario: Scenario) -> KueueRules:
         raise UnsupportedVersionError(
             f"{scenario.path}: kueueConfig.fairSharing: modelled for Kueue {DEFAULT_KUEUE} "
             f"only, not {rules.version} (the sim and the embedded cluster run it)"
+        )
+    if why := resources_not_modelled(scenario, rules.version):
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.resources.{why} (the sim and the embedded cluster "
+            "run it)"
         )
     if "admissionFairSharing" in scenario.kueue_config.document:
         why = afs_not_run(scenario)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from harness.errors import Nondeterministic
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.request import pod_set_groups
+from harness.fit.resource_transform import counted, pod_quota
 from harness.k8s.quantity import format_kueue_units, kueue_units
 from harness.scenario.model import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
 
@@ -206,6 +207,8 @@ def flavor_problem(
     tas = requests_tas(cq, scenario, pod_set)
     topology = scenario.topology_of(flavor)
     if tas and topology is None:
+        # the pod's own requests, not its quota view (hasOverlapWithPodRequestedResources):
+        # a flavor without a topology may hold a transformation's quota-only outputs
         if any(r in pod_set.requests for r in group.covered):
             return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
     elif tas and topology is not None:
@@ -281,9 +284,14 @@ def should_try_next(cq: ClusterQueue, mode: Mode) -> bool:
     return mode.borrow > 0 and cq.fungibility.when_can_borrow == "TryNextFlavor"
 
 
-def pod_set_requests(cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
-    """What a pod set asks of the ClusterQueue, in Kueue's units (`pods` when covered)."""
-    total = {name: kueue_units(name, q) * pod_set.count for name, q in pod_set.requests.items()}
+def pod_set_requests(scenario: Scenario, cq: ClusterQueue, pod_set: PodSet) -> dict[str, int]:
+    """What a pod set asks of the ClusterQueue, in Kueue's units (`pods` when covered): its
+    quota view (resource_transform), per pod in Kueue's units, times the count."""
+    total = {
+        name: kueue_units(name, q) * pod_set.count
+        for name, q in pod_quota(scenario, pod_set).items()
+        if counted(scenario, cq, name)
+    }
     if cq.group_of("pods") is not None:
         total["pods"] = pod_set.count
     return total
@@ -328,7 +336,7 @@ def assign_flavors(
     slot = 0
     for indices in pod_set_groups(workload.pod_sets):
         members = [workload.pod_sets[i] for i in indices]
-        own = {ps.name: pod_set_requests(cq, ps) for ps in members}
+        own = {ps.name: pod_set_requests(scenario, cq, ps) for ps in members}
         requests: dict[str, int] = {}
         for values in own.values():
             for r, v in values.items():

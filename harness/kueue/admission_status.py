@@ -5,8 +5,9 @@ so both write the same admission and Kueue reads the same thing on both.
 The shape is what Kueue v0.19.2 writes itself (sigs.k8s.io/kueue@v0.19.2
 pkg/scheduler/flavorassigner/flavorassigner.go: `PodSetAssignment.toAPI`): per pod set its
 name, the flavor of every resource it requests (plus `pods` when its ClusterQueue covers
-`pods`, as `assignFlavors` adds it), `resourceUsage` = count x per-pod request, `count`, and
-for a TAS flavor a v1beta2 `topologyAssignment` (pkg/cache/scheduler/tas_flavor_snapshot.go:
+`pods`, as `assignFlavors` adds it), `resourceUsage` = count x per-pod request as the
+Configuration's `resources` section counts it (harness.kueue.quota_requests), `count`, and for
+a TAS flavor a v1beta2 `topologyAssignment` (pkg/cache/scheduler/tas_flavor_snapshot.go:
 `buildAssignment`: only the hostname level when it is the lowest level, else every level;
 domains sorted by their level values). The topology assignment uses the plain v1beta2 form
 (one slice, individual values and counts; pkg/util/tas/tas_assignment.go reads it like the
@@ -23,6 +24,7 @@ from typing import Any
 from harness.k8s.quantity import format_quantity
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
+from harness.kueue.quota_requests import quota_requests
 from harness.scenario.model import (
     HOSTNAME,
     AdmittedPodSet,
@@ -54,9 +56,10 @@ def _pod_set_assignment(
     scenario: Scenario, cq: ClusterQueue, admitted: AdmittedPodSet, covers_pods: bool
 ) -> dict[str, Any]:
     pod_set = admitted.pod_set
+    per_pod = quota_requests(scenario.kueue_config.resources, pod_set.requests)
     usage: dict[str, Fraction] = {
         resource: quantity * pod_set.count
-        for resource, quantity in pod_set.requests.items()
+        for resource, quantity in per_pod.items()
         if quantity != 0
     }
     if covers_pods:

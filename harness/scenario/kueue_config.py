@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
@@ -26,12 +27,36 @@ SECTIONS = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resource
 
 
 @dataclass(frozen=True)
+class ResourceTransformation:
+    """One `resources.transformations` entry (configuration_types.go ResourceTransformation):
+    `replace` for strategy Replace (Retain, the default, keeps the input); `outputs` per unit
+    of input, exact."""
+
+    input: str
+    replace: bool = False
+    multiply_by: str = ""
+    outputs: Mapping[str, Fraction] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuotaResources:
+    """The `resources` section: what Kueue counts against quota instead of a pod's requests
+    (harness.kueue.quota_requests applies it). `ignore_undeclared`: quotaCheckStrategy
+    IgnoreUndeclared (it acts only while the QuotaCheckStrategy gate is on)."""
+
+    exclude_prefixes: tuple[str, ...] = ()
+    transformations: tuple[ResourceTransformation, ...] = ()
+    ignore_undeclared: bool = False
+
+
+@dataclass(frozen=True)
 class KueueConfig:
     """The sections a scenario sets. `fair_sharing`: the preemption strategies when
     `fairSharing` is present (present means on in v1beta2: fairsharing.Enabled)."""
 
     document: Mapping[str, Any] = field(default_factory=dict)
     fair_sharing: tuple[str, ...] | None = None
+    resources: QuotaResources = field(default_factory=QuotaResources)
 
     def sections(self) -> tuple[str, ...]:
         """The sections present, in SECTIONS order."""

@@ -6,12 +6,19 @@ key that is not a field of config.kueue.x-k8s.io/v1beta2's sections the contract
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any
 
 from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_qualified_name
 from harness.scenario.keypath import KeyPath, kind, yaml_text
-from harness.scenario.kueue_config import PREEMPTION_STRATEGY_SETS, SECTIONS, KueueConfig
+from harness.scenario.kueue_config import (
+    PREEMPTION_STRATEGY_SETS,
+    SECTIONS,
+    KueueConfig,
+    QuotaResources,
+    ResourceTransformation,
+)
 
 _DURATION = re.compile(r"^-?(0|(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$")
 """Go's time.ParseDuration, which metav1.Duration uses ("0" alone needs no unit)."""
@@ -39,10 +46,9 @@ def kueue_config(at: KeyPath) -> KueueConfig:
         _admission_fair_sharing(fields["admissionFairSharing"])
     if "waitForPodsReady" in fields:
         _wait_for_pods_ready(fields["waitForPodsReady"])
-    if "resources" in fields:
-        _resources(fields["resources"])
+    resources = _resources(fields["resources"]) if "resources" in fields else QuotaResources()
     document: dict[str, Any] = dict(at.value)
-    return KueueConfig(document=document, fair_sharing=strategies)
+    return KueueConfig(document=document, fair_sharing=strategies, resources=resources)
 
 
 def _refuse_not_taken(at: KeyPath) -> None:
@@ -113,7 +119,7 @@ def _wait_for_pods_ready(at: KeyPath) -> None:
                 strategy[key].integer(0)
 
 
-def _resources(at: KeyPath) -> None:
+def _resources(at: KeyPath) -> QuotaResources:
     _refuse_not_taken(at)
     fields = at.mapping(_RESOURCES_KEYS)
     strategy = None
@@ -123,43 +129,49 @@ def _resources(at: KeyPath) -> None:
             fields["quotaCheckStrategy"].fail(
                 f"{yaml_text(strategy)} is not one of BlockUndeclared, IgnoreUndeclared"
             )
+    prefixes: tuple[str, ...] = ()
     if "excludeResourcePrefixes" in fields:
-        for item in fields["excludeResourcePrefixes"].items():
-            item.string()
+        prefixes = tuple(item.string() for item in fields["excludeResourcePrefixes"].items())
         if strategy == "IgnoreUndeclared" and fields["excludeResourcePrefixes"].value:
             fields["excludeResourcePrefixes"].fail(
                 "must not be set when quotaCheckStrategy is IgnoreUndeclared"
             )
+    transformations: list[ResourceTransformation] = []
     if "transformations" in fields:
-        seen: set[str] = set()
         for item in fields["transformations"].items():
-            name = _transformation(item)
-            if name in seen:
-                item.child("input", None).fail(f"duplicate input {yaml_text(name)}")
-            seen.add(name)
+            transformation = _transformation(item)
+            if any(t.input == transformation.input for t in transformations):
+                item.child("input", None).fail(f"duplicate input {yaml_text(transformation.input)}")
+            transformations.append(transformation)
+    return QuotaResources(
+        exclude_prefixes=prefixes,
+        transformations=tuple(transformations),
+        ignore_undeclared=strategy == "IgnoreUndeclared",
+    )
 
 
-def _transformation(at: KeyPath) -> str:
+def _transformation(at: KeyPath) -> ResourceTransformation:
     fields = at.mapping(_TRANSFORMATION_KEYS, ("input",))
     name = fields["input"].string(is_qualified_name, "resource name")
+    strategy = "Retain"  # the default (apis/config/v1beta2/defaults.go)
     if "strategy" in fields:
-        value = fields["strategy"].string()
-        if value not in ("Retain", "Replace"):
-            fields["strategy"].fail(f"{yaml_text(value)} is not one of Retain, Replace")
+        strategy = fields["strategy"].string()
+        if strategy not in ("Retain", "Replace"):
+            fields["strategy"].fail(f"{yaml_text(strategy)} is not one of Retain, Replace")
+    multiply_by = ""
     if "multiplyBy" in fields:
-        fields["multiplyBy"].string(is_qualified_name, "resource name")
+        multiply_by = fields["multiplyBy"].string(is_qualified_name, "resource name")
+    outputs: dict[str, Fraction] = {}
     if "outputs" in fields:
-        outputs = fields["outputs"]
-        if not isinstance(outputs.value, dict):
-            outputs.fail(
-                f"must be a mapping of resource name to quantity, got {kind(outputs.value)}"
-            )
-        for key, value in outputs.value.items():
-            sub = outputs.child(str(key), value)
+        given = fields["outputs"]
+        if not isinstance(given.value, dict):
+            given.fail(f"must be a mapping of resource name to quantity, got {kind(given.value)}")
+        for key, value in given.value.items():
+            sub = given.child(str(key), value)
             if not isinstance(key, str) or not is_qualified_name(key):
                 sub.fail(f"{yaml_text(key)} is not a valid resource name")
             try:
-                parse_quantity(value)
+                outputs[key] = parse_quantity(value)
             except QuantityError as err:
                 sub.fail(str(err))
-    return name
+    return ResourceTransformation(name, strategy == "Replace", multiply_by, outputs)

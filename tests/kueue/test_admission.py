@@ -94,6 +94,16 @@ def test_flavor_without_topology_has_no_assignment_and_no_pods_unless_covered() 
     assert psa["resourceUsage"] == {"cpu": "3"}
 
 
+def test_resource_usage_is_what_the_configuration_counts_against_quota() -> None:
+    data = parse_yaml(WORLD, "world.yaml")
+    data["kueueConfig"] = {"resources": {"excludeResourcePrefixes": ["nvidia.com/"]}}
+    scenario = scenario_from_data(data, "world.yaml")
+    (psa,) = admission_status(scenario, scenario.admitted[0])["podSetAssignments"]
+    assert psa["flavors"] == {"cpu": "h100", "pods": "h100"}
+    assert psa["resourceUsage"] == {"cpu": "2500m", "pods": "5"}
+    assert lowest_level_pods(psa["topologyAssignment"]) == {"h-1": 3, "h-2": 2}
+
+
 def test_reservations_are_whole_seconds_in_file_order_before_now() -> None:
     scenario = _scenario()
     now = datetime(2026, 1, 1, 12, 0, 0, 700000, tzinfo=UTC)

@@ -4,6 +4,7 @@ in one line naming the key, and engines that do not run a section refuse the sce
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -160,19 +161,34 @@ def test_the_sim_gets_the_sections_in_its_contract() -> None:
     }
 
 
-@pytest.mark.parametrize("section", ["waitForPodsReady", "resources"])
-def test_engines_that_do_not_run_a_section_refuse_the_scenario(section: str) -> None:
-    scenario = load({section: FULL[section]})
-    if section != "waitForPodsReady":  # the fit model runs it (harness/fit/pods_ready.py)
-        with pytest.raises(UnsupportedVersionError, match=f"kueueConfig.{section}: not modelled"):
-            check_supported(scenario)
+def test_engines_that_do_not_run_a_section_refuse_the_scenario() -> None:
+    scenario = load({"waitForPodsReady": FULL["waitForPodsReady"]})
     # The sim runs waitForPodsReady's timers but not blockAdmission (FULL sets it).
-    part = "waitForPodsReady.blockAdmission" if section == "waitForPodsReady" else section
-    with pytest.raises(Unsupported, match=f"kueueConfig.{part}: not run by the sim"):
+    why = re.escape("kueueConfig.waitForPodsReady.blockAdmission: not run by the sim")
+    with pytest.raises(Unsupported, match=why):
         SimBackend().run(scenario)
 
 
-@pytest.mark.parametrize("section", ["fairSharing", "waitForPodsReady"])
+def test_resources_load_as_the_fit_models_typed_section() -> None:
+    resources = load(FULL).kueue_config.resources
+    assert resources.exclude_prefixes == ("example.com/",)
+    (transformation,) = resources.transformations
+    assert transformation.input == "nvidia.com/mig-1g.5gb"
+    assert transformation.replace
+    assert transformation.outputs == {"memory": 5 * 2**30}
+    assert not resources.ignore_undeclared
+
+
+def test_resources_beyond_exclusion_are_modelled_for_v0_19_2_only() -> None:
+    data = {**base({"resources": FULL["resources"]}), "kueue": "v0.18.2"}
+    why = "kueueConfig.resources.transformations: modelled for Kueue v0.19.2 only, not v0.18.2"
+    with pytest.raises(UnsupportedVersionError, match=re.escape(why)):
+        check_supported(scenario_from_data(data, FILE))
+    excluded = {**base({"resources": {"excludeResourcePrefixes": ["x/"]}}), "kueue": "v0.18.2"}
+    check_supported(scenario_from_data(excluded, FILE))
+
+
+@pytest.mark.parametrize("section", ["fairSharing", "waitForPodsReady", "resources"])
 def test_sections_the_fit_model_runs(section: str) -> None:
     check_supported(load({section: FULL[section]}))
 

@@ -113,8 +113,9 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 	// two scheduling cycles, where the controllers act (see deliver).
 	afs := admissionFairSharing(sc.KueueConfig.AdmissionFairSharing)
 	c.queues, c.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(c.client, c.cache,
-		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(c.timers),
-		qcache.WithAdmissionFairSharing(afs))
+		append([]qcache.Option{qcache.WithPreemptionExpectations(expectations),
+			qcache.WithClock(c.timers), qcache.WithAdmissionFairSharing(afs)},
+			queueResourceOptions(sc.KueueConfig.Resources)...)...)
 	// Adding a LocalQueue makes the queue manager adopt the Workloads that already name it,
 	// the admitted ones included, as when Kueue starts over existing objects: deleting or
 	// evicting one of them later flushes its cohort's inadmissible workloads, as it does
@@ -123,9 +124,10 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		return fail(err)
 	}
 	s := scheduler.New(c.queues, c.cache, c.client, recorder{},
-		scheduler.WithPreemptionExpectations(expectations), scheduler.WithClock(nil, clock),
-		scheduler.WithFairSharing(sc.KueueConfig.FairSharing),
-		scheduler.WithAdmissionFairSharing(afs))
+		append([]scheduler.Option{scheduler.WithPreemptionExpectations(expectations),
+			scheduler.WithClock(nil, clock), scheduler.WithFairSharing(sc.KueueConfig.FairSharing),
+			scheduler.WithAdmissionFairSharing(afs)},
+			quotaCheckOptions(sc.KueueConfig.Resources)...)...)
 	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
 	if err := s.Start(ctrl.LoggerInto(ctx, hookedLogger(hook, log))); err != nil {
 		return fail(err)
@@ -161,8 +163,10 @@ func reservedAt(a *AdmittedSpec) (time.Time, bool) {
 
 func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 	// Fair sharing as Kueue's main.go sets it up from the Configuration.
-	c.cache = schdcache.New(c.client, schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil),
-		schdcache.WithAdmissionFairSharing(admissionFairSharing(sc.KueueConfig.AdmissionFairSharing)))
+	c.cache = schdcache.New(c.client, append([]schdcache.Option{
+		schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil),
+		schdcache.WithAdmissionFairSharing(admissionFairSharing(sc.KueueConfig.AdmissionFairSharing))},
+		cacheResourceOptions(sc.KueueConfig.Resources)...)...)
 	if err := c.createNamespaces(ctx, sc); err != nil {
 		return err
 	}
