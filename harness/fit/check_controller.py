@@ -70,7 +70,8 @@ def _pending_message(engine: Engine, name: str, eviction: str) -> str:
     message when its ClusterQueue is inactive, deactivated or not (getQueueBlocker in
     pkg/controller/core/workload_controller.go: syncQuotaReservedFalseCondition)."""
     cq = engine.scenario.cluster_queue(engine.workloads[name].queue)
-    return inactive_message(cq) if cq.name in engine.queues.inactive else eviction
+    message = inactive_message(cq) if cq.name in engine.queues.inactive else eviction
+    return engine.blocked_message(name, message)
 
 
 def give_back(engine: Engine, name: str) -> None:

@@ -57,6 +57,8 @@ from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
 from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
+from harness.kueue.local_queue_stop import held as lq_held
+from harness.kueue.local_queue_stop import inactive_message as lq_inactive_message
 from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
@@ -156,6 +158,9 @@ class Model:
             if inactive_reason(cq, scenario.admission_checks) is not None
         }
         self.snap.inactive = self.queues.inactive
+        self.queues.stopped = {
+            (lq.namespace, lq.name) for lq in scenario.queues() if lq_held(lq.stop_policy)
+        }
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
@@ -345,8 +350,18 @@ class Model:
 
     def _pending_outcome(self, name: str, message: str) -> None:
         self.outcomes[name] = Outcome(
-            admitted=False, message=message, preempted=name in self.preempted
+            admitted=False,
+            message=self.blocked_message(name, message),
+            preempted=name in self.preempted,
         )
+
+    def blocked_message(self, name: str, message: str) -> str:
+        """The workload controller writes why a workload without quota waits over any other
+        message while its LocalQueue is held (getQueueBlocker checks it first)."""
+        w = self.workloads.get(name)
+        if w is not None and self.queues.local_queue(w) in self.queues.stopped:
+            return lq_inactive_message(w.queue_name)
+        return message
 
     def nominate(self, pending: Pending, pinned: dict[str, dict[str, str]] | None = None) -> Entry:
         """`getAssignments`: flavors (asking the preemption oracle), the TAS step, victims if

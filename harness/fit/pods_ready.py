@@ -147,7 +147,8 @@ def time_out(engine: Engine, name: str) -> None:
         engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
         give_back(engine, name)
         engine.queues.delete(name)
-        engine.outcomes[name] = Outcome(admitted=False, message=LIMIT_MESSAGE, preempted=preempted)
+        message = engine.blocked_message(name, LIMIT_MESSAGE)
+        engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
         readiness.unblock(engine)
         return
     readiness.requeues[name] = count + 1
@@ -160,7 +161,8 @@ def time_out(engine: Engine, name: str) -> None:
         )
     engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
     give_back(engine, name)
-    engine.outcomes[name] = Outcome(admitted=False, message=TIMEOUT_MESSAGE, preempted=preempted)
+    message = engine.blocked_message(name, TIMEOUT_MESSAGE)
+    engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
     readiness.unblock(engine)
     # The backoff: the cohort's parked workloads go first.
     admitted = {n for n, o in engine.outcomes.items() if o.admitted}
