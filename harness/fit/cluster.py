@@ -137,9 +137,9 @@ class Cluster(Model):
         held = self._release(name)
         if held is not None:
             self.generation[held.cq] += 1
-            self.queues.flush(self._cohort_of(held.cq))
+            self.requeue_associated(name, held.cq)
         elif outcome is not None and not outcome.rejected and name in self.workloads:
-            self.queues.flush(self._cohort_of(self.workloads[name].queue))
+            self.requeue_associated(name, self.workloads[name].queue)
 
     def change_nodes(self, step: Step) -> None:
         """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the

@@ -230,6 +230,16 @@ class Model:
         self.now += 1
         self.queue_order[name] = self.now
 
+    def requeue_associated(self, name: str, cq: str) -> None:
+        """`QueueAssociatedInadmissibleWorkloadsAfter` (a workload released or deleted): the
+        parked workloads of its ClusterQueue's cohort are requeued, unless its LocalQueue is
+        held: the queue manager no longer knows that LocalQueue and requeues nothing
+        (pkg/cache/queue/manager.go)."""
+        w = self.workloads.get(name)
+        if w is not None and self.queues.local_queue(w) in self.queues.stopped:
+            return
+        self.queues.flush(self._cohort_of(cq))
+
     def _cohort_of(self, cq: str) -> list[str]:
         return self.snap.book.members(cq) or [cq]
 
@@ -660,7 +670,7 @@ class Model:
         self._release(victim.name)
         self.generation[victim.cq] += 1
         self.queues.push(self._pending(self.workloads[victim.name]))
-        self.queues.flush(self._cohort_of(victim.cq))
+        self.requeue_associated(victim.name, victim.cq)
 
 
 def total_requests(

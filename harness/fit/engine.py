@@ -287,4 +287,4 @@ class Engine(Cluster):
             return
         self.generation[held.cq] += 1
         self.queues.push(self._pending(self.workloads[name]))
-        self.queues.flush(self._cohort_of(held.cq))
+        self.requeue_associated(name, held.cq)

@@ -22,6 +22,7 @@ from harness.runner import (
     binding,
     check_controller,
     faults,
+    lq_stop,
     objects,
     pod_readiness,
     repair,
@@ -37,6 +38,7 @@ from harness.scenario.model import (
     Node,
     PodFault,
     Step,
+    StopPolicyChange,
     TaintChange,
     Usage,
     Workload,
@@ -213,6 +215,9 @@ def _act(s: Session, step: Step) -> list[str]:
         entry = s.entries.get(target.workload)
         if entry is not None and entry.rejected is None and entry.kueue_name:
             check_controller.set_state(s.kube, ns, entry.kueue_name, target)
+    elif action == "set-stop-policy":
+        assert isinstance(target, StopPolicyChange)
+        lq_stop.apply(s, target)
     elif action in READINESS_ACTIONS:
         assert isinstance(target, str)
         pod_readiness.set_ready(s, target, ready=action == "pods-ready")

@@ -263,6 +263,9 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 			// A missing or inactive AdmissionCheck: the scenario means it.
 		}
 		for _, lq := range localQueuesOf(sc, cq.Name) {
+			if lqStopped(lq) {
+				continue // the LocalQueue controller's Create adds only one without a stopPolicy
+			}
 			if err := c.queues.AddLocalQueue(ctx, lq); err != nil {
 				return fmt.Errorf("adding LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 			}
@@ -366,7 +369,7 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 	c.clock.Step(time.Second)
 	// What Kueue's workload controller does with a new Workload (Create handler).
 	workload.AdjustResources(ctx, c.client, stored)
-	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil {
+	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil && !c.inStoppedQueue(ctx, stored) {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
 	}
 	if c.usesChecks() {
