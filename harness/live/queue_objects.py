@@ -4,8 +4,9 @@ fair sharing").
 
 `localQueues:` and `namespaces:` are written only where they change what Kueue decides: a
 ClusterQueue with a namespaceSelector other than `{}` or an admissionScope, or a LocalQueue
-with a fairSharing weight or a stopPolicy (Hold, HoldAndDrain). Otherwise the snapshot keeps the plain form (a workload's `queue`
-names its ClusterQueue; the LocalQueues stay under x-snapshot for `simulate`).
+with a fairSharing weight or a stopPolicy (Hold, HoldAndDrain). Otherwise the snapshot keeps
+the plain form (a workload's `queue` names its ClusterQueue; the LocalQueues stay under
+x-snapshot for `simulate`).
 """
 
 from __future__ import annotations
