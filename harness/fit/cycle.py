@@ -175,6 +175,7 @@ class Model:
             return  # waiting for admission checks: its Job stays suspended, no pods
         self.binder.admit(w, self._released(w, held), held.per_leaf, self.nodes, self.usage)
         self._note_unschedulable(held.name)
+        self.readiness.admitted(self, held.name)
 
     def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
         """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor

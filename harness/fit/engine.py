@@ -218,6 +218,13 @@ class Engine(Cluster):
         target = step.target
         return target if isinstance(target, str) else str(getattr(target, "node", ""))
 
+    def settle(self) -> None:
+        """Cycles until nothing changes, then each `podsReady: false` workload's start
+        timeout that runs out within the step (harness.fit.pods_ready), and cycles again."""
+        super().settle()
+        while pods_ready.run_due(self):
+            super().settle()
+
     def _react(self) -> None:
         """Kueue's node controller and second pass, then scheduling, until nothing changes."""
         for _ in range(MAX_FAULT_ROUNDS):

@@ -198,7 +198,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     levels = topology.levels
     admitted = (
         load_admitted.admitted(
-            top["admitted"], world, nodes, ledger, lambda at: _workload(at, levels, world)
+            top["admitted"],
+            world,
+            nodes,
+            ledger,
+            lambda at: _workload(_without_pods_ready(at, "admitted entries"), levels, world),
         )
         if "admitted" in top
         else ()
@@ -222,7 +226,14 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         [
             group
             for w in listed.items()
-            for group in load_lws.groups(w, lambda at: _workload(at, levels, world))
+            for group in load_lws.groups(
+                w,
+                lambda at: _workload(
+                    _without_pods_ready(at, "LeaderWorkerSets") if load_lws.is_lws(w) else at,
+                    levels,
+                    world,
+                ),
+            )
         ],
         listed,
         "workload",
@@ -622,7 +633,16 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
 
 def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Workload:
     fields = at.mapping(
-        ("name", "podSets", "queue", "namespace", "priorityClass", "submitAt", "runFor"),
+        (
+            "name",
+            "podSets",
+            "queue",
+            "namespace",
+            "priorityClass",
+            "submitAt",
+            "runFor",
+            "podsReady",
+        ),
         ("name", "podSets"),
     )
     pod_sets = [_pod_set(p, levels) for p in fields["podSets"].items()]
@@ -643,7 +663,18 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
         run_for=fields["runFor"].seconds(above_zero=True) if "runFor" in fields else None,
         local_queue=local_queue,
         namespace=namespace,
+        pods_ready=fields["podsReady"].boolean() if "podsReady" in fields else True,
     )
+
+
+def _without_pods_ready(at: _At, where: str) -> _At:
+    """`podsReady` (a harness extension: pods that never pass their readiness probe) is
+    taken on `workloads` entries and `submit` steps only."""
+    if isinstance(at.value, dict) and "podsReady" in at.value:
+        at.child("podsReady", at.value["podsReady"]).fail(
+            f"not supported in {where} (only in workloads entries and submit steps)"
+        )
+    return at
 
 
 def _note_missing_levels(

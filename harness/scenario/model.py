@@ -337,6 +337,10 @@ class Workload:
     """The LocalQueue it is submitted to ("": the one named after `queue`)."""
     namespace: str = ""
     """Its namespace ("": the scenario's own)."""
+    pods_ready: bool = True
+    """False (`podsReady: false`): every pod of it starts Running but not Ready (a readiness
+    probe that never passes on its own), so waitForPodsReady times it from its admission;
+    a `pods-ready` step reports its running pods Ready (docs/scenario-format-v2.md)."""
 
     @property
     def queue_name(self) -> str:

@@ -108,6 +108,8 @@ def _workload(w: Workload) -> dict[str, Any]:
         out["localQueue"] = w.local_queue
     if w.namespace:
         out["namespace"] = w.namespace
+    if not w.pods_ready:
+        out["podsReady"] = False
     return out
 
 

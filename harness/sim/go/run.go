@@ -70,6 +70,11 @@ type cluster struct {
 	// faults: Nodes and Pods for Kueue's node failure controller, and what Kueue repaired
 	// during the current step (faults.go).
 	faults faultState
+	// neverReady: workloads whose pods never turn Ready (`podsReady: false`); podsReady:
+	// the scenario's waitForPodsReady timers, on or off (podsready.go).
+	neverReady  sets.Set[string]
+	podsReady   podsReadyTimers
+	podsReadyOn bool
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -93,8 +98,9 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		flavors: map[string]*kueue.ResourceFlavor{}, nodes: map[string]*NodeSpec{},
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
-		nsOf: map[string]string{}, lqCQ: map[string]string{},
+		nsOf: map[string]string{}, lqCQ: map[string]string{}, neverReady: sets.New[string](),
 	}
+	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
 	fail := func(err error) (*cluster, error) {
 		cancel()
 		return nil, err
