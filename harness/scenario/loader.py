@@ -228,8 +228,8 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
             for w in listed.items()
             for group in load_lws.groups(
                 w,
-                lambda at: _workload(
-                    _without_pods_ready(at, "LeaderWorkerSets") if load_lws.is_lws(w) else at,
+                lambda at, lws=load_lws.is_lws(w): _workload(
+                    _without_pods_ready(at, "LeaderWorkerSets") if lws else at,
                     levels,
                     world,
                 ),
