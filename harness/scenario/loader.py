@@ -226,14 +226,7 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         [
             group
             for w in listed.items()
-            for group in load_lws.groups(
-                w,
-                lambda at, lws=load_lws.is_lws(w): _workload(
-                    _without_pods_ready(at, "LeaderWorkerSets") if lws else at,
-                    levels,
-                    world,
-                ),
-            )
+            for group in load_lws.groups(w, lambda at: _workload(at, levels, world))
         ],
         listed,
         "workload",
