@@ -140,6 +140,10 @@ class Session:
         sub = Submission(w.name, self._ref(entry), before, entry.may_park)
         seen = settle_submission(self.snapshot, sub, self.t)
         entry.settled_message = seen.message if seen.kind == "pending" else None
+        if not w.pods_ready:
+            steps.await_start_timeouts(self)
+            seen = self.state_of(entry)
+            entry.settled_message = seen.message if seen.kind == "pending" else None
 
     def create(self, w: Workload) -> Entry:
         """Create the workload without waiting for Kueue's decision: a stream's submissions
