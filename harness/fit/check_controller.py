@@ -30,7 +30,7 @@ def apply(engine: Engine, change: CheckChange) -> None:
         # The update handler of a deactivated Workload requeues its cohort's parked
         # workloads on every status write (workload_controller.go Update, `!active`:
         # QueueAssociatedInadmissibleWorkloadsAfter).
-        engine.queues.flush(engine._cohort_of(engine.workloads[name].queue))
+        engine.requeue_associated(name, engine.workloads[name].queue)
     if name not in engine.snap.holding:
         return
     rejected, retry = checks.with_state(name, "Rejected"), checks.with_state(name, "Retry")
@@ -70,7 +70,8 @@ def _pending_message(engine: Engine, name: str, eviction: str) -> str:
     message when its ClusterQueue is inactive, deactivated or not (getQueueBlocker in
     pkg/controller/core/workload_controller.go: syncQuotaReservedFalseCondition)."""
     cq = engine.scenario.cluster_queue(engine.workloads[name].queue)
-    return inactive_message(cq) if cq.name in engine.queues.inactive else eviction
+    message = inactive_message(cq) if cq.name in engine.queues.inactive else eviction
+    return engine.blocked_message(name, message)
 
 
 def give_back(engine: Engine, name: str) -> None:
@@ -80,4 +81,4 @@ def give_back(engine: Engine, name: str) -> None:
     if held is None:
         return
     engine.generation[held.cq] += 1
-    engine.queues.flush(engine._cohort_of(held.cq))
+    engine.requeue_associated(name, held.cq)

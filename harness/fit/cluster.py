@@ -14,6 +14,7 @@ from harness.fit.snapshot import Holding
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
 from harness.k8s.quantity import kueue_units
+from harness.kueue import local_queue_stop as lq_stop
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
 from harness.kueue.queue_activity import drains, inactive_message
@@ -36,7 +37,8 @@ class Cluster(Model):
         """A workload admitted before the scenario starts, reserved one second apart in file
         order before anything else; evicted at once when its ClusterQueue drains."""
         cq = self.scenario.cluster_queue(a.queue)
-        if drains(cq):
+        lq = self.scenario.local_queue_of(a)
+        if drains(cq) or lq_stop.drains(lq.stop_policy):
             self._drained(a)
             return
         quota: dict[tuple[str, str], int] = {}
@@ -69,6 +71,11 @@ class Cluster(Model):
         self.workloads[a.name] = a.as_workload()
         self.checks.states[a.name] = admitted_states(cq, a)
         ready = self.checks.all_ready(a.name)  # else it holds quota, its Job suspended
+        if not ready and lq_stop.held(lq.stop_policy):
+            # A held LocalQueue takes a reservation without admission away
+            # (reconcileOnLocalQueueActiveState): it waits like a drained one.
+            self._drained(a)
+            return
         self.outcomes[a.name] = Outcome(
             admitted=ready,
             placement={p.pod_set.name: dict(p.placement) for p in a.pod_sets if p.placement},
@@ -93,8 +100,9 @@ class Cluster(Model):
         )
 
     def _drained(self, a: AdmittedWorkload) -> None:
-        """HoldAndDrain: the workload controller evicts it (ClusterQueueStopped) and, once its
-        Job stopped, it waits in its inactive queue (harness.kueue.queue_activity)."""
+        """HoldAndDrain: the workload controller evicts it (ClusterQueueStopped, or
+        LocalQueueStopped) and, once its Job stopped, it waits in its inactive queue
+        (harness.kueue.queue_activity, harness.kueue.local_queue_stop)."""
         w = a.as_workload()
         self.workloads[a.name] = w
         self.queues.push(self._pending(w))
@@ -115,6 +123,8 @@ class Cluster(Model):
         self.checks.sync(w.name, cq, None)
         if cq.name in self.queues.inactive:  # never a head: the workload controller says why
             self._pending_outcome(w.name, inactive_message(cq))
+        elif self.queues.local_queue(w) in self.queues.stopped:
+            self._pending_outcome(w.name, "")  # its held LocalQueue's message
 
     def delete(self, name: str) -> None:
         """A workload deleted: its quota and nodes free up, and the parked workloads of its
@@ -128,9 +138,9 @@ class Cluster(Model):
         held = self._release(name)
         if held is not None:
             self.generation[held.cq] += 1
-            self.queues.flush(self._cohort_of(held.cq))
+            self.requeue_associated(name, held.cq)
         elif outcome is not None and not outcome.rejected and name in self.workloads:
-            self.queues.flush(self._cohort_of(self.workloads[name].queue))
+            self.requeue_associated(name, self.workloads[name].queue)
 
     def change_nodes(self, step: Step) -> None:
         """A node or non-TAS pod step (docs/scenario-extensions.md): the TAS snapshot sees the

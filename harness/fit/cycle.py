@@ -58,6 +58,8 @@ from harness.fit.victims import Preemptor, Target, eviction_message, oracle
 from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
 from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
+from harness.kueue.local_queue_stop import held as lq_held
+from harness.kueue.local_queue_stop import inactive_message as lq_inactive_message
 from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
 from harness.kueue.versions import DEFAULT_KUEUE
@@ -157,6 +159,9 @@ class Model:
             if inactive_reason(cq, scenario.admission_checks) is not None
         }
         self.snap.inactive = self.queues.inactive
+        self.queues.stopped = {
+            (lq.namespace, lq.name) for lq in scenario.queues() if lq_held(lq.stop_policy)
+        }
 
     # -- the cache and kube-scheduler -----------------------------------------------------------
 
@@ -171,6 +176,7 @@ class Model:
             return  # waiting for admission checks: its Job stays suspended, no pods
         self.binder.admit(w, self._released(w, held), held.per_leaf, self.nodes, self.usage)
         self._note_unschedulable(held.name)
+        self.readiness.admitted(self, held.name)
 
     def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
         """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
@@ -225,6 +231,16 @@ class Model:
         """An admission check evicted it: ordered by this moment from now on."""
         self.now += 1
         self.queue_order[name] = self.now
+
+    def requeue_associated(self, name: str, cq: str) -> None:
+        """`QueueAssociatedInadmissibleWorkloadsAfter` (a workload released or deleted): the
+        parked workloads of its ClusterQueue's cohort are requeued, unless its LocalQueue is
+        held: the queue manager no longer knows that LocalQueue and requeues nothing
+        (pkg/cache/queue/manager.go)."""
+        w = self.workloads.get(name)
+        if w is not None and self.queues.local_queue(w) in self.queues.stopped:
+            return
+        self.queues.flush(self._cohort_of(cq))
 
     def _cohort_of(self, cq: str) -> list[str]:
         return self.snap.book.members(cq) or [cq]
@@ -346,8 +362,18 @@ class Model:
 
     def _pending_outcome(self, name: str, message: str) -> None:
         self.outcomes[name] = Outcome(
-            admitted=False, message=message, preempted=name in self.preempted
+            admitted=False,
+            message=self.blocked_message(name, message),
+            preempted=name in self.preempted,
         )
+
+    def blocked_message(self, name: str, message: str) -> str:
+        """The workload controller writes why a workload without quota waits over any other
+        message while its LocalQueue is held (getQueueBlocker checks it first)."""
+        w = self.workloads.get(name)
+        if w is not None and self.queues.local_queue(w) in self.queues.stopped:
+            return lq_inactive_message(w.queue_name)
+        return message
 
     def nominate(self, pending: Pending, pinned: dict[str, dict[str, str]] | None = None) -> Entry:
         """`getAssignments`: flavors (asking the preemption oracle), the TAS step, victims if
@@ -648,7 +674,7 @@ class Model:
         self._release(victim.name)
         self.generation[victim.cq] += 1
         self.queues.push(self._pending(self.workloads[victim.name]))
-        self.queues.flush(self._cohort_of(victim.cq))
+        self.requeue_associated(victim.name, victim.cq)
 
 
 def total_requests(

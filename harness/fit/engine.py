@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
-from harness.fit import check_controller, pods_ready
+from harness.fit import check_controller, lq_stop, pods_ready
 from harness.fit.cluster import Cluster
 from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
@@ -35,6 +35,7 @@ from harness.scenario.model import (
     Flavor,
     Scenario,
     Step,
+    StopPolicyChange,
     Workload,
 )
 
@@ -186,6 +187,9 @@ class Engine(Cluster):
             pods_ready.pods_not_ready(self, str(target))
         elif action == "pods-ready":
             pods_ready.pods_ready(self, str(target))
+        elif action == "set-stop-policy":
+            assert isinstance(target, StopPolicyChange)
+            lq_stop.apply(self, target)
         elif action == "upgrade-kueue":
             self.upgrade(str(target))
             self.faults.rules = self.rules
@@ -219,6 +223,13 @@ class Engine(Cluster):
     def _node_of(step: Step) -> str:
         target = step.target
         return target if isinstance(target, str) else str(getattr(target, "node", ""))
+
+    def settle(self) -> None:
+        """Cycles until nothing changes, then each `podsReady: false` workload's start
+        timeout that runs out within the step (harness.fit.pods_ready), and cycles again."""
+        super().settle()
+        while pods_ready.run_due(self):
+            super().settle()
 
     def _react(self) -> None:
         """Kueue's node controller and second pass, then scheduling, until nothing changes."""
@@ -289,4 +300,4 @@ class Engine(Cluster):
             return
         self.generation[held.cq] += 1
         self.queues.push(self._pending(self.workloads[name]))
-        self.queues.flush(self._cohort_of(held.cq))
+        self.requeue_associated(name, held.cq)

@@ -65,6 +65,18 @@ class PodsReadiness:
         self.held: set[str] = set()  # admitted workloads whose pods a step holds not Ready
         self.requeues: dict[str, int] = {}  # status.requeueState.count
         self.blocked: Blocked | None = None
+        self.due: list[str] = []  # `podsReady: false` admissions whose timeout runs out
+
+    def admitted(self, model: Model, name: str) -> None:
+        """A `podsReady: false` workload admitted: its new pods never turn Ready, PodsReady
+        stays False (WaitForStart) and `timeout` counts from the Admitted condition
+        (reconcileNotReadyTimeout); one within the step horizon runs out (`due`)."""
+        w = model.workloads.get(name)
+        if w is None or w.pods_ready or not self.config.enabled:
+            return
+        self.held.add(name)
+        if within_step(self.config.timeout):
+            self.due.append(name)
 
     def check_supported(self) -> None:
         """Refuse timers the model cannot time against the cluster."""
@@ -147,7 +159,8 @@ def time_out(engine: Engine, name: str) -> None:
         engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
         give_back(engine, name)
         engine.queues.delete(name)
-        engine.outcomes[name] = Outcome(admitted=False, message=LIMIT_MESSAGE, preempted=preempted)
+        message = engine.blocked_message(name, LIMIT_MESSAGE)
+        engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
         readiness.unblock(engine)
         return
     readiness.requeues[name] = count + 1
@@ -160,7 +173,8 @@ def time_out(engine: Engine, name: str) -> None:
         )
     engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
     give_back(engine, name)
-    engine.outcomes[name] = Outcome(admitted=False, message=TIMEOUT_MESSAGE, preempted=preempted)
+    message = engine.blocked_message(name, TIMEOUT_MESSAGE)
+    engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
     readiness.unblock(engine)
     # The backoff: the cohort's parked workloads go first.
     admitted = {n for n, o in engine.outcomes.items() if o.admitted}
@@ -174,6 +188,18 @@ def time_out(engine: Engine, name: str) -> None:
     if config.timestamp == "Eviction":  # GetQueueOrderTimestamp: the eviction time
         engine.created[name] = max(engine.created.values()) + 1
     engine.queues.push(engine._pending(engine.workloads[name]))
+
+
+def run_due(engine: Engine) -> bool:
+    """The first due start timeout of a workload still admitted runs out; False when none."""
+    readiness = engine.readiness
+    while readiness.due:
+        name = readiness.due.pop(0)
+        outcome = engine.outcomes.get(name)
+        if outcome is not None and outcome.admitted and name in readiness.held:
+            time_out(engine, name)
+            return True
+    return False
 
 
 def deleted(engine: Engine, name: str) -> None:

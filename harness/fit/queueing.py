@@ -89,6 +89,14 @@ class Queues:
     hashing: bool = True
     """SchedulingEquivalenceHashing: a workload shaped like one found inadmissible is parked
     with it unevaluated (BestEffortFIFO). Off by default in Kueue v0.17.1."""
+    stopped: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, name) of the LocalQueues with a stopPolicy: out of the queue manager
+    (harness.kueue.local_queue_stop), their workloads kept `aside`, never popped."""
+    aside: dict[str, Pending] = field(default_factory=dict)
+
+    @staticmethod
+    def local_queue(w: Workload) -> tuple[str, str]:
+        return (w.namespace, w.queue_name)
 
     def _strategy(self, cq: str) -> str:
         return self.scenario.cluster_queue(cq).queueing_strategy
@@ -97,6 +105,9 @@ class Queues:
         """`PushOrUpdate`: a new (or requeued-after-eviction) workload enters the heap, or the
         inadmissible set if its equivalence class was parked (BestEffortFIFO)."""
         cq = pending.workload.queue
+        if self.local_queue(pending.workload) in self.stopped:
+            self.aside[pending.workload.name] = pending
+            return
         self.info[pending.workload.name] = pending
         parked = pending.shape in self.hashes.get(cq, ())
         if self.hashing and self._strategy(cq) == "BestEffortFIFO" and parked:
@@ -145,6 +156,7 @@ class Queues:
 
     def delete(self, name: str) -> None:
         """Admitted or deleted: out of its queue, and no longer its queue's preemptor."""
+        self.aside.pop(name, None)
         pending = self.info.pop(name, None)
         if pending is None:
             return
@@ -163,6 +175,25 @@ class Queues:
                 self.parked[cq] = held
             self.heap.setdefault(cq, set()).update(parked - self.mismatched)
             self.hashes.pop(cq, None)
+
+    def stop(self, lq: tuple[str, str]) -> None:
+        """The LocalQueue got a stopPolicy: its workloads leave their ClusterQueue's heap
+        and inadmissible set (DeleteFromLocalQueue)."""
+        self.stopped.add(lq)
+        for name, pending in list(self.info.items()):
+            if self.local_queue(pending.workload) == lq:
+                self.delete(name)
+                self.aside[name] = pending
+
+    def resume(self, lq: tuple[str, str]) -> None:
+        """Its stopPolicy is None again: every workload of it goes to the heap
+        (AddFromLocalQueue: pushToHeapIfNotTracked, no equivalence-hash parking)."""
+        self.stopped.discard(lq)
+        for name, pending in list(self.aside.items()):
+            if self.local_queue(pending.workload) == lq:
+                del self.aside[name]
+                self.info[name] = pending
+                self.heap.setdefault(pending.workload.queue, set()).add(name)
 
     def restart(self, hashing: bool) -> None:
         """A new Kueue process (`upgrade-kueue`): it rebuilds its queues from the Workloads,

@@ -4,8 +4,9 @@ fair sharing").
 
 `localQueues:` and `namespaces:` are written only where they change what Kueue decides: a
 ClusterQueue with a namespaceSelector other than `{}` or an admissionScope, or a LocalQueue
-with a fairSharing weight. Otherwise the snapshot keeps the plain form (a workload's `queue`
-names its ClusterQueue; the LocalQueues stay under x-snapshot for `simulate`).
+with a fairSharing weight or a stopPolicy (Hold, HoldAndDrain). Otherwise the snapshot keeps
+the plain form (a workload's `queue` names its ClusterQueue; the LocalQueues stay under
+x-snapshot for `simulate`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def cluster_queue_keys(spec: Mapping[str, Any]) -> Obj:
 def needed(queues: Iterable[Obj], local_queues: Iterable[Obj]) -> bool:
     """Whether the LocalQueues change Kueue's decisions (see the module docstring)."""
     return any("namespaceSelector" in q or "admissionScope" in q for q in queues) or any(
-        (lq.get("spec") or {}).get("fairSharing") for lq in local_queues
+        (lq.get("spec") or {}).get("fairSharing")
+        or (lq.get("spec") or {}).get("stopPolicy") not in (None, "None")
+        for lq in local_queues
     )
 
 
@@ -82,6 +85,8 @@ def queue_objects(
         weight = (spec.get("fairSharing") or {}).get("weight")
         if weight is not None:
             entry["fairSharing"] = {"weight": str(weight)}
+        if spec.get("stopPolicy") not in (None, "None"):
+            entry["stopPolicy"] = str(spec["stopPolicy"])
         out.append(entry)
         where[(ns, name)] = ("" if ns == OWN_NAMESPACE else ns, name)
     if namespaces is None and used:

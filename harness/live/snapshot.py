@@ -52,7 +52,7 @@ def snapshot(
     classes = world_objects.priority_classes(state.priority_classes)
     queues = world_objects.cluster_queues(state.cluster_queues, {f["name"] for f in flavors}, gaps)
     cohorts = world_objects.cohorts(state.cohorts, {f["name"] for f in flavors}, gaps)
-    local_queues = world_objects.local_queues(state.local_queues, gaps)
+    local_queues = world_objects.local_queues(state.local_queues)
     checks = check_objects.admission_checks(state.admission_checks, gaps)
     skipped = check_objects.left_out(state.admission_checks, checks)
     check_rules: dict[str, list[Any]] = {}

@@ -217,7 +217,7 @@ def _in_cycle(name: str, parent_of: Mapping[str, Any]) -> bool:
     return False
 
 
-def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:
+def local_queues(items: Iterable[Obj]) -> list[Obj]:
     """namespace, name and ClusterQueue of every LocalQueue (x-snapshot.localQueues: the
     scenario names ClusterQueues; `simulate` maps a manifest's queue-name through these)."""
     out = []
@@ -230,9 +230,4 @@ def local_queues(items: Iterable[Obj], gaps: Gaps) -> list[Obj]:
                 "clusterQueue": spec.get("clusterQueue", ""),
             }
         )
-        if spec.get("stopPolicy") not in (None, "None"):
-            gaps.add(
-                f"LocalQueue {meta.get('namespace')}/{meta['name']}: stopPolicy "
-                f"{spec['stopPolicy']}"
-            )
     return out

@@ -8,9 +8,12 @@ placement and quota can be asserted while the Jobs live.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from harness.kube import Kube, Obj, node_ready, wait_for
 
@@ -34,12 +37,69 @@ options:
   podsOnNodeSyncParallelism: 8"""
 
 
+NOT_READY_ANNOTATION = "kueue-tas-harness/pods-not-ready"
+"""On a pod template of a `podsReady: false` workload: KWOK starts its pods Running but not
+Ready (a readiness probe that never passes), instead of Running and Ready."""
+POD_READY = "kustomize/stage/pod/fast/pod-ready.yaml"
+NOT_READY_SELECTOR = {
+    "key": f'.metadata.annotations["{NOT_READY_ANNOTATION}"]',
+    "operator": "In",
+    "values": ["true"],
+}
+
+
 def stages_yaml(kwok_dir: Path, stages: Sequence[str] = STAGES) -> str:
-    """One multi-document YAML for `kwok --config`: our options, then the chosen Stages."""
+    """One multi-document YAML for `kwok --config`: our options, then the chosen Stages;
+    KWOK's pod-ready stage leaves pods annotated NOT_READY_ANNOTATION to a copy of it that
+    starts them Running with Ready False (`pod_not_ready`)."""
     docs = [f"# kueue-tas-harness: worker counts\n{OPTIONS}"]
     for rel in stages:
-        docs.append(f"# from sigs.k8s.io/kwok {rel}\n" + (kwok_dir / rel).read_text().strip())
+        text = (kwok_dir / rel).read_text().strip()
+        if rel == POD_READY:
+            ready, not_ready = pod_not_ready(yaml.safe_load(text))
+            docs.append(f"# from sigs.k8s.io/kwok {rel}, without annotated pods\n{ready}")
+            docs.append(f"# kueue-tas-harness: {rel} for annotated pods, not Ready\n{not_ready}")
+            continue
+        docs.append(f"# from sigs.k8s.io/kwok {rel}\n" + text)
     return "\n---\n".join(docs) + "\n"
+
+
+def pod_not_ready(stage: Obj) -> tuple[str, str]:
+    """(KWOK's pod-ready Stage without the annotated pods, its copy for them that writes
+    the Ready and ContainersReady conditions False and each container not ready)."""
+    ready = copy.deepcopy(stage)
+    ready["spec"]["selector"]["matchExpressions"].append(
+        {**NOT_READY_SELECTOR, "operator": "NotIn"}
+    )
+    not_ready = copy.deepcopy(stage)
+    not_ready["metadata"]["name"] = "pod-running-not-ready"
+    not_ready["spec"]["selector"]["matchExpressions"].append(dict(NOT_READY_SELECTOR))
+    template = str(not_ready["spec"]["next"]["statusTemplate"])
+    for kind in ("Ready", "ContainersReady"):
+        said = f'status: "True"\n  type: {kind}\n'
+        if said not in template:
+            raise ValueError(f"KWOK's pod-ready template has no {kind} condition as expected")
+        template = template.replace(said, f'status: "False"\n  type: {kind}\n')
+    containers, _, rest = template.partition("initContainerStatuses:")
+    template = containers.replace("ready: true", "ready: false") + "initContainerStatuses:" + rest
+    not_ready["spec"]["next"]["statusTemplate"] = template
+    return _dump(ready), _dump(not_ready)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the status templates) as `|` blocks, readable in the config."""
+
+
+def _block(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_BlockDumper.add_representer(str, _block)
+
+
+def _dump(stage: Obj) -> str:
+    return yaml.dump(stage, Dumper=_BlockDumper, sort_keys=False)
 
 
 def fake_node(

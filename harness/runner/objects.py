@@ -25,6 +25,7 @@ from harness.kueue.keys import (
     SLICE_SIZE,
     UNCONSTRAINED,
 )
+from harness.providers.kwok import NOT_READY_ANNOTATION
 from harness.scenario.model import (
     AdmittedWorkload,
     Node,
@@ -241,6 +242,15 @@ def topology_annotations(tr: TopologyRequest | None) -> dict[str, str]:
     return out
 
 
+def pod_annotations(w: Workload, ps: PodSet) -> dict[str, str]:
+    """A pod template's annotations: its topology request and, for a `podsReady: false`
+    workload, the one that makes KWOK start its pods not Ready (harness.providers.kwok)."""
+    out = topology_annotations(ps.topology)
+    if not w.pods_ready:
+        out[NOT_READY_ANNOTATION] = "true"
+    return out
+
+
 def _pod_spec(ps: PodSet) -> Obj:
     spec: Obj = {
         "restartPolicy": "Never",
@@ -274,7 +284,7 @@ def job(w: Workload, names: Names) -> Obj:
             "backoffLimitPerIndex": BACKOFF_LIMIT_PER_INDEX,
             "suspend": True,
             "template": {
-                "metadata": {"labels": labels, "annotations": topology_annotations(ps.topology)},
+                "metadata": {"labels": labels, "annotations": pod_annotations(w, ps)},
                 "spec": _pod_spec(ps),
             },
         },
@@ -311,7 +321,7 @@ def jobset(w: Workload, names: Names) -> Obj:
                             "template": {
                                 "metadata": {
                                     "labels": labels,
-                                    "annotations": topology_annotations(ps.topology),
+                                    "annotations": pod_annotations(w, ps),
                                 },
                                 "spec": _pod_spec(ps),
                             },

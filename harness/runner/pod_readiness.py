@@ -13,16 +13,19 @@ kueue-v0.19.2-rules-v2.md §11.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from harness.backends.base import BackendError
 from harness.kube import Obj, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue.pods_ready import PodsReadyConfig, within_step
 from harness.runner import binding
+from harness.runner.reading import state
 from harness.runner.repair import eviction_counts
 
 if TYPE_CHECKING:
-    from harness.runner.session import Session
+    from harness.runner.session import Entry, Session
 
 TIMER_SLACK = 30.0
 """Seconds past a timer for Kueue to act on it (reconcile requeue, Job stop, status writes)."""
@@ -104,3 +107,49 @@ def _status(pod: Obj, ready: bool) -> Obj:
             for c in spec.get("containers") or []
         ],
     }
+
+
+MAX_START_TIMEOUTS = 20
+"""Evictions of `podsReady: false` workloads awaited after one submission or step (each
+timeout, backoff and readmission is at most TIMER_HORIZON s; Kueue's backoff doubles)."""
+
+
+def await_start_timeouts(s: Session, settle: Callable[[], None]) -> None:
+    """`podsReady: false` workloads (their pods never turn Ready, harness.runner.objects
+    annotates them for KWOK): while one is admitted without PodsReady=True and the timeout
+    runs out within the step, wait for Kueue's eviction or deactivation, then `settle` (the
+    backoff and readmission: harness.runner.repair)."""
+    config = PodsReadyConfig.of(s.scenario.kueue_config.document, s.scenario.feature_gates)
+    if not config.enabled or not within_step(config.timeout):
+        return
+    for _ in range(MAX_START_TIMEOUTS):
+        timed = [e for e in s.entries.values() if not e.workload.pods_ready and _timed(s, e)]
+        if not timed:
+            return
+        entry = timed[0]
+        before = eviction_counts(s.workload_obj(entry))
+
+        def evicted(entry: Entry = entry, before: dict[str, int] = before) -> tuple[bool, str]:
+            counts = eviction_counts(s.workload_obj(entry))
+            return counts != before, f"evictions {counts or 'none'}"
+
+        poll_until(
+            evicted,
+            what=f"Kueue to evict {entry.workload.name} at its PodsReady timeout "
+            f"({config.timeout:g}s from admission)",
+            timeout=config.timeout + TIMER_SLACK,
+            interval=0.25,
+        )
+        settle()
+    raise BackendError(f"more than {MAX_START_TIMEOUTS} PodsReady timeouts in one step")
+
+
+def _timed(s: Session, entry: Entry) -> bool:
+    """Admitted, its PodsReady not True: Kueue's timeout is running."""
+    if entry.rejected is not None or not entry.kueue_name:
+        return False
+    wl = s.workload_obj(entry)
+    if wl is None or state(wl).kind != "admitted":
+        return False
+    ready = get_condition(wl, "PodsReady")
+    return ready is None or ready.get("status") != "True"

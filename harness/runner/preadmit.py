@@ -89,9 +89,12 @@ def wait_stopped(kube: Kube, names: Names, kueue_name: str, queue: str, t: Timeo
     _wait_workload(kube, names, kueue_name, check, f"QuotaReserved=False '{wanted}'", t)
 
 
-def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None:
-    """Until Kueue has evicted the Workload from its HoldAndDrain ClusterQueue and its Job
-    has given the quota back (harness.kueue.queue_activity)."""
+def wait_drained(
+    kube: Kube, names: Names, kueue_name: str, t: Timeouts, reason: str = DRAIN_REASON
+) -> None:
+    """Until Kueue has evicted the Workload from its HoldAndDrain ClusterQueue (`reason`
+    LocalQueueStopped: LocalQueue) and its Job has given the quota back
+    (harness.kueue.queue_activity, harness.kueue.local_queue_stop)."""
 
     def check(wl: Obj | None) -> tuple[bool, str]:
         evicted = (get_condition(wl, "Evicted") if wl else None) or {}
@@ -100,10 +103,10 @@ def wait_drained(kube: Kube, names: Names, kueue_name: str, t: Timeouts) -> None
             f"Evicted={evicted.get('status')} ({evicted.get('reason')}),"
             f" QuotaReserved={reserved.get('status')}"
         )
-        done = evicted.get("reason") == DRAIN_REASON and reserved.get("status") == "False"
+        done = evicted.get("reason") == reason and reserved.get("status") == "False"
         return done, seen
 
-    what = f"evicted ({DRAIN_REASON}) and its quota released"
+    what = f"evicted ({reason}) and its quota released"
     _wait_workload(kube, names, kueue_name, check, what, t)
 
 
@@ -257,8 +260,9 @@ def release(
     t: Timeouts,
     checks: tuple[AdmissionCheck, ...] | None = None,
 ) -> None:
-    """Lift the hold: stopPolicy None, then each LocalQueue is Active (`checks`: the
-    AdmissionChecks as reported now, when not as the scenario says)."""
+    """Lift the hold: the scenario's stopPolicy (None unless it says otherwise), then each
+    LocalQueue is Active, or not when it stays held or its ClusterQueue is inactive
+    (`checks`: the AdmissionChecks as reported now, when not as the scenario says)."""
     checks = scenario.admission_checks if checks is None else checks
     held = world.held_queues(scenario)
     for lq in sorted(scenario.queues(), key=lambda q: (q.namespace, q.name)):
@@ -269,10 +273,11 @@ def release(
             KUEUE_API,
             "LocalQueue",
             lq.name,
-            {"spec": {"stopPolicy": "None"}},
+            {"spec": {"stopPolicy": lq.stop_policy}},
             namespace=namespace,
         )
         active = inactive_reason(scenario.cluster_queue(lq.cluster_queue), checks) is None
+        active = active and lq.stop_policy == "None"
         what = "Active after its hold was lifted" if active else "Active False (inactive queue)"
         await_local_queue(kube, lq.name, names, t, what, active, namespace)
 

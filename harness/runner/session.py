@@ -12,7 +12,9 @@ from pathlib import Path
 
 from harness.backends.base import BackendError, Unsupported
 from harness.kube import KUEUE_API, Kube, KubeError, events
+from harness.kueue import local_queue_stop as lq_stop
 from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, reservation_times
+from harness.kueue.local_queue_stop import DRAIN_REASON as LQ_DRAINED
 from harness.kueue.queue_activity import drains
 from harness.results.outcome import Outcome
 from harness.runner import binding, check_controller, faults, objects, preadmit, repair, steps
@@ -138,6 +140,10 @@ class Session:
         sub = Submission(w.name, self._ref(entry), before, entry.may_park)
         seen = settle_submission(self.snapshot, sub, self.t)
         entry.settled_message = seen.message if seen.kind == "pending" else None
+        if not w.pods_ready:
+            steps.await_start_timeouts(self)
+            seen = self.state_of(entry)
+            entry.settled_message = seen.message if seen.kind == "pending" else None
 
     def create(self, w: Workload) -> Entry:
         """Create the workload without waiting for Kueue's decision: a stream's submissions
@@ -289,6 +295,12 @@ class Session:
             if preadmit.waits_for_checks(self.scenario, a) and not drains(
                 self.scenario.cluster_queue(a.queue)
             ):
+                if lq_stop.held(self.scenario.local_queue_of(a).stop_policy):
+                    raise Unsupported(
+                        f"{self.scenario.path}: admitted {a.name}: waiting for admission "
+                        "checks in a held LocalQueue: not written on a cluster (Kueue takes "
+                        "the reservation away at once)"
+                    )
                 waiting[a.name] = patch  # applied once the hold is lifted: reserve_waiting
             else:
                 patches.append(patch)
@@ -324,6 +336,11 @@ class Session:
         preadmit.release(self.kube, self.scenario, self.names, self.t, checks)
         for name in sorted(drained):
             preadmit.wait_drained(self.kube, self.names, self.entries[name].kueue_name, self.t)
+        for a in admitted:  # written under Hold: the scenario's HoldAndDrain now evicts them
+            policy = self.scenario.local_queue_of(a).stop_policy
+            if a.name not in drained and lq_stop.drains(policy):
+                kueue_name = self.entries[a.name].kueue_name
+                preadmit.wait_drained(self.kube, self.names, kueue_name, self.t, LQ_DRAINED)
         if waiting:
             preadmit.reserve_waiting(self.kube, self.scenario, self.names, waiting, self.t)
             preadmit.wait_counted(self.kube, [*kept, *waiting.values()], self.t)

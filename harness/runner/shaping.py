@@ -147,14 +147,15 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
             interval=t.interval,
         )
         for lq in (q for q in scenario.queues() if q.cluster_queue == cq.name):
+            off = cq.name in held or inactive or lq.stop_policy != "None"
             wait_for(
                 kube,
                 KUEUE_API,
                 "LocalQueue",
                 lq.name,
-                has_condition("Active", "False" if cq.name in held or inactive else "True"),
+                has_condition("Active", "False" if off else "True"),
                 namespace=names.real(lq.namespace),
-                what="held (Active False)" if cq.name in held or inactive else "Active",
+                what="held (Active False)" if off else "Active",
                 timeout=t.settle,
                 interval=t.interval,
             )

@@ -22,6 +22,7 @@ from harness.runner import (
     binding,
     check_controller,
     faults,
+    lq_stop,
     objects,
     pod_readiness,
     repair,
@@ -37,6 +38,7 @@ from harness.scenario.model import (
     Node,
     PodFault,
     Step,
+    StopPolicyChange,
     TaintChange,
     Usage,
     Workload,
@@ -66,8 +68,27 @@ def apply(s: Session, step: Step) -> None:
         node_controller=s.cluster.gates.get(NODE_REPLACEMENT, True),
     )
     repair.settle(watch, log, s.t)
+    if step.action != "submit":  # a submission awaits its own (Session.submit)
+        await_start_timeouts(s)
     restarted = step.action == "upgrade-kueue"
     after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
+
+
+def await_start_timeouts(s: Session) -> None:
+    """The PodsReady timeouts of `podsReady: false` workloads that run out now, each followed
+    by Kueue's reaction (harness.runner.pod_readiness)."""
+
+    def settle() -> None:
+        watch = repair.Watch(
+            read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
+            nodes=[],
+            namespace=s.names.namespace,
+            fail_fast=s.cluster.gates.get(FAIL_FAST, True),
+            node_controller=s.cluster.gates.get(NODE_REPLACEMENT, True),
+        )
+        repair.settle(watch, KueueLog(s.cluster.kueue_log_path), s.t)
+
+    pod_readiness.await_start_timeouts(s, settle)
 
 
 def _live(s: Session) -> list[Entry]:
@@ -213,6 +234,9 @@ def _act(s: Session, step: Step) -> list[str]:
         entry = s.entries.get(target.workload)
         if entry is not None and entry.rejected is None and entry.kueue_name:
             check_controller.set_state(s.kube, ns, entry.kueue_name, target)
+    elif action == "set-stop-policy":
+        assert isinstance(target, StopPolicyChange)
+        lq_stop.apply(s, target)
     elif action in READINESS_ACTIONS:
         assert isinstance(target, str)
         pod_readiness.set_ready(s, target, ready=action == "pods-ready")

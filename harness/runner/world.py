@@ -131,9 +131,13 @@ def local_queue(
 
 
 def scenario_local_queue(lq: LocalQueue, names: Names, *, hold: bool = False) -> Obj:
-    """A `localQueues:` entry (or a ClusterQueue's own) in its real namespace."""
+    """A `localQueues:` entry (or a ClusterQueue's own) in its real namespace, with its
+    stopPolicy; `hold`: Hold while `admitted` entries are written (harness.runner.preadmit
+    then sets the scenario's policy)."""
     obj = local_queue(lq.cluster_queue, names, hold=hold, name=lq.name)
     obj["metadata"]["namespace"] = names.real(lq.namespace)
+    if not hold and lq.stop_policy != "None":
+        obj["spec"]["stopPolicy"] = lq.stop_policy
     if lq.fair_weight is not None:
         obj["spec"]["fairSharing"] = {"weight": format_quantity(lq.fair_weight)}
     return obj

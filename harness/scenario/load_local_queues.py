@@ -15,10 +15,9 @@ from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_label, is_dns_subdomain
 from harness.k8s.selector import LabelSelector, Requirement, requirement_problem
 from harness.scenario.keypath import KeyPath, kind, yaml_text
-from harness.scenario.model import LocalQueue, Namespace
+from harness.scenario.model import STOP_POLICIES, LocalQueue, Namespace, StopPolicyChange
 
-LQ_KEYS = ("name", "namespace", "clusterQueue", "fairSharing")
-LQ_NOT_TAKEN = {"stopPolicy": "a LocalQueue's stopPolicy: not supported (not in contract v2)"}
+LQ_KEYS = ("name", "namespace", "clusterQueue", "fairSharing", "stopPolicy")
 ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
 """AdmissionScope.admissionMode (apis/kueue/v1beta2/fairsharing_types.go)."""
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -49,10 +48,6 @@ def local_queues(
     ClusterQueue of the file."""
     out: list[LocalQueue] = []
     for item in at.items():
-        if isinstance(item.value, dict):
-            for key, why in LQ_NOT_TAKEN.items():
-                if key in item.value:
-                    item.child(key, None).fail(why)
         fields = item.mapping(LQ_KEYS, ("name", "clusterQueue"))
         name = fields["name"].string(is_dns_subdomain, "LocalQueue name")
         namespace = ""
@@ -73,10 +68,33 @@ def local_queues(
             where = f"namespace {namespace}" if namespace else "the scenario's namespace"
             fields["name"].fail(f"duplicate LocalQueue {yaml_text(name)} in {where}")
         weight = _weight(fields["fairSharing"]) if "fairSharing" in fields else None
-        out.append(LocalQueue(name, cq, namespace, weight))
+        stop = stop_policy(fields["stopPolicy"]) if "stopPolicy" in fields else "None"
+        out.append(LocalQueue(name, cq, namespace, weight, stop))
     if not out:
         at.fail("must list at least one LocalQueue (or leave localQueues out)")
     return tuple(out)
+
+
+def stop_policy(at: KeyPath) -> str:
+    """`spec.stopPolicy`: the CRD's enum (apis/kueue/v1beta2/localqueue_types.go)."""
+    value = at.string()
+    if value not in STOP_POLICIES:
+        at.fail(
+            f"Unsupported value: {yaml_text(value)}: supported values: {', '.join(STOP_POLICIES)}"
+        )
+    return value
+
+
+def stop_policy_change(at: KeyPath, queues: Collection[LocalQueue]) -> StopPolicyChange:
+    """A `set-stop-policy` step: a LocalQueue of the file (`namespace` absent: the
+    scenario's own) and the stopPolicy it gets."""
+    fields = at.mapping(("localQueue", "namespace", "stopPolicy"), ("localQueue", "stopPolicy"))
+    name = fields["localQueue"].string()
+    namespace = fields["namespace"].string() if "namespace" in fields else ""
+    if not any(lq.name == name and lq.namespace == namespace for lq in queues):
+        where = f"namespace {namespace}" if namespace else "the scenario's namespace"
+        fields["localQueue"].fail(f'localqueues "{name}" not found in {where}')
+    return StopPolicyChange(name, namespace, stop_policy(fields["stopPolicy"]))
 
 
 def _weight(at: KeyPath) -> Fraction | None:

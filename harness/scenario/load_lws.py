@@ -32,6 +32,10 @@ def groups(at: KeyPath, read_workload: Callable[[KeyPath], Workload]) -> list[Wo
     """The entry's workloads: itself, or one per group when it carries `leaderWorkerSet`."""
     if not is_lws(at):
         return [read_workload(at)]
+    if "podsReady" in at.value:  # the runner makes no not-ready LeaderWorkerSet pods
+        at.child("podsReady", at.value["podsReady"]).fail(
+            "not supported in LeaderWorkerSets (only in workloads entries and submit steps)"
+        )
     spec = at.child(KEY, at.value[KEY])
     fields = spec.mapping(("replicas",))
     # 0 is valid (Kueue makes no Workload, MAX: its bound); the CRD defaults it to 1.

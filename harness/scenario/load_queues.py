@@ -116,6 +116,14 @@ class World:
     notices: Notices = field(default_factory=Notices, compare=False)
     """Warnings for what Kueue accepts but a typo most likely made (harness.scenario.notices)."""
 
+    def all_queues(self) -> tuple[LocalQueue, ...]:
+        """Every LocalQueue (Scenario.queues: `localQueues`, else one per ClusterQueue)."""
+        if self.local_queues:
+            return self.local_queues
+        if self.shorthand is not None:
+            return (LocalQueue(CLUSTER_QUEUE, CLUSTER_QUEUE),)
+        return tuple(LocalQueue(cq.name, cq.name) for cq in self.queues)
+
     @property
     def levels(self) -> tuple[str, ...]:
         """Every level of every Topology, first seen first."""

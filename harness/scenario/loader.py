@@ -198,7 +198,11 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
     levels = topology.levels
     admitted = (
         load_admitted.admitted(
-            top["admitted"], world, nodes, ledger, lambda at: _workload(at, levels, world)
+            top["admitted"],
+            world,
+            nodes,
+            ledger,
+            lambda at: _workload(_without_pods_ready(at, "admitted entries"), levels, world),
         )
         if "admitted" in top
         else ()
@@ -622,7 +626,16 @@ def _usage(at: _At, node_names: set[str]) -> Usage:
 
 def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Workload:
     fields = at.mapping(
-        ("name", "podSets", "queue", "namespace", "priorityClass", "submitAt", "runFor"),
+        (
+            "name",
+            "podSets",
+            "queue",
+            "namespace",
+            "priorityClass",
+            "submitAt",
+            "runFor",
+            "podsReady",
+        ),
         ("name", "podSets"),
     )
     pod_sets = [_pod_set(p, levels) for p in fields["podSets"].items()]
@@ -643,7 +656,18 @@ def _workload(at: _At, levels: tuple[str, ...], world: load_queues.World) -> Wor
         run_for=fields["runFor"].seconds(above_zero=True) if "runFor" in fields else None,
         local_queue=local_queue,
         namespace=namespace,
+        pods_ready=fields["podsReady"].boolean() if "podsReady" in fields else True,
     )
+
+
+def _without_pods_ready(at: _At, where: str) -> _At:
+    """`podsReady` (a harness extension: pods that never pass their readiness probe) is
+    taken on `workloads` entries and `submit` steps only."""
+    if isinstance(at.value, dict) and "podsReady" in at.value:
+        at.child("podsReady", at.value["podsReady"]).fail(
+            f"not supported in {where} (only in workloads entries and submit steps)"
+        )
+    return at
 
 
 def _note_missing_levels(
@@ -887,6 +911,7 @@ def _step_target(
         "set-admission-check": lambda: load_checks.change(at, known, world.queues),
         "pods-not-ready": lambda: existing(known, "workload"),
         "pods-ready": lambda: existing(known, "workload"),
+        "set-stop-policy": lambda: load_local_queues.stop_policy_change(at, world.all_queues()),
     }
     target = handlers[action]()
     if isinstance(target, Node):

@@ -171,6 +171,16 @@ class CheckChange:
 
 
 @dataclass(frozen=True)
+class StopPolicyChange:
+    """A `set-stop-policy` step: a user patches a LocalQueue's spec.stopPolicy
+    (`namespace` "" is the scenario's own)."""
+
+    local_queue: str
+    namespace: str
+    stop_policy: str
+
+
+@dataclass(frozen=True)
 class ClusterQueue:
     """A ClusterQueue (each has one LocalQueue of the same name)."""
 
@@ -245,6 +255,9 @@ class LocalQueue:
     cluster_queue: str
     namespace: str = ""
     fair_weight: Fraction | None = None
+    stop_policy: str = "None"
+    """One of STOP_POLICIES: Hold and HoldAndDrain keep its workloads out of the queues
+    (harness/kueue/local_queue_stop.py); HoldAndDrain also evicts what it admitted."""
 
 
 @dataclass(frozen=True)
@@ -324,6 +337,10 @@ class Workload:
     """The LocalQueue it is submitted to ("": the one named after `queue`)."""
     namespace: str = ""
     """Its namespace ("": the scenario's own)."""
+    pods_ready: bool = True
+    """False (`podsReady: false`): every pod of it starts Running but not Ready (a readiness
+    probe that never passes on its own), so waitForPodsReady times it from its admission;
+    a `pods-ready` step reports its running pods Ready (docs/scenario-format-v2.md)."""
 
     @property
     def queue_name(self) -> str:
@@ -505,12 +522,15 @@ STEP_ACTIONS = (
     "upgrade-kueue",
     "set-admission-check",
     *READINESS_ACTIONS,
+    "set-stop-policy",
 )
 """`upgrade-kueue: VERSION` replaces the running Kueue by a newer one, as a platform team
 upgrades (docs/scenario-extensions.md, "Upgrading Kueue in a scenario"); its target is the
 version. `set-admission-check: {workload, check, state}` sets a check's state as its
 controller would (docs/scenario-format-v2.md, "Admission checks"); its target is a
-CheckChange."""
+CheckChange. `set-stop-policy: {localQueue, namespace, stopPolicy}` patches a LocalQueue's
+stopPolicy (docs/scenario-format-v2.md, "A LocalQueue's stopPolicy"); its target is a
+StopPolicyChange."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from harness.scenario.model import (
     PodSet,
     Scenario,
     Step,
+    StopPolicyChange,
     Taint,
     TaintChange,
     Toleration,
@@ -107,6 +108,8 @@ def _workload(w: Workload) -> dict[str, Any]:
         out["localQueue"] = w.local_queue
     if w.namespace:
         out["namespace"] = w.namespace
+    if not w.pods_ready:
+        out["podsReady"] = False
     return out
 
 
@@ -116,6 +119,8 @@ def _local_queue(lq: LocalQueue) -> dict[str, Any]:
         out["namespace"] = lq.namespace
     if lq.fair_weight is not None:
         out["fairSharing"] = {"weight": format_quantity(lq.fair_weight)}
+    if lq.stop_policy != "None":
+        out["stopPolicy"] = lq.stop_policy
     return out
 
 
@@ -165,6 +170,9 @@ def _step(step: Step) -> dict[str, Any]:
     if isinstance(target, CheckChange):
         change = {"workload": target.workload, "check": target.check, "state": target.state}
         return {step.action: change}
+    if isinstance(target, StopPolicyChange):
+        stop = {"localQueue": target.local_queue, "stopPolicy": target.stop_policy}
+        return {step.action: stop | ({"namespace": target.namespace} if target.namespace else {})}
     return {step.action: str(target)}
 
 

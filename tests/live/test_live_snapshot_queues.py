@@ -67,3 +67,26 @@ def test_simulate_names_the_local_queue_where_the_snapshot_does() -> None:
     data["workloads"] = [*data["workloads"], sub.workload]
     (train,) = [w for w in scenario_from_data(data, "s.yaml").workloads if w.name == "train"]
     assert (train.queue, train.local_queue, train.namespace) == ("team-a", "lq-a", "ml")
+
+
+def test_a_local_queue_stop_policy_is_written_and_held_by_the_fit_model() -> None:
+    """A held LocalQueue brings `localQueues:` with its stopPolicy (no longer a gap); its
+    pending workload then waits on it in the fit model, as on the cluster."""
+    from harness.fit import fit
+
+    cluster = state()
+    cluster.cluster_queues = [
+        q for q in copy.deepcopy(cluster.cluster_queues) if q["metadata"]["name"] == "team-a"
+    ]
+    cluster.local_queues = copy.deepcopy(cluster.local_queues)
+    for lq in cluster.local_queues:
+        lq["spec"]["stopPolicy"] = "Hold"
+    snap = snapshot(cluster)
+    data = snap.data
+    assert all(lq["stopPolicy"] == "Hold" for lq in data["localQueues"])
+    assert not any("stopPolicy" in line for line in data["x-snapshot"]["notRepresented"])
+    scenario = scenario_from_data(data, "snap.yaml")
+    outcomes = fit(scenario).outcomes
+    assert scenario.workloads
+    for w in scenario.workloads:
+        assert outcomes[w.name].message == f"LocalQueue {w.queue_name} is inactive"

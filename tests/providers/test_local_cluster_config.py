@@ -235,6 +235,25 @@ def test_kwok_stages_keep_pods_running() -> None:
     assert "pod-complete" not in names
 
 
+@needs_go
+def test_kwok_starts_annotated_pods_not_ready() -> None:
+    """`podsReady: false` pods (harness.runner.objects annotates them) go to a copy of
+    KWOK's pod-ready stage that writes Ready False; pod-ready itself leaves them alone."""
+    _, *docs = yaml.safe_load_all(kwok.stages_yaml(toolchain.kwok_module_dir()))
+    stages = {d["metadata"]["name"]: d for d in docs}
+    ready, not_ready = stages["pod-ready"], stages["pod-running-not-ready"]
+    last = ready["spec"]["selector"]["matchExpressions"][-1]
+    assert (last["key"], last["operator"]) == (
+        f'.metadata.annotations["{kwok.NOT_READY_ANNOTATION}"]',
+        "NotIn",
+    )
+    assert not_ready["spec"]["selector"]["matchExpressions"][-1]["operator"] == "In"
+    template = not_ready["spec"]["next"]["statusTemplate"]
+    assert 'status: "False"\n  type: Ready\n' in template
+    assert 'status: "True"\n  type: Ready\n' in ready["spec"]["next"]["statusTemplate"]
+    assert "phase: Running" in template
+
+
 def test_fake_node_capacity_equals_allocatable() -> None:
     node = kwok.fake_node(
         "gpu-1",

@@ -13,7 +13,7 @@ from harness.errors import ScenarioError
 from harness.k8s.selector import LabelSelector, Requirement
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
 from harness.scenario.loader import scenario_from_data
-from harness.scenario.model import LocalQueue, Scenario
+from harness.scenario.model import LocalQueue, Scenario, StopPolicyChange
 from harness.sim.contract import scenario_to_dict
 
 FILE = "lq.yaml"
@@ -129,7 +129,7 @@ def test_selector_and_scope_reach_the_spec() -> None:
         ({"localQueues": [{"name": "q", "clusterQueue": "zz"}]}, "localQueues[0].clusterQueue: no ClusterQueue named 'zz'"),
         ({"localQueues": [{"name": "q", "clusterQueue": "a", "namespace": "nowhere"}]}, 'localQueues[0].namespace: namespaces "nowhere" not found'),
         ({"localQueues": [{"name": "q", "clusterQueue": "a"}, {"name": "q", "clusterQueue": "b"}]}, "localQueues[1].name: duplicate LocalQueue 'q'"),
-        ({"localQueues": [{"name": "q", "clusterQueue": "a", "stopPolicy": "Hold"}]}, "localQueues[0].stopPolicy: a LocalQueue's stopPolicy: not supported"),
+        ({"localQueues": [{"name": "q", "clusterQueue": "a", "stopPolicy": "Paused"}]}, "localQueues[0].stopPolicy: Unsupported value: 'Paused': supported values: None, Hold, HoldAndDrain"),
         ({"namespaces": [{"name": "default"}]}, "namespaces[0].name: 'default' exists in every cluster"),
         ({"namespaces": [{"name": "Team"}]}, "namespaces[0].name: 'Team' is not a valid namespace name"),
         ({"namespaces": [{"name": "t", "labels": {"bad key!": "v"}}]}, "namespaces[0].labels.bad key!: 'bad key!' is not a valid label key"),
@@ -141,3 +141,18 @@ def test_refused_in_one_line(extra: dict[str, Any], error: str) -> None:
         load(**extra)
     assert error in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_stop_policy_loads_and_a_step_names_a_local_queue() -> None:
+    """A LocalQueue's stopPolicy is taken; `set-stop-policy` names a LocalQueue of the file."""
+    queues = [{"name": "q", "clusterQueue": "a", "stopPolicy": "HoldAndDrain"}]
+    steps = [{"set-stop-policy": {"localQueue": "q", "stopPolicy": "None"}}]
+    scenario = load(localQueues=queues, steps=steps, workloads=[])
+    assert scenario.local_queues[0].stop_policy == "HoldAndDrain"
+    assert scenario.steps[0].target == StopPolicyChange("q", "", "None")
+    steps = [{"set-stop-policy": {"localQueue": "nope", "stopPolicy": "Hold"}}]
+    with pytest.raises(
+        ScenarioError,
+        match=r"steps\[0\]\.set-stop-policy\.localQueue: localqueues \"nope\" not found",
+    ):
+        load(localQueues=queues, steps=steps, workloads=[])

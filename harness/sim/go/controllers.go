@@ -34,6 +34,9 @@ func (c *cluster) deliver(ctx context.Context) error {
 		var evicted []string
 		for _, w := range writes {
 			c.workloadUpdated(ctx, w.old, w.new)
+			if !workload.IsAdmitted(w.old) && workload.IsAdmitted(w.new) {
+				c.startTimeout(ctx, w.new)
+			}
 			c.noteRepair(w.old, w.new)
 			if !equality.Semantic.DeepEqual(w.old.Status.Admission, w.new.Status.Admission) ||
 				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) {

@@ -192,6 +192,11 @@ func runScenario(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 			return err
 		}
 	}
+	// `evicted` is what a step evicts: not a PodsReady timeout during the submissions.
+	c.faults.beginStep()
+	if err := c.refresh(ctx, outcome); err != nil {
+		return err
+	}
 	*steps = append(*steps, outcome.clone()) // the state after submission, before any step
 	for i := range sc.Steps {
 		c.faults.beginStep()
@@ -227,6 +232,9 @@ func (c *cluster) submitSpec(ctx context.Context, sc *Scenario, spec *WorkloadSp
 	}
 	if err != nil {
 		return fmt.Errorf("workload %s: %w", spec.Name, err)
+	}
+	if spec.PodsReady != nil && !*spec.PodsReady {
+		c.neverReady.Insert(spec.Name)
 	}
 	res, err := c.submit(ctx, wl)
 	if err != nil {

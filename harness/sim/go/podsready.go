@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -27,6 +28,7 @@ const podsReadyHorizon = 30 * time.Second
 
 // podsReadyTimers is the section after Kueue's defaulting (apis/config/v1beta2/defaults.go).
 type podsReadyTimers struct {
+	timeout   time.Duration
 	recovery  time.Duration
 	base, max int32
 	limit     *int32
@@ -36,13 +38,13 @@ func podsReadyConfig(sc *Scenario) (podsReadyTimers, bool) {
 	if sc.FeatureGates["DisableWaitForPodsReady"] {
 		return podsReadyTimers{}, false
 	}
-	t := podsReadyTimers{recovery: 30 * time.Minute, base: 60, max: 3600}
+	t := podsReadyTimers{timeout: 30 * time.Minute, recovery: 30 * time.Minute, base: 60, max: 3600}
 	w := sc.KueueConfig.WaitForPodsReady
 	if w == nil {
 		return t, true
 	}
 	if w.Timeout.Duration > 0 {
-		t.recovery = w.Timeout.Duration
+		t.timeout, t.recovery = w.Timeout.Duration, w.Timeout.Duration
 	}
 	if w.RecoveryTimeout != nil {
 		t.recovery = w.RecoveryTimeout.Duration
@@ -82,6 +84,41 @@ func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) e
 		return nil
 	}
 	c.clock.Step(t.recovery)
+	if err := c.timeOut(ctx, wl); err != nil {
+		return err
+	}
+	return c.settle(ctx)
+}
+
+// startTimeout times a `podsReady: false` workload from its admission: its pods never turn
+// Ready, so PodsReady stays False (WaitForStart) and `timeout` counts from the Admitted
+// condition (reconcileNotReadyTimeout); a driver timer runs it out once Kueue is at rest.
+func (c *cluster) startTimeout(ctx context.Context, wl *kueue.Workload) {
+	t := c.podsReady
+	if !c.neverReady.Has(wl.Name) || !c.podsReadyOn || t.timeout > podsReadyHorizon {
+		return
+	}
+	admittedAt := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted).LastTransitionTime
+	name := wl.Name
+	c.timers.AfterFunc(t.timeout, func() {
+		now := &kueue.Workload{}
+		if err := c.client.Get(ctx, c.key(name), now); err != nil || !workload.IsAdmitted(now) {
+			return
+		}
+		cond := apimeta.FindStatusCondition(now.Status.Conditions, kueue.WorkloadAdmitted)
+		if !cond.LastTransitionTime.Equal(&admittedAt) {
+			return // admitted again since: that admission has its own timer
+		}
+		if err := c.timeOut(ctx, now); err != nil {
+			c.log.Error(err, "kueue-sim: PodsReady timeout", "workload", name)
+		}
+	})
+}
+
+// timeOut is reconcileNotReadyTimeout at the timeout: deactivation past backoffLimitCount,
+// else the PodsReadyTimeout eviction with its requeue backoff.
+func (c *cluster) timeOut(ctx context.Context, wl *kueue.Workload) error {
+	t, name := c.podsReady, wl.Name
 	count := int32(0)
 	if wl.Status.RequeueState != nil {
 		count = ptr.Deref(wl.Status.RequeueState.Count, 0)
@@ -96,7 +133,7 @@ func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) e
 			kueue.EvictionUnderlyingCause(kueue.WorkloadRequeuingLimitExceeded), c.clock); err != nil {
 			return fmt.Errorf("deactivating %s: %w", name, err)
 		}
-		return c.settle(ctx)
+		return nil
 	}
 	old := wl.DeepCopy()
 	wait := t.backoff(count + 1)
@@ -112,7 +149,7 @@ func (c *cluster) podsNotReady(ctx context.Context, sc *Scenario, name string) e
 		return fmt.Errorf("evicting %s: %w", name, err)
 	}
 	c.timers.AfterFunc(wait, func() { c.backoffFinished(ctx, name) })
-	return c.settle(ctx)
+	return nil
 }
 
 // backoffFinished is the workload controller's Reconcile at requeueAt: RequeueAt cleared,

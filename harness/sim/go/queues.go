@@ -27,6 +27,7 @@ type LocalQueueSpec struct {
 	Namespace    string             `json:"namespace"`
 	ClusterQueue string             `json:"clusterQueue"`
 	FairSharing  *kueue.FairSharing `json:"fairSharing"`
+	StopPolicy   string             `json:"stopPolicy"` // "": None, as the CRD defaults
 }
 
 // namespaceOr is a scenario namespace: "" is the scenario's own, `default` here.
@@ -46,9 +47,13 @@ func buildNamespace(spec *NamespaceSpec) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: labels}}
 }
 
-// buildLocalQueueOf makes a LocalQueue with the stopPolicy its CRD defaults.
+// buildLocalQueueOf makes a LocalQueue with its stopPolicy (None, as its CRD defaults, when
+// the entry has none).
 func buildLocalQueueOf(spec *LocalQueueSpec) *kueue.LocalQueue {
 	stop := kueue.None
+	if spec.StopPolicy != "" {
+		stop = kueue.StopPolicy(spec.StopPolicy)
+	}
 	return &kueue.LocalQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: namespaceOr(spec.Namespace)},
 		Spec: kueue.LocalQueueSpec{

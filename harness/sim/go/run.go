@@ -70,6 +70,11 @@ type cluster struct {
 	// faults: Nodes and Pods for Kueue's node failure controller, and what Kueue repaired
 	// during the current step (faults.go).
 	faults faultState
+	// neverReady: workloads whose pods never turn Ready (`podsReady: false`); podsReady:
+	// the scenario's waitForPodsReady timers, on or off (podsready.go).
+	neverReady  sets.Set[string]
+	podsReady   podsReadyTimers
+	podsReadyOn bool
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -93,8 +98,9 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		flavors: map[string]*kueue.ResourceFlavor{}, nodes: map[string]*NodeSpec{},
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
-		nsOf: map[string]string{}, lqCQ: map[string]string{},
+		nsOf: map[string]string{}, lqCQ: map[string]string{}, neverReady: sets.New[string](),
 	}
+	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
 	fail := func(err error) (*cluster, error) {
 		cancel()
 		return nil, err
@@ -267,6 +273,9 @@ func (c *cluster) addQueues(ctx context.Context, sc *Scenario) error {
 			// A missing or inactive AdmissionCheck: the scenario means it.
 		}
 		for _, lq := range localQueuesOf(sc, cq.Name) {
+			if lqStopped(lq) {
+				continue // the LocalQueue controller's Create adds only one without a stopPolicy
+			}
 			if err := c.queues.AddLocalQueue(ctx, lq); err != nil {
 				return fmt.Errorf("adding LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 			}
@@ -370,7 +379,7 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 	c.clock.Step(time.Second)
 	// What Kueue's workload controller does with a new Workload (Create handler).
 	workload.AdjustResources(ctx, c.client, stored)
-	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil {
+	if err := c.queues.AddOrUpdateWorkload(c.log, stored); err != nil && !c.inStoppedQueue(ctx, stored) {
 		return Result{}, fmt.Errorf("queueing workload %s: %w", wl.Name, err)
 	}
 	if c.usesChecks() {

@@ -104,6 +104,7 @@ type WorkloadSpec struct {
 	Namespace     string       `json:"namespace"`  // "": the scenario's own`
 	PriorityClass string       `json:"priorityClass"`
 	PodSets       []PodSetSpec `json:"podSets"`
+	PodsReady     *bool        `json:"podsReady"` // false: its pods never turn Ready (podsready.go)
 }
 
 // AdmittedSpec is a workload that holds quota before the scenario starts: the workload, and

@@ -26,6 +26,7 @@ type StepSpec struct {
 	Taint    *TaintStep
 	Pods     *PodStep
 	Check    *CheckStep
+	Stop     *StopPolicyStep
 }
 
 // TaintStep is a taint-node or untaint-node step: the node and the taint (an untaint
@@ -75,6 +76,9 @@ func (s *StepSpec) UnmarshalJSON(data []byte) error {
 		case "set-admission-check":
 			s.Check = &CheckStep{}
 			target = s.Check
+		case "set-stop-policy":
+			s.Stop = &StopPolicyStep{}
+			target = s.Stop
 		default:
 			return fmt.Errorf("unknown step action %q", action)
 		}
@@ -111,6 +115,8 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 		return c.submitSpec(ctx, sc, st.Workload, outcome)
 	case "set-admission-check":
 		return c.setAdmissionCheck(ctx, st.Check)
+	case "set-stop-policy":
+		return c.setStopPolicy(ctx, st.Stop)
 	case "pods-not-ready":
 		return c.podsNotReady(ctx, sc, st.Name)
 	case "pods-ready":

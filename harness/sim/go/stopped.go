@@ -38,7 +38,8 @@ func (c *cluster) meantInactive(cq *kueue.ClusterQueue) bool {
 	return false
 }
 
-// drainStopped evicts every workload admitted to a HoldAndDrain ClusterQueue (reason
+// drainStopped evicts every workload admitted through a HoldAndDrain LocalQueue (reason
+// LocalQueueStopped, lqstop.go) or to a HoldAndDrain ClusterQueue (reason
 // ClusterQueueStopped, "The ClusterQueue is stopped"); deliver then stops its Job.
 func (c *cluster) drainStopped(ctx context.Context) error {
 	list := &kueue.WorkloadList{}
@@ -48,6 +49,18 @@ func (c *cluster) drainStopped(ctx context.Context) error {
 	for i := range list.Items {
 		wl := &list.Items[i]
 		if wl.Status.Admission == nil {
+			continue
+		}
+		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+			continue // already evicted
+		}
+		// reconcileOnLocalQueueActiveState runs before reconcileOnClusterQueueActiveState.
+		if lq := c.localQueueOf(ctx, wl); lq != nil && workload.IsAdmitted(wl) &&
+			ptr.Deref(lq.Spec.StopPolicy, kueue.None) == kueue.HoldAndDrain {
+			if err := evictWorkload(ctx, c.client, wl, kueue.WorkloadEvictedByLocalQueueStopped,
+				"The LocalQueue is stopped", "", c.clock); err != nil {
+				return fmt.Errorf("evicting %s from stopped LocalQueue %s: %w", wl.Name, lq.Name, err)
+			}
 			continue
 		}
 		cq := c.cqs[string(wl.Status.Admission.ClusterQueue)]
@@ -82,10 +95,21 @@ func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
 	for i := range list.Items {
 		wl := &list.Items[i]
 		cq := c.clusterQueueOf(wl)
-		if workload.HasQuotaReservation(wl) || c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq)) {
+		lqHeld := c.inStoppedQueue(ctx, wl)
+		if lqHeld && workload.HasQuotaReservation(wl) && !workload.IsAdmitted(wl) {
+			if err := c.unreserveStopped(ctx, wl); err != nil {
+				return false, err
+			}
+			wrote = true
+			continue
+		}
+		if workload.HasQuotaReservation(wl) || (!lqHeld && c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq))) {
 			continue
 		}
 		msg := fmt.Sprintf("ClusterQueue %s is inactive", cq)
+		if lqHeld { // getQueueBlocker checks the LocalQueue first
+			msg = fmt.Sprintf("LocalQueue %s is inactive", wl.Spec.QueueName)
+		}
 		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Message == msg {
 			continue
 		}

@@ -1,0 +1,54 @@
+"""A `set-stop-policy` step in the fit model: a LocalQueue's stopPolicy changes, and Kueue's
+LocalQueue controller, workload controller and job reconciler react (the rules:
+harness.kueue.local_queue_stop)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.fit.check_controller import give_back
+from harness.kueue import local_queue_stop as rules
+from harness.results.outcome import Outcome
+from harness.scenario.model import Eviction, StopPolicyChange
+
+if TYPE_CHECKING:
+    from harness.fit.engine import Engine
+
+
+def apply(engine: Engine, change: StopPolicyChange) -> None:
+    """Held: its workloads leave the queues and wait with the LocalQueue's message; a
+    reservation without admission is taken away; HoldAndDrain evicts the admitted ones.
+    None again: every workload of it is queued (the drained ones too)."""
+    engine.tick += 1
+    key = (change.namespace, change.local_queue)
+    queues = engine.queues
+    was_held, now_held = key in queues.stopped, rules.held(change.stop_policy)
+    if now_held and not was_held:
+        queues.stop(key)
+    members = [n for n, w in engine.workloads.items() if queues.local_queue(w) == key]
+    for name in members:
+        outcome = engine.outcomes.get(name)
+        if outcome is None or outcome.rejected:
+            continue
+        if name in engine.snap.holding:
+            if not now_held:
+                continue
+            if outcome.quota_reserved or rules.drains(change.stop_policy):
+                _unreserve(engine, name, evict=not outcome.quota_reserved)
+        elif now_held:
+            engine._pending_outcome(name, outcome.message)
+    if was_held and not now_held:
+        queues.resume(key)
+
+
+def _unreserve(engine: Engine, name: str, *, evict: bool) -> None:
+    """`evict`: HoldAndDrain on an admitted workload (Evicted, LocalQueueStopped; Requeued
+    False until the LocalQueue restarts); else a reservation waiting for admission checks
+    taken away without eviction. Either way quota and nodes go back and it waits aside."""
+    preempted = engine.outcomes[name].preempted
+    if evict:
+        engine.faults.report.evicted[name] = Eviction(rules.DRAIN_REASON, rules.DRAIN_MESSAGE)
+    give_back(engine, name)
+    engine.queues.push(engine._pending(engine.workloads[name]))
+    message = engine.blocked_message(name, rules.DRAIN_MESSAGE)
+    engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
