@@ -217,6 +217,8 @@ class _Clock:
                     (job.evicted_at if evicted else job.preempted_at).append(at)
                     self.pending[name] = None
                 continue
+            if not self.engine.has_pods(name):
+                continue  # quota reserved, its admission checks not Ready: not admitted
             if name in self.running and self.running[name][0] is held:  # repaired in place
                 job.replacements.append(_admission(at, held))
                 continue
