@@ -276,7 +276,8 @@ class _Stream:
         read from the Workloads like everything else."""
         steps.act(self.s, step)
         self.changed = self._now()
-        self._log(f"{step.action} {step.target} (stream moment {step.at:g})")
+        node = getattr(step.target, "node", None) or getattr(step.target, "name", step.target)
+        self._log(f"{step.action} {node} (stream moment {step.at:g})")
 
     def _undecided(self) -> str | None:
         """A job Kueue has not evaluated yet, unless it has had PARK seconds: the stream's
