@@ -39,12 +39,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--node-events", action="store_true", help="add node events")
+    parser.add_argument("--only", type=int, nargs="*", help="these case indexes alone")
+    parser.add_argument("--show", action="store_true", help="print each difference's lines")
     args = parser.parse_args()
     counts: collections.Counter[str] = collections.Counter()
     differing: list[str] = []
     backend, start = SimBackend(), time.perf_counter()
     try:
-        for index in range(args.cases):
+        for index in args.only if args.only is not None else range(args.cases):
             data = generate_v2(args.seed, index)
             for key in ("expect", "steps", "expectByVersion"):
                 data.pop(key, None)
@@ -71,6 +73,8 @@ def main() -> int:
             counts["agree" if same else "differ"] += 1
             if not same:
                 differing.append(scenario.name)
+                if args.show:
+                    show(scenario.name, fit, [j.to_json() for j in sim.jobs.values()])
     finally:
         backend.close()
     took = time.perf_counter() - start
@@ -78,6 +82,14 @@ def main() -> int:
     if differing:
         print("differ:", ", ".join(differing[:20]))
     return 1 if differing else 0
+
+
+def show(name: str, fit: list[dict[str, object]], sim: list[dict[str, object]]) -> None:
+    """The first job whose record differs, on both engines."""
+    for f, s in zip(fit, sim, strict=True):
+        if f != s:
+            print(f"{name}:\n  fit {f}\n  sim {s}")
+            return
 
 
 PAIRS = (

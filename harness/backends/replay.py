@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.backends.base import Backend, Unsupported, create_backend
+from harness.backends.base import Backend, create_backend
 from harness.replay.agreement import time_robust
 from harness.replay.clock import TimeScale
 from harness.replay.expect import Bound
@@ -77,8 +77,6 @@ def replay_on(
         from harness.runner.streaming import replay_on_cluster
 
         assert isinstance(used, ClusterBackend), f"{engine} is not a cluster backend"
-        if scenario.steps:
-            raise Unsupported("a stream's node events (steps with at:) do not run on a cluster yet")
         done = replay_on_cluster(used, scenario, scale or TimeScale())
         timeline = timeline_of(scenario, done.jobs)
         result = timeline_result(scenario, timeline, classes)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends.replay import ENGINES, Replayed, checked, replay_on
 from harness.errors import InputError
-from harness.replay.clock import DEFAULT_SCALE, TimeScale
+from harness.replay.clock import DEFAULT_SCALE, TimeScale, scale_arg
 from harness.scenario import ample_quota
 from harness.scenario.model import Scenario
 
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     cmd.add_argument(
         "--time-scale",
-        type=_scale,
+        type=scale_arg,
         default=DEFAULT_SCALE,
         metavar="S",
         help="on a cluster, S stream seconds pass in one real second (default: "
@@ -148,16 +148,6 @@ def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, Rep
         return out
     finally:
         backend.close()
-
-
-def _scale(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0 (e.g. 10)")
-    return value
 
 
 def _moments(text: str) -> list[float]:

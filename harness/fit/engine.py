@@ -292,6 +292,31 @@ class Engine(Cluster):
         outcome = self.outcomes.get(name)
         return outcome is not None and outcome.admitted
 
+    def second_pass_held(self, name: str) -> str | None:
+        """With fair sharing, the scheduler's iterator keeps one entry per ClusterQueue
+        (pkg/scheduler/fair_sharing_iterator.go makeFairSharingIterator: cqToEntry keyed by
+        ClusterQueue), and the queue manager lists second-pass entries before the
+        ClusterQueues' heads (pkg/cache/queue/manager.go heads), so a head of the same
+        ClusterQueue takes the second pass's place and the second pass is requeued with its
+        backoff unseen. A StrictFIFO ClusterQueue with a workload pending pops a head every
+        cycle (a StrictFIFO head is requeued at once), so there the second pass waits until
+        the ClusterQueue has nothing pending."""
+        if self.scenario.kueue_config.fair_sharing is None:
+            return None
+        cq = self.snap.holding[name].cq
+        if cq in self.queues.inactive:
+            return None
+        if self.scenario.cluster_queue(cq).queueing_strategy != "StrictFIFO":
+            return None
+        waiting = sorted(self.queues.heap.get(cq, ()))
+        if not waiting:
+            return None
+        return (
+            f"with fair sharing Kueue's scheduler takes one workload per ClusterQueue a cycle, "
+            f"and {cq} (StrictFIFO) offers its pending head ({', '.join(waiting)}) every "
+            "cycle: the second pass waits until nothing is pending there"
+        )
+
     def evict(self, name: str) -> None:
         """Evicted (NodeFailures): quota and nodes released, pods deleted (those stuck
         Terminating stay), requeued at once, its cohort's parked workloads flushed."""

@@ -233,6 +233,10 @@ class Faults:
         """findReplacementAssignment for each pod set naming unhealthyNodes[0], in pod-set
         order, each seeing the earlier ones' replacements; the first failure stops it."""
         per_leaf, failed = world.assignments()[name], self.unhealthy[name][0]
+        held = world.second_pass_held(name)
+        if held is not None:
+            self.report.note(name, Note("waits", held, failed))
+            return False
         watched = on_nodes(world, name)
         w = world.workload(name)
         mixed = world.scenario.feature_gates.get("TASProfileMixed", True)

@@ -45,6 +45,10 @@ class World(Protocol):
         """Its Job runs: admitted, not only holding quota while its admission checks wait."""
         ...
 
+    def second_pass_held(self, name: str) -> str | None:
+        """Why Kueue's scheduler never gets to the workload's second pass now (None: it does)."""
+        ...
+
 
 def on_nodes(world: World, name: str) -> dict[str, tuple[Flavor, Topology]]:
     """The workload's pod sets whose assignment names nodes (their flavor's topology's lowest

@@ -36,8 +36,9 @@ from harness.plugin.collect import (
     refuse_duplicate_names,
 )
 from harness.plugin.html_report import HtmlReport
-from harness.plugin.streams import StreamFile, is_stream_file
+from harness.plugin.streams import CLUSTER_SECONDS, StreamFile, is_stream_file
 from harness.providers.local.lifecycle import sigterm_interrupts
+from harness.replay.clock import DEFAULT_SCALE, scale_arg
 from harness.scenario.discover import SUFFIXES, why_not_a_scenario
 from harness.scenario.loader import load_scenario
 from harness.scenario.model import Scenario
@@ -87,6 +88,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="write the HTML report of the scenarios (a rack-and-GPU map of each) to PATH; "
         "an empty PATH writes none (default: the kth_report ini setting, else none)",
+    )
+    group.addoption(
+        "--time-scale",
+        type=scale_arg,
+        default=DEFAULT_SCALE,
+        metavar="S",
+        help="stream scenarios on a cluster: S stream seconds pass in one real second "
+        f"(default: {DEFAULT_SCALE:g}, docs/replay.md)",
+    )
+    group.addoption(
+        "--stream-seconds",
+        type=scale_arg,
+        default=CLUSTER_SECONDS,
+        metavar="N",
+        help="stream scenarios on a cluster: skip those that would take more than N real "
+        f"seconds at --time-scale (default: {CLUSTER_SECONDS:g})",
     )
     group.addoption(
         "--worker-record",

@@ -28,7 +28,7 @@ from harness.backends.replay import Replayed, checked, on_a_cluster, replay_on
 from harness.errors import HarnessError
 from harness.html.section import ScenarioResult
 from harness.plugin.collect import BACKEND_KEY, CPU_PROPERTY, PHASES_PROPERTY
-from harness.replay.clock import DEFAULT_SCALE, span
+from harness.replay.clock import TimeScale, span
 from harness.replay.engine import Timeline
 from harness.replay.expect import failures
 from harness.replay.stream import REPLAY_KEY, Stream, load_stream
@@ -56,10 +56,11 @@ class StreamFailed(Exception):
 
 
 CLUSTER_SECONDS = 15.0
-"""The longest a stream may take on a cluster, in real seconds at the default time scale (its
-fit-model span / DEFAULT_SCALE): 11 of suites/streams/ fit (55-150 stream seconds, about 3
-minutes of cluster time with shaping, as Kubernetes and Kueue add about 2 s to each finish
-that frees a waiting job); the longer ones are skipped there, with their span."""
+"""The longest a stream may take on a cluster by default (--stream-seconds), in real seconds
+at the session's --time-scale (its fit-model span / the scale): at the default 10, 11 of
+suites/streams/ fit (55-150 stream seconds, about 3 minutes of cluster time with shaping, as
+Kubernetes and Kueue add about 2 s to each finish that frees a waiting job); the longer ones
+are skipped there, with their span."""
 
 
 ENGINE_NAMES = {"fit": "fit model", "sim": "sim (Kueue's scheduler in process)"}
@@ -74,16 +75,17 @@ def _on_cluster(item: StreamItem, stream: Stream, fit: Replayed) -> Replayed:
     cluster = item.config.getoption("--cluster")
     backend = item.config.stash.get(BACKEND_KEY, None)
     fit_jobs = fit.result["jobs"]
+    scale = TimeScale(item.config.getoption("--time-scale"))
     if on_a_cluster(cluster):
-        real = span(fit_jobs) / DEFAULT_SCALE
-        if real > CLUSTER_SECONDS:
+        real, most = scale.real(span(fit_jobs)), item.config.getoption("--stream-seconds")
+        if real > most:
             pytest.skip(
                 f"too long to replay in real time: {span(fit_jobs):g} stream seconds take "
-                f"{real:g} s at --time-scale {DEFAULT_SCALE:g}, over the {CLUSTER_SECONDS:g} s "
-                "a stream may take on a cluster (docs/replay.md)"
+                f"{real:g} s at --time-scale {scale.scale:g}, over the {most:g} s a stream "
+                "may take on a cluster (--stream-seconds; docs/replay.md)"
             )
     try:
-        done = replay_on(stream.scenario, stream.classes, cluster, backend=backend)
+        done = replay_on(stream.scenario, stream.classes, cluster, backend=backend, scale=scale)
     except Unsupported as why:
         pytest.skip(f"{cluster} backend: {why}")
     if done.phases:  # the slowest-scenarios list and the durations record (make durations)

@@ -4,7 +4,8 @@ batches (requeues after a finish, the TAS ungater), so at `--time-scale 10` a cl
 moment is only known to about 10 stream seconds.
 
 Compared, job by job: how often it was admitted, the flavors and placement of each
-admission, how often it was preempted, whether it finished; then the order of all
+admission, how often it was preempted, how often a node failure evicted it and where a node
+failure's repair put it (a stream's node events), whether it finished; then the order of all
 admissions: when the fit model admits one before another (strictly earlier), the cluster
 must not admit it later. Admissions the fit model makes at the same moment may come in any
 order, and admissions a cluster stamps with the same second count as simultaneous.
@@ -61,6 +62,15 @@ def _job_lines(exp: Mapping[str, Any], obs: Mapping[str, Any], want: str, got: s
     ep, op = len(exp["preemptedAt"]), len(obs["preemptedAt"])
     if ep != op:
         lines.append(f"preempted {ep} time(s) by the {want}, {op} by the {got}")
+    ee, oe = len(exp.get("evictedAt", [])), len(obs.get("evictedAt", []))
+    if ee != oe:
+        lines.append(f"evicted by a node failure {ee} time(s) by the {want}, {oe} by the {got}")
+    er, orr = exp.get("replacements", []), obs.get("replacements", [])
+    if [r["placement"] for r in er] != [r["placement"] for r in orr]:
+        lines.append(
+            f"repaired in place to {_admissions(er)} by the {want}, "
+            f"to {_admissions(orr)} by the {got}"
+        )
     ef, of = exp["finishedAt"] is not None, obs["finishedAt"] is not None
     if ef != of:
         lines.append(

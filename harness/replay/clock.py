@@ -12,6 +12,7 @@ what the stream never asked.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,17 @@ from typing import Any
 from harness.scenario.model import Workload
 
 DEFAULT_SCALE = 10.0
+
+
+def scale_arg(text: str) -> float:
+    """`--time-scale S` (replay's and pytest's): a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0 (e.g. 10)")
+    return value
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,24 @@ class _Recorder(Engine):
     evicted: set[str]
     """Released by a node failure (faults.Faults.evict), not by preemption."""
 
+    reacting = False
+
     def evict(self, name: str) -> None:
         self.evicted.add(name)
         super().evict(name)
+
+    def settle(self) -> None:
+        """Scheduling, then the node failures still waiting for their second pass (one a
+        StrictFIFO head held back, Engine.second_pass_held), as Kueue retries it with
+        backoff after any change."""
+        super().settle()
+        if self.reacting or not any(self.faults.unhealthy.values()):
+            return
+        self.reacting = True
+        try:
+            self._react()
+        finally:
+            self.reacting = False
 
     def reassign(self, name: str, per_leaf: PerLeaf) -> None:
         """A repaired placement: recorded as the same holding, changed in place."""
@@ -217,6 +232,8 @@ class _Clock:
                     (job.evicted_at if evicted else job.preempted_at).append(at)
                     self.pending[name] = None
                 continue
+            if not self.engine.has_pods(name):
+                continue  # quota reserved, its admission checks not Ready: not admitted
             if name in self.running and self.running[name][0] is held:  # repaired in place
                 job.replacements.append(_admission(at, held))
                 continue

@@ -17,18 +17,14 @@ def timeline_of(scenario: Scenario, jobs: Mapping[str, Mapping[str, Any]]) -> Ti
     records = {}
     for w in scenario.workloads:
         job = jobs[w.name]
-        admissions = [
-            Admission(
-                float(a["at"]), dict(a["flavors"]), {p: dict(d) for p, d in a["placement"].items()}
-            )
-            for a in job["admissions"]
-        ]
         records[w.name] = JobRecord(
             w,
             float(job["submittedAt"]),
-            admissions,
+            [_admission(a) for a in job["admissions"]],
             [float(t) for t in job["preemptedAt"]],
             None if job["finishedAt"] is None else float(job["finishedAt"]),
+            [float(t) for t in job.get("evictedAt", [])],
+            [_admission(a) for a in job.get("replacements", [])],
         )
     spans = {name: _spans(job) for name, job in records.items()}
     times = sorted({t for job in records.values() for t in _moments(job)})
@@ -46,12 +42,20 @@ def timeline_of(scenario: Scenario, jobs: Mapping[str, Mapping[str, Any]]) -> Ti
     return Timeline(records, moments)
 
 
+def _admission(a: Mapping[str, Any]) -> Admission:
+    return Admission(
+        float(a["at"]), dict(a["flavors"]), {p: dict(d) for p, d in a["placement"].items()}
+    )
+
+
 def _spans(job: JobRecord) -> list[tuple[float, float]]:
-    """[admitted, ended) of each admission: ended by the next preemption, else the finish."""
+    """[admitted, ended) of each admission: ended by the next preemption or node-failure
+    eviction, else the finish."""
     out = []
+    ends = sorted([*job.preempted_at, *job.evicted_at])
     for i, admission in enumerate(job.admissions):
-        if i < len(job.preempted_at):
-            end = job.preempted_at[i]
+        if i < len(ends):
+            end = ends[i]
         else:
             end = job.finished_at if job.finished_at is not None else float("inf")
         out.append((admission.at, end))
@@ -60,4 +64,5 @@ def _spans(job: JobRecord) -> list[tuple[float, float]]:
 
 def _moments(job: JobRecord) -> list[float]:
     out = [job.submitted_at, *(a.at for a in job.admissions), *job.preempted_at]
+    out += [*job.evicted_at, *(r.at for r in job.replacements)]
     return out if job.finished_at is None else [*out, job.finished_at]

@@ -59,7 +59,7 @@ def apply(s: Session, step: Step) -> None:
     wait_pods_ready(s)
     s.before = before(s)
     log = KueueLog(s.cluster.kueue_log_path)
-    touched = _act(s, step)
+    touched = act(s, step)
     watch = repair.Watch(
         read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
         nodes=touched,
@@ -195,9 +195,11 @@ def non_tas_freed(s: Session, before: frozenset[str]) -> bool:
     return not before <= running
 
 
-def _act(s: Session, step: Step) -> list[str]:
-    """Do what the step says; returns the nodes whose state it changed for Kueue's node
-    controller (only fault steps: the others are awaited by the settle rules alone)."""
+def act(s: Session, step: Step) -> list[str]:
+    """Do what the step says, without waiting for Kueue's reaction (`apply` waits; a stream's
+    node events are watched by its own clock, harness.runner.streaming); returns the nodes
+    whose state it changed for Kueue's node controller (only fault steps: the others are
+    awaited by the settle rules alone)."""
     action, target = step.action, step.target
     ns = s.names.namespace
     if action == "submit":

@@ -16,6 +16,13 @@ second and the stream starts on a whole second, so a moment is the start of the 
 it happened in, scaled: never earlier than the event that caused it (an admission is never
 before its submission).
 
+A stream's node events (`steps` with `at:`, harness.replay.timed_steps) are done at at / scale
+real seconds, before a submission due at the same moment, by the steps' own code
+(harness.runner.steps.act: the same patches, taints and pod evictions as a one-moment
+scenario's step); what Kueue then does is read like the rest: an eviction with reason
+NodeFailures (status.schedulingStats.evictions) as `evictedAt`, a placement changed while
+the job stays admitted (the second pass) as a `replacement`.
+
 A submission waits until Kueue has evaluated the previous one (at most PARK seconds), as
 the fit model decides each submission before the next event: on busy cores Kueue can take
 over a second (ten stream seconds at 10x). A job's pods complete once all of them run: when
@@ -41,12 +48,12 @@ from harness.errors import HarnessError
 from harness.kube import KUEUE_API, Obj, condition, pause, poll_for, watchdog
 from harness.providers.cpu import CpuMeter
 from harness.replay.clock import Submission, TimeScale, submissions
-from harness.runner import binding, evidence, faults, incidents, shaping
+from harness.runner import binding, evidence, faults, incidents, shaping, steps
 from harness.runner.objects import WORKLOAD_LABEL
 from harness.runner.reading import PENDING_PREEMPTION, evicted_now, evictions, state
 from harness.runner.session import ClusterSide, Entry, Session
 from harness.runner.waits import server_time
-from harness.scenario.model import Scenario
+from harness.scenario.model import Scenario, Step
 
 if TYPE_CHECKING:
     from harness.runner.backend import ClusterBackend
@@ -61,6 +68,8 @@ PARK = 3.0
 """Real seconds a submission may stay without any QuotaReserved condition before the next
 is made anyway: Kueue parks some unevaluated (a StrictFIFO queue behind its pending head,
 an identical pending workload under SchedulingEquivalenceHashing)."""
+NODE_FAILURES = "NodeFailures"
+"""Kueue's eviction reason for a node failure (kueue.WorkloadEvictedDueToNodeFailures)."""
 CLOCK_SKEW = 2.0
 """The API server's clock may differ from ours by this much (it reports whole seconds)."""
 
@@ -88,6 +97,10 @@ class _Job:
     running: bool = False
     finish_due: float | None = None  # real seconds after the start
     evictions: int = 0
+    evicted_at: list[float] = field(default_factory=list)  # by a node failure
+    node_evictions: int = 0
+    replacements: list[dict[str, Any]] = field(default_factory=list)
+    placement: dict[str, Any] = field(default_factory=dict)  # the one it runs on now
     sent: float = 0.0  # real seconds after the start when it was created
     decided: bool = False  # Kueue has evaluated it (a QuotaReserved condition)
 
@@ -99,16 +112,28 @@ class _Job:
     def last(self) -> float:
         """The latest moment recorded for the job: nothing later happens before it."""
         return float(
-            max([self.submitted_at, *(a["at"] for a in self.admissions), *self.preempted_at])
+            max(
+                [
+                    self.submitted_at,
+                    *(a["at"] for a in (*self.admissions, *self.replacements)),
+                    *self.preempted_at,
+                    *self.evicted_at,
+                ]
+            )
         )
 
     def record(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "submittedAt": self.submitted_at,
             "admissions": self.admissions,
             "preemptedAt": self.preempted_at,
             "finishedAt": self.finished_at,
         }
+        if self.evicted_at:  # as the fit model's record: only on a job a node event touched
+            out["evictedAt"] = self.evicted_at
+        if self.replacements:
+            out["replacements"] = self.replacements
+        return out
 
 
 def replay_on_cluster(
@@ -164,6 +189,7 @@ class _Stream:
         self.plan = submissions(scenario.workloads, scenario.priority, scale)
         self.jobs = {sub.workload.name: _Job(sub) for sub in self.plan}
         self.queue = list(self.plan)
+        self.steps = [(scale.real(st.at or 0.0), st) for st in scenario.steps]
         self.start = datetime.now(UTC)
         self.t0 = 0.0  # time.monotonic() at the start
         self.changed = 0.0
@@ -171,9 +197,8 @@ class _Stream:
 
     def run(self) -> dict[str, dict[str, Any]]:
         self._align()
-        horizon = max((sub.real for sub in self.plan), default=0.0) + self.scale.real(
-            sum(sub.workload.run_for or 0.0 for sub in self.plan)
-        )
+        last = max([sub.real for sub in self.plan] + [real for real, _ in self.steps], default=0.0)
+        horizon = last + self.scale.real(sum(sub.workload.run_for or 0.0 for sub in self.plan))
         budget = 2 * horizon + 60.0
         poll_for(
             self._tick,
@@ -211,8 +236,7 @@ class _Stream:
 
     def _tick(self) -> bool | None:
         """One round: due submissions, what Kueue did, due completions; True when over."""
-        while self.queue and self.queue[0].real <= self._now() and not self._undecided():
-            self._submit(self.queue.pop(0))
+        self._due()
         found = {
             wl["metadata"]["name"]: wl
             for wl in self.s.kube.list(KUEUE_API, "Workload", self.s.names.namespace)
@@ -229,10 +253,31 @@ class _Stream:
             if job.finish_due is not None and job.finish_due <= self._now():
                 self._complete(job)
         self.seen = self._describe(found)
-        if self.queue or busy or any(self._owes(job) for job in self.jobs.values()):
+        if self.queue or self.steps or busy or any(self._owes(job) for job in self.jobs.values()):
             return None
         waiting = any(not job.running and job.finished_at is None for job in self.jobs.values())
         return True if not waiting or self._now() - self.changed >= QUIET else None
+
+    def _due(self) -> None:
+        """The node events and submissions due now, in stream order: a node event before a
+        submission of the same moment (the fit model's order, harness.replay.engine)."""
+        while True:
+            now = self._now()
+            step_due = bool(self.steps) and self.steps[0][0] <= now
+            if step_due and (not self.queue or self.steps[0][0] <= self.queue[0].real):
+                self._step(self.steps.pop(0)[1])
+            elif self.queue and self.queue[0].real <= now and not self._undecided():
+                self._submit(self.queue.pop(0))
+            else:
+                return
+
+    def _step(self, step: Step) -> None:
+        """A node event, done as a one-moment scenario's step does it; Kueue's reaction is
+        read from the Workloads like everything else."""
+        steps.act(self.s, step)
+        self.changed = self._now()
+        node = getattr(step.target, "node", None) or getattr(step.target, "name", step.target)
+        self._log(f"{step.action} {node} (stream moment {step.at:g})")
 
     def _undecided(self) -> str | None:
         """A job Kueue has not evaluated yet, unless it has had PARK seconds: the stream's
@@ -274,7 +319,7 @@ class _Stream:
             self._log(f"{job.name} finished (stamped {job.finished_at:g})")
             return True
         job.decided = job.decided or condition(wl, "QuotaReserved") is not None
-        changed = False
+        changed = self._node_failure(job, wl)
         count = evictions(wl)
         if count > job.evictions:
             cond = condition(wl, "Evicted")
@@ -291,13 +336,38 @@ class _Stream:
             at = max(self._moment(admitted.get("lastTransitionTime", "")), job.last)
             flavors, placement = self.s.admission_of(job.entry, wl)
             job.admissions.append({"at": at, "flavors": flavors, "placement": placement})
-            job.running = True
+            job.running, job.placement = True, placement
             run_for = job.submission.workload.run_for
             if run_for is not None:
                 job.finish_due = self._now() + self.scale.real(run_for)
             self._log(f"{job.name} admitted (stamped {at:g}) on {placement}")
             changed = True
         return changed
+
+    def _node_failure(self, job: _Job, wl: Obj) -> bool:
+        """An eviction for a node failure (reason NodeFailures), or the placement the job
+        runs on repaired in place by the second pass; True when either."""
+        count = evictions(wl, NODE_FAILURES)
+        if count > job.node_evictions:
+            cond = condition(wl, "Evicted")
+            at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
+            at = max(at, job.last)
+            job.evicted_at += [at] * (count - job.node_evictions)
+            job.node_evictions = count
+            job.running, job.finish_due = False, None
+            self._log(f"{job.name} evicted by a node failure (stamped {at:g})")
+            return True
+        if not job.running or evicted_now(wl) or state(wl).kind != "admitted":
+            return False
+        assert job.entry is not None
+        flavors, placement = self.s.admission_of(job.entry, wl)
+        if placement == job.placement:
+            return False
+        at = max(self.scale.stream(math.floor(self._now())), job.last)  # not stamped by Kueue
+        job.replacements.append({"at": at, "flavors": flavors, "placement": placement})
+        job.placement = placement
+        self._log(f"{job.name} repaired in place (seen at {at:g}) on {placement}")
+        return True
 
     def _complete(self, job: _Job) -> None:
         """The job's run is over: its pods succeed, once all of them run."""

@@ -22,6 +22,9 @@ STREAMS = Path(__file__).resolve().parents[2] / "suites" / "streams"
         "stream-guide-day",
         "stream-guide-required-rack-six-never-fits",
         "stream-quota-not-nodes",
+        "stream-node-fails-evicted-returns",
+        "stream-node-fails-replaced-in-rack",
+        "stream-node-taint-repair-waits-for-strict-fifo-head-under-fair-sharing",
     ],
 )
 def test_the_fit_models_jobs_rebuilt_give_its_figures(name: str) -> None:

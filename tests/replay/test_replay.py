@@ -190,13 +190,21 @@ def test_a_time_scale_is_a_number_above_zero(scale: str, tmp_path: Path) -> None
     assert f"argument --time-scale: {scale!r} is not a number above 0" in done.stderr
 
 
-def test_node_events_in_a_stream_are_refused_on_a_cluster_before_it_starts() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "replay",
-         str(STREAMS / "stream-node-fails-replaced-in-rack.yaml"), "--engine", "local"],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == (
-        "a stream's node events (steps with at:) do not run on a cluster yet"
-    )
+def test_node_failure_evictions_and_repairs_are_compared_with_a_cluster() -> None:
+    """A stream's node events on a cluster: how often a node failure evicted a job and
+    where its repairs put it are differences like a preemption's count."""
+    from harness.replay.agreement import disagreements
+
+    admitted = {"at": 0.0, "flavors": {"main": "gpu"}, "placement": {"main": {"n1": 1}}}
+    repaired = {"at": 10.0, "flavors": {"main": "gpu"}, "placement": {"main": {"n2": 1}}}
+    fit = {"a": {"submittedAt": 0.0, "admissions": [admitted], "preemptedAt": [],
+                 "finishedAt": 100.0, "replacements": [repaired]}}  # fmt: skip
+    left_alone = {"a": {**fit["a"], "replacements": []}}
+    evicted = {"a": {**fit["a"], "evictedAt": [10.0]}}
+    assert disagreements(fit, fit) == []
+    assert disagreements(fit, left_alone) == [
+        "a: repaired in place to at 10 s on n2=1 by the fit model, to never by the cluster"
+    ]
+    assert disagreements(fit, evicted) == [
+        "a: evicted by a node failure 0 time(s) by the fit model, 1 by the cluster"
+    ]

@@ -398,7 +398,7 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 // ClusterQueue has a workload to pop (every pending one is parked as inadmissible), or when
 // the state before a cycle has only repeated states seen since the change for restCycles
 // cycles in a row (a head Kueue retries every cycle: StrictFIFO, or a BestEffortFIFO head
-// requeued at once). A workload whose message differs within those recurring states never
+// requeued at once); either way only once no backoff timer is left to fire. A workload whose message differs within those recurring states never
 // settles (a StrictFIFO flavor scan wrapping, or a tie Kueue breaks in map order each time):
 // it gets a note and is listed as unstable.
 func (c *cluster) settle(ctx context.Context) error {
@@ -407,6 +407,7 @@ func (c *cluster) settle(ctx context.Context) error {
 	seen := map[string]int{} // state -> the cycle it was first seen before
 	var history []map[string]string
 	recurring, since := 0, 0 // cycles in a row that started from a state seen before; from when
+	idle := 0                // timers fired at rest since the last state not seen before
 	for n := 0; ; n++ {
 		if err := c.deliver(ctx); err != nil {
 			return err
@@ -440,10 +441,19 @@ func (c *cluster) settle(ctx context.Context) error {
 			recurring++
 		} else {
 			seen[sig] = n
-			recurring = 0
+			recurring, idle = 0, 0
 		}
 		history = append(history, messages)
 		if recurring == restCycles {
+			// A head retried every cycle (StrictFIFO) keeps Kueue busy, but real time still
+			// passes: a backoff timer (a second pass) fires meanwhile. Kueue is at rest when
+			// none is left, or when restCycles fired in a row led to no state not seen
+			// before (a timer that re-arms itself).
+			if idle < restCycles && n < maxCycles && c.timers.fireNext() {
+				idle++
+				recurring = 0
+				continue
+			}
 			c.noteAlternating(history[since:])
 			return nil
 		}
