@@ -283,12 +283,28 @@ def render_text(result: dict[str, Any]) -> str:
     if usage:
         lines.append("ClusterQueue usage (Kueue's perf test): "
                      + ", ".join(f"{cq} {u:g}%" for cq, u in usage.items()))  # fmt: skip
+    lines += _kueue_perf_lines(s["kueuePerf"])
     util = s["gpuUtilisation"]
     lines.append(
         f"GPU utilisation: {'n/a' if util is None else f'{util:.1%}'}; preemptions: "
         f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
     )
     return "\n".join(lines)
+
+
+def _kueue_perf_lines(perf: dict[str, Any]) -> list[str]:
+    """Kueue's perf-test summary per class (harness/replay/perf_summary.py)."""
+    lines = []
+    usage = {c: f["usage"] for c, f in perf["clusterQueueClasses"].items()
+             if f["usage"] is not None}  # fmt: skip
+    if usage:
+        lines.append("ClusterQueue usage per class (Kueue's perf test): "
+                     + ", ".join(f"{c} {u:g}%" for c, u in usage.items()))  # fmt: skip
+    waits = {c: f["averageTimeToAdmissionMs"] for c, f in perf["workloadClasses"].items()}
+    if waits:
+        lines.append("mean time to admission per class (Kueue's perf test): "
+                     + ", ".join(f"{c} {ms} ms" for c, ms in waits.items()))  # fmt: skip
+    return lines
 
 
 def _node_events(job: dict[str, Any]) -> str:
