@@ -1,4 +1,4 @@
-"""`replay FILE [--compare OTHER] [--engine E] [--format json|text|html|svg]`: a stream of
+"""`replay FILE [--compare OTHER] [--engine E] [--format json|text|csv|html|svg]`: a stream of
 workloads (`submitAt`, `runFor` on a scenario's workloads) replayed on the fit model,
 kueue-sim or a real cluster (`--engine local`: the embedded one, in real time at
 `--time-scale`): when each was admitted, where, when it finished or was preempted, and the
@@ -70,9 +70,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     cmd.add_argument(
         "--format",
-        choices=("json", "text", "html", "svg"),
+        choices=("json", "text", "csv", "html", "svg"),
         default="text",
-        help="output form: html is a page with the timeline and the rack maps at --moments; "
+        help="output form: csv is Kueue's perf-test figures per class and ClusterQueue usage, "
+        "one table; html is a page with the timeline and the rack maps at --moments; "
         "svg the timeline alone (a picture for docs)",
     )
     cmd.add_argument(
@@ -104,6 +105,10 @@ def _replay(args: argparse.Namespace) -> int:
     elif args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
+    elif args.format == "csv":
+        from harness.replay.perf_csv import render_csv
+
+        print(render_csv(results), end="")
     else:
         for name, result in results.items():
             if len(results) > 1:

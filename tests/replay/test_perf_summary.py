@@ -5,6 +5,8 @@ them. Every figure is worked out by hand in the test's docstring, never copied f
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import yaml
 
 from harness.errors import InputError, ScenarioError
 from harness.replay.expect import bounds, failures
+from harness.replay.perf_csv import COLUMNS
 from harness.replay.result import replay_result
 from harness.replay.stream import load_stream
 from harness.scenario.keypath import KeyPath
@@ -20,6 +23,7 @@ from harness.scenario.loader import scenario_from_data
 
 REPO = Path(__file__).resolve().parents[2]
 PREEMPT = REPO / "tests" / "data" / "streams" / "preempt-and-requeue.yaml"
+STREAMS = REPO / "suites" / "streams"
 
 GENERATOR = {
     "cohorts": [
@@ -153,3 +157,29 @@ def test_a_world_without_classes_puts_every_cluster_queue_in_default() -> None:
     stream = load_stream(PREEMPT)
     assert set(replay_result(stream.scenario, stream.classes)["summary"]["kueuePerf"][
         "clusterQueueClasses"]) == {"default"}  # fmt: skip
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "harness", "replay", *args],
+                          capture_output=True, text=True, check=False, cwd=REPO)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_csv_and_text_outputs_carry_the_per_class_figures() -> None:
+    """stream-kueue-perf-classes (its description works the figures out): workload classes
+    high (0 ms, finish 30,000) and low (25,000 ms, finish 100,000, one eviction); the
+    ClusterQueue class default 1,600,000,000 mGPU-ms of 16,000 over 0-150 s = 66.6667 %;
+    team-a 100 %, team-b 83.33 %."""
+    stream = str(STREAMS / "stream-kueue-perf-classes.yaml")
+    assert _cli(stream, "--format", "csv").splitlines() == [
+        ",".join(COLUMNS),
+        "base,workloadClass,high,1,0,0,30000,,,,,,",
+        "base,workloadClass,low,2,1,25000,100000,,,,,,",
+        "base,clusterQueueClass,default,,,,,1600000000,10666,16000,0.0,150.0,66.6667",
+        "base,clusterQueue,team-a,,,,,,,,,,100.0",
+        "base,clusterQueue,team-b,,,,,,,,,,83.33",
+    ]
+    text = _cli(stream).splitlines()
+    assert "ClusterQueue usage per class (Kueue's perf test): default 66.6667%" in text
+    assert "mean time to admission per class (Kueue's perf test): high 0 ms, low 25000 ms" in text
