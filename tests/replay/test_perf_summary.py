@@ -168,18 +168,18 @@ def _cli(*args: str) -> str:
 
 def test_csv_and_text_outputs_carry_the_per_class_figures() -> None:
     """stream-kueue-perf-classes (its description works the figures out): workload classes
-    high (0 ms, finish 30,000) and low (25,000 ms, finish 100,000, one eviction); the
-    ClusterQueue class default 1,600,000,000 mGPU-ms of 16,000 over 0-150 s = 66.6667 %;
-    team-a 100 %, team-b 83.33 %."""
+    high (0 ms, finish 30,000) and low (25,000 ms, finish 145,000, one eviction); the
+    ClusterQueue class default 2,320,000,000 mGPU-ms of 16,000 over 0-150 s = 96.6667 %;
+    team-a 100 %, team-b 93.33 %."""
     stream = str(STREAMS / "stream-kueue-perf-classes.yaml")
     assert _cli(stream, "--format", "csv").splitlines() == [
         ",".join(COLUMNS),
         "base,workloadClass,high,1,0,0,30000,,,,,,",
-        "base,workloadClass,low,2,1,25000,100000,,,,,,",
-        "base,clusterQueueClass,default,,,,,1600000000,10666,16000,0.0,150.0,66.6667",
+        "base,workloadClass,low,2,1,25000,145000,,,,,,",
+        "base,clusterQueueClass,default,,,,,2320000000,15466,16000,0.0,150.0,96.6667",
         "base,clusterQueue,team-a,,,,,,,,,,100.0",
-        "base,clusterQueue,team-b,,,,,,,,,,83.33",
+        "base,clusterQueue,team-b,,,,,,,,,,93.33",
     ]
     text = _cli(stream).splitlines()
-    assert "ClusterQueue usage per class (Kueue's perf test): default 66.6667%" in text
+    assert "ClusterQueue usage per class (Kueue's perf test): default 96.6667%" in text
     assert "mean time to admission per class (Kueue's perf test): high 0 ms, low 25000 ms" in text
