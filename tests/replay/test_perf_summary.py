@@ -183,3 +183,16 @@ def test_csv_and_text_outputs_carry_the_per_class_figures() -> None:
     text = _cli(stream).splitlines()
     assert "ClusterQueue usage per class (Kueue's perf test): default 96.6667%" in text
     assert "mean time to admission per class (Kueue's perf test): high 0 ms, low 25000 ms" in text
+
+
+def test_compare_prints_the_per_class_figures_side_by_side() -> None:
+    """stream-cohort-lending-limit (base): b-job 10-60 alone, a-big never admitted: class
+    default 8 GPUs x 50 s of 16 over 0-60 s = 41.6667 %, mean wait (0 + 0) // 2 = 0 ms.
+    stream-cohort-lending (other): a-big 16 GPUs 0-100, b-job waits 90 s and runs 100-150:
+    2,000 GPU-s of 16 x 150 = 83.3333 %, mean wait (0 + 90,000) // 2 = 45,000 ms."""
+    out = _cli(str(STREAMS / "stream-cohort-lending-limit.yaml"),
+               "--compare", str(STREAMS / "stream-cohort-lending.yaml")).splitlines()  # fmt: skip
+    assert [line.split() for line in out if line.startswith(("CQ usage", "mean wait ms"))] == [
+        ["CQ", "usage", "%", "default", "41.6667", "83.3333"],
+        ["mean", "wait", "ms", "default", "0", "45000"],
+    ]
