@@ -129,6 +129,11 @@ def measure(
     )
     for c, figures in s["timeToAdmissionByClass"].items():
         print(f"  {c}: mean wait {figures.get('mean')} s, p90 {figures.get('p90')} s")
+    perf = s["kueuePerf"]  # Kueue's perf-test summary (harness/replay/perf_summary.py)
+    for c, figures in perf["workloadClasses"].items():
+        print(f"  {c}: Kueue's averageTimeToAdmissionMs {figures['averageTimeToAdmissionMs']}")
+    for c, figures in perf["clusterQueueClasses"].items():
+        print(f"  ClusterQueue class {c}: Kueue's usage {figures['usage']} %")
 
 
 def _children_cpu() -> float:

@@ -1,4 +1,4 @@
-"""`replay FILE [--compare OTHER] [--engine E] [--format json|text|html|svg]`: a stream of
+"""`replay FILE [--compare OTHER] [--engine E] [--format json|text|csv|html|svg]`: a stream of
 workloads (`submitAt`, `runFor` on a scenario's workloads) replayed on the fit model,
 kueue-sim or a real cluster (`--engine local`: the embedded one, in real time at
 `--time-scale`): when each was admitted, where, when it finished or was preempted, and the
@@ -70,9 +70,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     cmd.add_argument(
         "--format",
-        choices=("json", "text", "html", "svg"),
+        choices=("json", "text", "csv", "html", "svg"),
         default="text",
-        help="output form: html is a page with the timeline and the rack maps at --moments; "
+        help="output form: csv is Kueue's perf-test figures per class and ClusterQueue usage, "
+        "one table; html is a page with the timeline and the rack maps at --moments; "
         "svg the timeline alone (a picture for docs)",
     )
     cmd.add_argument(
@@ -104,6 +105,10 @@ def _replay(args: argparse.Namespace) -> int:
     elif args.format == "json":
         payload = results["base"] if len(results) == 1 else results
         print(json.dumps(payload, indent=2))
+    elif args.format == "csv":
+        from harness.replay.perf_csv import render_csv
+
+        print(render_csv(results), end="")
     else:
         for name, result in results.items():
             if len(results) > 1:
@@ -226,6 +231,7 @@ def render_differences(base: dict[str, Any], other: dict[str, Any]) -> str:
                 value = value.get(key) if isinstance(value, dict) else None
             values.append("-" if value is None else f"{value:g}")
         lines.append(f"{title:22} {values[0]:>12} {values[1]:>12}")
+    lines += _per_class_differences(base["summary"]["kueuePerf"], other["summary"]["kueuePerf"])
     moved = [
         name
         for name, job in base["jobs"].items()
@@ -235,6 +241,19 @@ def render_differences(base: dict[str, Any], other: dict[str, Any]) -> str:
     ]
     lines.append(f"jobs admitted at another time: {len(moved)} of {len(base['jobs'])}")
     return "\n".join(lines)
+
+
+def _per_class_differences(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """Kueue's perf-test figures per class, side by side (a class one world lacks: -)."""
+    lines = []
+    rows = (("clusterQueueClasses", "usage", "CQ usage % "),
+            ("workloadClasses", "averageTimeToAdmissionMs", "mean wait ms "))  # fmt: skip
+    for kind, figure, title in rows:
+        for name in sorted({*base[kind], *other[kind]}):
+            values = [perf[kind].get(name, {}).get(figure) for perf in (base, other)]
+            cells = ["-" if v is None else f"{v:.10g}" for v in values]
+            lines.append(f"{(title + name)[:22]:22} {cells[0]:>12} {cells[1]:>12}")
+    return lines
 
 
 def render_text(result: dict[str, Any]) -> str:
@@ -273,12 +292,28 @@ def render_text(result: dict[str, Any]) -> str:
     if usage:
         lines.append("ClusterQueue usage (Kueue's perf test): "
                      + ", ".join(f"{cq} {u:g}%" for cq, u in usage.items()))  # fmt: skip
+    lines += _kueue_perf_lines(s["kueuePerf"])
     util = s["gpuUtilisation"]
     lines.append(
         f"GPU utilisation: {'n/a' if util is None else f'{util:.1%}'}; preemptions: "
         f"{s['preemptions']}; never admitted: {', '.join(s['neverAdmitted']) or 'none'}"
     )
     return "\n".join(lines)
+
+
+def _kueue_perf_lines(perf: dict[str, Any]) -> list[str]:
+    """Kueue's perf-test summary per class (harness/replay/perf_summary.py)."""
+    lines = []
+    usage = {c: f["usage"] for c, f in perf["clusterQueueClasses"].items()
+             if f["usage"] is not None}  # fmt: skip
+    if usage:
+        lines.append("ClusterQueue usage per class (Kueue's perf test): "
+                     + ", ".join(f"{c} {u:g}%" for c, u in usage.items()))  # fmt: skip
+    waits = {c: f["averageTimeToAdmissionMs"] for c, f in perf["workloadClasses"].items()}
+    if waits:
+        lines.append("mean time to admission per class (Kueue's perf test): "
+                     + ", ".join(f"{c} {ms} ms" for c, ms in waits.items()))  # fmt: skip
+    return lines
 
 
 def _node_events(job: dict[str, Any]) -> str:

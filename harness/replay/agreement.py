@@ -129,11 +129,13 @@ def _sequence(events: list[tuple[str, int]], at: Any) -> str:
 
 def time_robust(bound: Bound) -> bool:
     """The figure does not depend on when things happened: a placement or flavor, a count
-    of jobs, admissions or preemptions, or `neverAdmitted` (checked on a cluster too)."""
+    of jobs, admissions or preemptions (evictions), a quota, or `neverAdmitted` (checked on a
+    cluster too)."""
     path = bound.path
     if "placement" in path or "flavors" in path:
         return True
     if path[0] != "summary" or len(path) < 2:
         return False
     counted = path[1].startswith("timeToAdmission") and path[-1] == "admitted"
+    counted |= path[1] == "kueuePerf" and path[-1] in ("count", "totalEvictions", "nominalQuota")
     return path[1] in ROBUST_SUMMARY or counted

@@ -7,9 +7,13 @@ bounds, so "this job mix still fits our cluster" is a test.
         timeToAdmissionByClusterQueue.team-a.max: "<= 1200"   # a dotted path into "summary"
         jobs.train-2.admissions.0.at: 100                      # or into "jobs"
         neverAdmitted: []
+        clusterQueueClassesMinUsage.cq: 57                     # Kueue's rangespec.yaml keys
+        wlClassesMaxAvgTimeToAdmissionMs: {small-required-rack: 297000}
 
 A value is a bound (`<= 600`, `< 600`, `>= 50`, `> 50`, `== 3`, `!= 0`) or a plain value the
-figure must equal. A path that names no figure of the replay's result is an error.
+figure must equal; under a key of Kueue's perf-test rangespec.yaml (RANGESPEC) a plain
+number is the bound its checker applies. A path that names no figure of the replay's result
+is an error.
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ from harness.scenario.keypath import KeyPath
 ALIASES = {
     f"{p}TimeToAdmission": f"timeToAdmission.{p}" for p in ("p50", "p90", "p99", "max", "mean")
 }
+RANGESPEC = {
+    "clusterQueueClassesMinUsage": ("kueuePerf.clusterQueueClasses", "usage", ">="),
+    "wlClassesMaxAvgTimeToAdmissionMs": (
+        "kueuePerf.workloadClasses", "averageTimeToAdmissionMs", "<="),
+}  # fmt: skip
+"""Kueue's test/performance/scheduler/checker/checker_test.go RangeSpec: per class, the figure
+of the summary it reads (harness/replay/perf_summary.py) and how it compares: usage below
+the minimum and a mean time to admission above the maximum fail."""
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
     "<": operator.lt, ">": operator.gt,
@@ -63,20 +75,36 @@ def bounds(at: KeyPath) -> list[Bound]:
     for key, value_at in at.mapping(tuple(at.value) if isinstance(at.value, dict) else ()).items():
         if not isinstance(key, str) or not key:
             at.fail("keys must be figure names (e.g. p90TimeToAdmission)")
-        path = tuple(ALIASES.get(key, key).split("."))
-        if path[0] != "jobs":
-            path = ("summary", *path)
-        value = value_at.value
-        op = "=="
-        if isinstance(value, str) and (match := _BOUND.match(value)):
-            op, number = match.group(1), float(match.group(2))
-            value = int(number) if number.is_integer() else number
-        elif isinstance(value, str) and value.strip()[:1] in "<>=!":
-            value_at.fail(f"{value!r} is not a bound such as '<= 600' or '>= 50'")
-        out.append(Bound(key, path, op, value))
+        if key in RANGESPEC and isinstance(value_at.value, dict):
+            out += [_bound(f"{key}.{c}", c_at) for c, c_at in value_at.mapping(
+                tuple(value_at.value)).items()]  # fmt: skip
+        else:
+            out.append(_bound(key, value_at))
     if not out:
         at.fail("lists no figures (e.g. p90TimeToAdmission: '<= 600')")
     return out
+
+
+def _bound(key: str, value_at: KeyPath) -> Bound:
+    head, _, rest = key.partition(".")
+    op = "=="
+    if head in RANGESPEC and rest:
+        under, figure, op = RANGESPEC[head]
+        key_path = f"{under}.{rest}.{figure}"
+    else:
+        key_path = ALIASES.get(key, key)
+    path = tuple(key_path.split("."))
+    if path[0] != "jobs":
+        path = ("summary", *path)
+    value = value_at.value
+    if isinstance(value, str) and (match := _BOUND.match(value)):
+        op, number = match.group(1), float(match.group(2))
+        value = int(number) if number.is_integer() else number
+    elif isinstance(value, str) and value.strip()[:1] in "<>=!":
+        value_at.fail(f"{value!r} is not a bound such as '<= 600' or '>= 50'")
+    elif op != "==" and (isinstance(value, bool) or not isinstance(value, int | float)):
+        value_at.fail(f"must be a number (the {op} bound Kueue's checker applies), got {value!r}")
+    return Bound(key, path, op, value)
 
 
 def unknown_paths(found: list[Bound], result: Mapping[str, Any]) -> list[str]:

@@ -1,18 +1,11 @@
-"""Figures over the stream's time: ClusterQueue usage as Kueue's scheduler-performance test
-defines it, and fragmentation (per topology level: the largest free slot, how many domains
-could take a job of N GPUs) at evenly spaced moments.
-
-Kueue's perf test (test/performance/scheduler/runner/recorder/recorder.go, checker_test.go)
-integrates each ClusterQueue's `status.flavorsUsage[0].resources[0]` over time and divides by
-`nominalQuota x (last event - first event)`: usage % = used·time / (quota · time). Here the
-usage is what the running workloads hold on the ClusterQueue's first flavor of its first
-resource group, for that group's first resource, from the stream's first moment to its last.
-"""
+"""Figures over the stream's time: GPUs allocated and allocatable, and fragmentation (per
+topology level: the largest free slot, how many domains could take a job of N GPUs) at
+evenly spaced moments. ClusterQueue usage as Kueue's scheduler-performance test defines it
+is harness/replay/perf_summary.py's."""
 
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,52 +19,6 @@ GPU_SUFFIX = "/gpu"
 """Extended resources named like nvidia.com/gpu or amd.com/gpu count as GPUs."""
 SAMPLES = 12
 """Moments at which fragmentation is shown (evenly spaced over the stream)."""
-
-
-def cluster_queue_usage(scenario: Scenario, timeline: Timeline) -> dict[str, float | None]:
-    """Per ClusterQueue: its perf-test usage in percent (None when it has no nominal quota or
-    the stream takes no time)."""
-    moments = timeline.moments
-    span = Fraction(moments[-1].at - moments[0].at) if len(moments) > 1 else Fraction(0)
-    measured: dict[str, tuple[str, str, Fraction]] = {}
-    for cq in scenario.cluster_queues:
-        if cq.resource_groups and cq.resource_groups[0].flavors:
-            group = cq.resource_groups[0]
-            flavor, resource = group.flavors[0].name, group.covered[0]
-            quota = next((q.nominal for q in group.flavors[0].resources if q.name == resource),
-                         Fraction(0))  # fmt: skip
-            measured[cq.name] = (flavor, resource, quota)
-    used = {cq: Fraction(0) for cq in measured}
-    held: dict[tuple[str, float], Fraction] = {}
-    for now, after in itertools.pairwise(moments):
-        for name in now.running:
-            job = timeline.jobs[name]
-            queue = job.workload.queue
-            admission = _admission_at(job, now.at)
-            if queue not in measured or admission is None:
-                continue
-            cache = (name, admission.at)
-            if cache not in held:
-                held[cache] = _held(job, admission, *measured[queue][:2])
-            used[queue] += held[cache] * Fraction(after.at - now.at)
-    out: dict[str, float | None] = {}
-    for name in (c.name for c in scenario.cluster_queues):
-        quota = measured[name][2] if name in measured else Fraction(0)
-        out[name] = round(float(100 * used[name] / (quota * span)), 2) if quota and span else None
-    return out
-
-
-def _held(job: JobRecord, admission: Admission, flavor: str, resource: str) -> Fraction:
-    """What the job holds of (flavor, resource) while it runs under `admission`."""
-    total = Fraction(0)
-    for ps in job.workload.pod_sets:
-        if flavor not in admission.flavors.get(ps.name, "").split(","):
-            continue
-        if resource == "pods":
-            total += ps.count
-        elif resource in ps.requests:
-            total += ps.requests[resource] * ps.count
-    return total
 
 
 def _admission_at(job: JobRecord, at: float) -> Admission | None:

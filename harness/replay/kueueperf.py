@@ -30,6 +30,7 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
+from harness.replay.perf_summary import queue_class_key
 from harness.scenario.keypath import KeyPath
 
 LEVEL_KEYS = ("name", "count", "nodeLabel", "capacity")
@@ -48,7 +49,8 @@ def is_generator_config(data: Any) -> bool:
 
 def scenario_data(data: Any, file: str, name: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The version-2 scenario (with the stream's workloads) the configuration makes, and each
-    workload's class (its template's `className`)."""
+    workload's class (its template's `className`) and ClusterQueue's (its queues set's
+    `className`, under perf_summary.queue_class_key: generator.go labels both)."""
     root = KeyPath(file, "", data)
     top = root.mapping(("topology", "resourceFlavor", "cohorts"), ("cohorts",))
     flavor, nodes, topologies = _flavor_and_nodes(top)
@@ -157,6 +159,7 @@ def _queue_set(
         if preemption:
             spec["preemption"] = preemption
         out["clusterQueues"].append(spec)
+        classes[queue_class_key(cq)] = fields["className"].string()
         for wl_set_index, wl_set in enumerate(_items(fields, "workloadsSets")):
             _workloads_set(wl_set, cq, wl_set_index, out, classes, priorities)
 

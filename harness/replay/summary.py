@@ -1,5 +1,6 @@
 """Figures of a replayed stream: time to admission per ClusterQueue (p50/p90/p99/max), GPU
-utilisation over time, preemptions, workloads never admitted."""
+utilisation over time, preemptions, workloads never admitted, and Kueue's perf-test summary
+(harness/replay/perf_summary.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from fractions import Fraction
 from typing import Any
 
 from harness.replay.engine import JobRecord, Timeline
-from harness.replay.figures import cluster_queue_usage, fragmentation, gpu_series
+from harness.replay.figures import fragmentation, gpu_series
+from harness.replay.perf_summary import class_of, perf_summary
 from harness.scenario.model import Scenario
 
 
@@ -56,12 +58,13 @@ def summary(
     scenario: Scenario, timeline: Timeline, classes: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The stream's figures, as `replay --format json` prints them under "summary";
-    `classes`: each workload's class (default: its priorityClass, else "default")."""
+    `classes`: each workload's class (default: its priorityClass, else "default") and each
+    ClusterQueue's (perf_summary.queue_class_key; default "default")."""
     jobs = timeline.jobs
     waited = waits(jobs)
     queues = sorted({j.workload.queue for j in jobs.values()})
-    class_of = {n: (classes or {}).get(n) or j.workload.priority_class or "default"
-                for n, j in jobs.items()}  # fmt: skip
+    class_of_job = {n: class_of(n, j, classes or {}) for n, j in jobs.items()}
+    usage, kueue_perf = perf_summary(scenario, timeline, classes or {})
     finished = [j.finished_at for j in jobs.values() if j.finished_at is not None]
     return {
         "jobs": len(jobs),
@@ -71,14 +74,15 @@ def summary(
             for q in queues
         },
         "timeToAdmissionByClass": {
-            c: wait_figures([w for n, w in waited.items() if class_of[n] == c])
-            for c in sorted(set(class_of.values()))
+            c: wait_figures([w for n, w in waited.items() if class_of_job[n] == c])
+            for c in sorted(set(class_of_job.values()))
         },
         "preemptions": sum(len(j.preempted_at) for j in jobs.values()),
         "neverAdmitted": sorted(n for n, j in jobs.items() if not j.admissions),
         "gpuUtilisation": gpu_utilisation(scenario, timeline),
         "lastFinish": max(finished) if finished else None,
         "maxPending": max((len(m.pending) for m in timeline.moments), default=0),
-        "clusterQueueUsage": cluster_queue_usage(scenario, timeline),
+        "clusterQueueUsage": usage,
+        "kueuePerf": kueue_perf,
         "fragmentation": fragmentation(scenario, timeline),
     }

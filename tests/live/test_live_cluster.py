@@ -1,6 +1,7 @@
 """The three commands on a real Kueue: `up` leaves the embedded cluster running shaped as a
 scenario, `simulate --kubeconfig` predicts a Job with both engines, the Job is then really
-submitted and Kueue's decision must be the prediction; `down` stops it all.
+submitted and Kueue's decision must be the prediction (tests/live/up_states.py: `compare`,
+`kueue_decides`); `down` stops it all.
 
 The Jobs go one after another and stay, so each prediction is made on a state the earlier
 ones shaped: a plain pod fragmenting a host, Kueue workloads running, higher priorities
@@ -9,25 +10,16 @@ preempting lower ones.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.kube import KUEUE_API, Kube
-from harness.runner.reading import State, admission_placement, preempted, state
-from harness.runner.waits import Timeouts, find_workload, settle
+from tests.live.up_states import GPU, HOST, RACK, compare, up
 
 pytestmark = pytest.mark.cluster
-REPO = Path(__file__).resolve().parents[2]
-HOST = "kubernetes.io/hostname"
-RACK = "example.com/rack"
-GPU = "nvidia.com/gpu"
 SCENARIO = {
     "name": "live-states",
     "topologies": [{"name": "racks", "levels": [RACK, HOST]}],
@@ -84,83 +76,15 @@ STATES = [
 ]
 
 
-def harness(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, check=False, cwd=REPO)  # fmt: skip
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     """`up` on SCENARIO; `down` afterwards."""
-    path = tmp_path_factory.mktemp("up") / "live-states.yaml"
-    path.write_text(yaml.safe_dump(SCENARIO, sort_keys=False))
-    done = harness("up", str(path), check=False)
-    try:
-        assert done.returncode == 0, done.stderr
-        lines = [line for line in done.stdout.splitlines() if line.startswith("KUBECONFIG=")]
-        assert len(lines) == 1, done.stdout
-        kube = Kube(lines[0].removeprefix("KUBECONFIG="))
+    with up(tmp_path_factory.mktemp("up"), SCENARIO) as kube:
         yield kube
-        kube.close()
-    finally:
-        stopped = harness("down")
-    assert "stopped" in stopped.stdout and "kube-apiserver" in stopped.stdout
-
-
-def predict(kube: Kube, tmp_path: Path, doc: dict[str, Any], engine: str) -> dict[str, Any]:
-    path = tmp_path / f"{doc['metadata']['name']}.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    done = harness("simulate", str(path), "--kubeconfig", str(kube.kubeconfig),
-                   "--engine", engine, "--format", "json")  # fmt: skip
-    answer: dict[str, Any] = json.loads(done.stdout)[doc["metadata"]["name"]]
-    return {k: answer[k] for k in ("admitted", "placement", "message", "preempts")}
-
-
-def _ref(wl: dict[str, Any]) -> str:
-    return f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
-
-
-def kueue_decides(kube: Kube, doc: dict[str, Any]) -> dict[str, Any]:
-    """Submit for real (namespace default); once settled, Kueue's decision and the
-    workloads it preempted for it."""
-    t = Timeouts()
-    before = {_ref(w) for w in kube.list(KUEUE_API, "Workload") if preempted(w)}
-    kube.create({**doc, "metadata": {**doc["metadata"], "namespace": "default"}})
-    name = find_workload(kube, "default", "Job", doc["metadata"]["name"], t)
-
-    def read() -> State:
-        seen = state(kube.get_or_none(KUEUE_API, "Workload", name, "default"))
-        if seen.kind == "pending" and "Pending the preemption" in seen.message:
-            return State("unsettled", seen.message)  # victims still on their way out
-        return seen
-
-    seen = settle(read, what=f"Workload default/{name}", t=t)
-    victims = sorted(_ref(w) for w in kube.list(KUEUE_API, "Workload") if preempted(w))
-    wl = kube.get(KUEUE_API, "Workload", name, "default")
-    admitted = seen.kind == "admitted"
-    return {
-        "admitted": admitted,
-        "placement": admission_placement(wl, {}) if admitted else {},
-        "message": seen.message,
-        "preempts": [v for v in victims if v not in before],
-    }
 
 
 def test_the_prediction_is_what_kueue_then_does(cluster: Kube, tmp_path: Path) -> None:
     queues = cluster.list(KUEUE_API, "LocalQueue", "default")
     assert [(q["metadata"]["name"], q["spec"]["clusterQueue"]) for q in queues] == [
         ("team", "team")]  # fmt: skip
-    differ, seen = [], []
-    for doc in STATES:
-        name = doc["metadata"]["name"]
-        by_fit = predict(cluster, tmp_path, doc, "fit")
-        by_sim = predict(cluster, tmp_path, doc, "sim")
-        real = kueue_decides(cluster, doc)
-        seen.append(f"{name}: {real}")
-        differ += [f"{name}: {engine} predicted {said}, Kueue did {real}"
-                   for engine, said in (("fit", by_fit), ("sim", by_sim)) if said != real]  # fmt: skip
-    print("\n".join(seen))
-    assert differ == []
+    assert compare(cluster, tmp_path, STATES) == []

@@ -87,8 +87,11 @@ def _ref(wl: dict[str, Any]) -> str:
 
 
 def kueue_decides(kube: Kube, doc: dict[str, Any]) -> dict[str, Any]:
-    """Submit for real (namespace default); once settled, Kueue's decision and the
-    workloads it preempted for it."""
+    """Submit for real (namespace default); once its Workload has settled and every
+    Workload has kept its state for QUIET seconds (`_quiet`: what it set off, such as a
+    fair-sharing cascade of preemptions, has happened), Kueue's decision and the workloads it
+    preempted for it. The one home of this for the live tests (test_live_cluster.py and the
+    up_states users)."""
     t = Timeouts()
     before = {_ref(w) for w in kube.list(KUEUE_API, "Workload") if preempted(w)}
     kube.create({**doc, "metadata": {**doc["metadata"], "namespace": "default"}})
@@ -121,7 +124,8 @@ cycles, and the engines' answers include all of it ("each settles before the nex
 
 
 def _quiet(kube: Kube, t: Timeouts) -> None:
-    """Until no Workload has changed state or eviction count for QUIET seconds."""
+    """Until no Workload has changed state or eviction count for QUIET seconds, polled; past
+    the settle deadline WaitTimeout names the wait and the Workloads last seen."""
     last: dict[str, Any] = {"seen": None, "since": time.monotonic()}
 
     def probe() -> tuple[bool, str]:

@@ -13,6 +13,7 @@ import pytest
 from harness import toolchain
 from harness.errors import InputError
 from harness.replay.engine import replay
+from harness.replay.perf_summary import queue_class_key
 from harness.replay.stream import load_stream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,9 +129,9 @@ def test_kueues_tas_generator_config_is_read_as_written() -> None:
     assert topology is not None
     assert (topology.slice_level, topology.slice_size) == ("cloud.provider.com/topology-rack", 4)
     assert max(w.submit_at or 0 for w in s.workloads) == pytest.approx(20.4)
-    assert sorted(set(stream.classes.values()))[:3] == ["large-balanced-rack",
-                                                        "large-preferred-rack",
-                                                        "large-required-rack"]  # fmt: skip
+    assert sorted({stream.classes[w.name] for w in s.workloads})[:3] == [
+        "large-balanced-rack", "large-preferred-rack", "large-required-rack"]  # fmt: skip
+    assert stream.classes[queue_class_key("cq-0-0-cohort-0")] == "cq"  # queuesSets className
 
 
 def test_kueues_baseline_config_has_no_topology_and_one_pod_workloads() -> None:
