@@ -35,6 +35,9 @@ func (c *cluster) deliver(ctx context.Context) error {
 		for _, w := range writes {
 			c.workloadUpdated(ctx, w.old, w.new)
 			c.noteRepair(w.old, w.new)
+			if err := c.jobPodsStarted(ctx, w.old, w.new); err != nil {
+				return err
+			}
 			if !equality.Semantic.DeepEqual(w.old.Status.Admission, w.new.Status.Admission) ||
 				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) {
 				if err := c.syncPods(ctx, w.new); err != nil {
