@@ -22,6 +22,7 @@ from harness.runner import (
     binding,
     check_controller,
     faults,
+    late_repair,
     objects,
     pod_readiness,
     repair,
@@ -68,6 +69,10 @@ def apply(s: Session, step: Step) -> None:
     repair.settle(watch, log, s.t)
     restarted = step.action == "upgrade-kueue"
     after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
+    stuck = late_repair.stuck_nodes(s, tas_pod)
+    if late_repair.needs_settling(stuck, watch, log):
+        late_repair.settle(stuck, watch, log, s)
+        after_step(s, freed_non_tas=False)
 
 
 def _live(s: Session) -> list[Entry]:
@@ -83,7 +88,9 @@ def before(s: Session) -> repair.Before:
             continue
         wl = s.workload_obj(entry)
         evictions[name] = repair.eviction_counts(wl)
-        if wl is not None and state(wl).kind == "admitted":
+        # A reserved workload too: admitted in the step (its checks Ready), Kueue may
+        # replace a node of the topology it reserved before its pods run.
+        if wl is not None and state(wl).kind in ("admitted", "reserved"):
             placements[name] = admission_placement(wl, s.rename(entry))
     pods = [
         p

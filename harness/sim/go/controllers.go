@@ -39,7 +39,8 @@ func (c *cluster) deliver(ctx context.Context) error {
 				return err
 			}
 			if !equality.Semantic.DeepEqual(w.old.Status.Admission, w.new.Status.Admission) ||
-				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) {
+				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) ||
+				workload.IsAdmitted(w.old) != workload.IsAdmitted(w.new) {
 				if err := c.syncPods(ctx, w.new); err != nil {
 					return err
 				}
