@@ -13,7 +13,7 @@ again for those nodes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from harness.runner import binding, repair
@@ -25,18 +25,27 @@ if TYPE_CHECKING:
     from harness.runner.session import Session
 
 
-def stuck_nodes(s: Session, is_tas: Callable[[Obj], bool]) -> list[str]:
-    """The nodes a released TAS pod of the run waits for: live, unbound, with the ungater's
-    hostname nodeSelector and no scheduling gate left."""
-    nodes: set[str] = set()
+def stuck_pods(s: Session, is_tas: Callable[[Obj], bool]) -> dict[str, str]:
+    """Each released TAS pod of the run that waits for its node (uid -> node): live,
+    unbound, with the ungater's hostname nodeSelector and no scheduling gate left."""
+    out: dict[str, str] = {}
     for ns in s.names.all_namespaces:
         for pod in s.kube.list("v1", "Pod", ns, s.names.run_selector):
             spec = pod.get("spec") or {}
             host = (spec.get("nodeSelector") or {}).get(HOSTNAME)
             waiting = binding.live(pod) and not spec.get("nodeName")
             if host and waiting and not spec.get("schedulingGates") and is_tas(pod):
-                nodes.add(str(host))
-    return sorted(nodes)
+                out[str(pod["metadata"]["uid"])] = str(host)
+    return out
+
+
+def new_stuck_nodes(
+    s: Session, is_tas: Callable[[Obj], bool], before: Mapping[str, str]
+) -> list[str]:
+    """The nodes of pods stuck since the step (a pod stuck before it may see no event
+    during it, so Kueue need not reconcile its node again)."""
+    now = stuck_pods(s, is_tas)
+    return sorted({node for uid, node in now.items() if uid not in before})
 
 
 def needs_settling(stuck: list[str], watch: repair.Watch, log: KueueLog) -> bool:

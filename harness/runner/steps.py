@@ -58,6 +58,7 @@ def apply(s: Session, step: Step) -> None:
     wait_pods_ready(s)
     s.before = before(s)
     log = KueueLog(s.cluster.kueue_log_path)
+    stuck_before = late_repair.stuck_pods(s, tas_pod)
     touched = _act(s, step)
     watch = repair.Watch(
         read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
@@ -69,7 +70,7 @@ def apply(s: Session, step: Step) -> None:
     repair.settle(watch, log, s.t)
     restarted = step.action == "upgrade-kueue"
     after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
-    stuck = late_repair.stuck_nodes(s, tas_pod)
+    stuck = late_repair.new_stuck_nodes(s, tas_pod, stuck_before)
     if late_repair.needs_settling(stuck, watch, log):
         late_repair.settle(stuck, watch, log, s)
         after_step(s, freed_non_tas=False)
