@@ -164,16 +164,8 @@ def _decidable(scenario: Scenario, note: str) -> bool:
 
 def _pods_ready_not_run(scenario: Scenario) -> str | None:
     """The parts of waitForPodsReady the sim does not run (harness/sim/go/podsready.go), or
-    None: blockAdmission makes Kueue's scheduler wait on a condition variable that only
-    another goroutine's cache update wakes, which the stepped driver never runs during a
-    cycle; the queue manager is built without WithPodsReadyRequeuingTimestamp."""
+    None: the queue manager is built without WithPodsReadyRequeuingTimestamp."""
     section = scenario.kueue_config.document.get("waitForPodsReady") or {}
-    if section.get("blockAdmission"):
-        return (
-            "blockAdmission: not run by the sim (its scheduler would wait for PodsReady on a "
-            "condition the stepped driver cannot wake); the embedded cluster runs it: "
-            "--cluster=local"
-        )
     if (section.get("requeuingStrategy") or {}).get("timestamp") == "Creation":
         return (
             "requeuingStrategy.timestamp: Creation is not run by the sim (its queue manager "

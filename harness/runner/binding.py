@@ -157,6 +157,8 @@ class Watch:
     # Whether the node (by name) now bars the pod: a NoSchedule/NoExecute taint it does not
     # tolerate.
     barred: Callable[[Obj, str], bool] = lambda pod, node: False
+    # The nodes of the pod set's topology assignment (None: not known by node).
+    assigned_nodes: frozenset[str] | None = None
 
 
 def _slot(pod: Obj) -> tuple[str, str]:
@@ -176,9 +178,11 @@ def failed_by_node_controller(
     listed: Sequence[Obj],
     unhealthy: frozenset[str],
     barred: Callable[[Obj, str], bool] = lambda pod, node: False,
+    assigned_nodes: frozenset[str] | None = None,
 ) -> list[Obj]:
     """Per slot without a live pod, its latest pod when Kueue's node controller failed it on
-    a node that still bars it (see the module)."""
+    a node that still bars it (see the module). A barring node Kueue's second pass took out
+    of the assignment bars nothing: the Job's next pod goes to the new domain."""
     latest: dict[tuple[str, str], Obj] = {}
     filled = {_slot(p) for p in listed if live(p)}
     for pod in listed:
@@ -193,7 +197,12 @@ def failed_by_node_controller(
         p
         for p in latest.values()
         if (condition(p, TERMINATED_BY_KUEUE) or {}).get("status") == "True"
-        and (_node_of(p) in unhealthy or barred(p, _node_of(p)))
+        and (
+            _node_of(p) in unhealthy
+            or (
+                barred(p, _node_of(p)) and (assigned_nodes is None or _node_of(p) in assigned_nodes)
+            )
+        )
     ]
 
 
@@ -210,7 +219,7 @@ def watch(
         # Terminating and terminated pods (a fault step's) are the Job's past, not its pods.
         listed = w.list_pods()
         pods = [p for p in listed if live(p)]
-        lost = failed_by_node_controller(listed, w.unhealthy, w.barred)
+        lost = failed_by_node_controller(listed, w.unhealthy, w.barred, w.assigned_nodes)
         holding = _holding(listed)
         states = {_name(p): state_of(p) for p in pods}
         now = time.monotonic()

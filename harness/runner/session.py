@@ -542,6 +542,12 @@ class Session:
                 ungate_errors=self._ungate_errors,
                 unhealthy=frozenset(failed),
                 barred=self._barred,
+                assigned_nodes=frozenset(
+                    str(d[0][HOSTNAME])
+                    for d in binding.assigned_domains(assignments.get(ps.name))
+                    if HOSTNAME in d[0]
+                )
+                or None,
             )
             seen = binding.watch(
                 watched,

@@ -22,6 +22,7 @@ from harness.runner import (
     binding,
     check_controller,
     faults,
+    late_repair,
     lq_stop,
     objects,
     pod_readiness,
@@ -59,6 +60,7 @@ def apply(s: Session, step: Step) -> None:
     wait_pods_ready(s)
     s.before = before(s)
     log = KueueLog(s.cluster.kueue_log_path)
+    stuck_before = late_repair.stuck_pods(s, tas_pod)
     touched = act(s, step)
     watch = repair.Watch(
         read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
@@ -72,6 +74,10 @@ def apply(s: Session, step: Step) -> None:
         await_start_timeouts(s)
     restarted = step.action == "upgrade-kueue"
     after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
+    stuck = late_repair.new_stuck_nodes(s, tas_pod, stuck_before)
+    if late_repair.needs_settling(stuck, watch, log):
+        late_repair.settle(stuck, watch, log, s)
+        after_step(s, freed_non_tas=False)
 
 
 def await_start_timeouts(s: Session) -> None:
@@ -104,7 +110,9 @@ def before(s: Session) -> repair.Before:
             continue
         wl = s.workload_obj(entry)
         evictions[name] = repair.eviction_counts(wl)
-        if wl is not None and state(wl).kind == "admitted":
+        # A reserved workload too: admitted in the step (its checks Ready), Kueue may
+        # replace a node of the topology it reserved before its pods run.
+        if wl is not None and state(wl).kind in ("admitted", "reserved"):
             placements[name] = admission_placement(wl, s.rename(entry))
     pods = [
         p

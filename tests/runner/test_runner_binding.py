@@ -233,3 +233,19 @@ def test_a_pod_failed_on_a_node_that_still_bars_it_counts_even_when_kueue_cleare
     )
     seen = watch([failed], 1, barred=lambda pod, node: node == "n1")
     assert seen.unschedulable == 1
+
+
+def test_a_pod_failed_on_a_barring_node_the_second_pass_left_is_waited_for() -> None:
+    """Kueue's second pass moved the pod set off the tainted node (no longer in its
+    assignment): the Job's next pod goes to the new domain, so the slot is not lost."""
+    failed = indexed(
+        "p-0-b", "0", "2026-01-01T00:00:10Z", nodeSelector=ON_N1, status=FAILED_BY_KUEUE
+    )
+    lost = binding.failed_by_node_controller(
+        [failed], frozenset(), lambda pod, node: node == "n1", frozenset({"n2"})
+    )
+    assert lost == []
+    still = binding.failed_by_node_controller(
+        [failed], frozenset(), lambda pod, node: node == "n1", frozenset({"n1"})
+    )
+    assert still == [failed]

@@ -163,8 +163,8 @@ def test_the_sim_gets_the_sections_in_its_contract() -> None:
 
 def test_engines_that_do_not_run_a_section_refuse_the_scenario() -> None:
     scenario = load({"waitForPodsReady": FULL["waitForPodsReady"]})
-    # The sim runs waitForPodsReady's timers but not blockAdmission (FULL sets it).
-    why = re.escape("kueueConfig.waitForPodsReady.blockAdmission: not run by the sim")
+    # The sim runs waitForPodsReady and blockAdmission, but not timestamp: Creation (FULL sets it).
+    why = r"kueueConfig\.waitForPodsReady\.requeuingStrategy\.timestamp: .*not run by the sim"
     with pytest.raises(Unsupported, match=why):
         SimBackend().run(scenario)
 

@@ -38,8 +38,12 @@ func (c *cluster) deliver(ctx context.Context) error {
 				c.startTimeout(ctx, w.new)
 			}
 			c.noteRepair(w.old, w.new)
+			if err := c.jobPodsStarted(ctx, w.old, w.new); err != nil {
+				return err
+			}
 			if !equality.Semantic.DeepEqual(w.old.Status.Admission, w.new.Status.Admission) ||
-				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) {
+				!equality.Semantic.DeepEqual(w.old.Status.UnhealthyNodes, w.new.Status.UnhealthyNodes) ||
+				workload.IsAdmitted(w.old) != workload.IsAdmitted(w.new) {
 				if err := c.syncPods(ctx, w.new); err != nil {
 					return err
 				}

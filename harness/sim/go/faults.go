@@ -91,22 +91,26 @@ func running(wl *kueue.Workload) bool {
 }
 
 // syncPods is what the Job controller, Kueue's topology ungater and kube-scheduler do for
-// a running workload: per TAS pod set whose assignment names nodes (lowest level
-// kubernetes.io/hostname; with another lowest level Kueue never sees nodes fail), each
-// assigned node gets pods until its count is met. Pods already bound there count unless
-// they ended (Failed, Succeeded): terminating ones count, as for the ungater
-// (topology_ungater.go: podsForPodSet). The ungater releases none onto a node the workload
-// lists as unhealthy, and kube-scheduler binds only to a Ready, schedulable node whose
-// NoSchedule/NoExecute taints the pod tolerates; a pod it cannot bind is not created here
-// (on a cluster it waits, and Kueue's node controller fails it once the node has failed).
+// an admitted workload (a Job waiting for admission checks stays suspended: no pods): per
+// TAS pod set whose assignment names nodes (lowest level kubernetes.io/hostname; with
+// another lowest level Kueue never sees nodes fail), each assigned node gets pods until its
+// count is met. Pods already there count unless they ended (Failed, Succeeded): terminating
+// ones count, as for the ungater (topology_ungater.go: podsForPodSet). The ungater releases
+// none onto a node the workload lists as unhealthy, and kube-scheduler binds only to a
+// Ready, schedulable node whose NoSchedule/NoExecute taints the pod tolerates. A pod it
+// cannot bind waits Pending under the ungater's nodeSelector, and that pod event makes
+// Kueue's node failure controller reconcile the node (node_controller.go
+// queueReconcileForPod: "potential stuck pending pods"), which may find the node failed for
+// the workload and fail the pod; it binds once the node takes it.
 func (c *cluster) syncPods(ctx context.Context, wl *kueue.Workload) error {
-	if !c.faults.on || !running(wl) {
+	if !c.faults.on || !running(wl) || !workload.IsAdmitted(wl) {
 		return nil
 	}
 	pods, err := c.podsOf(ctx, wl.Name)
 	if err != nil {
 		return err
 	}
+	var stuck []string // nodes a new pod waits for
 	for i := range wl.Status.Admission.PodSetAssignments {
 		psa := &wl.Status.Admission.PodSetAssignments[i]
 		ta := psa.TopologyAssignment
@@ -118,23 +122,56 @@ func (c *cluster) syncPods(ctx context.Context, wl *kueue.Workload) error {
 			continue
 		}
 		have := map[string]int32{}
+		waiting := map[string][]*corev1.Pod{}
 		for _, p := range pods {
-			if p.Labels[kueueconstants.PodSetLabel] == string(psa.Name) && !ended(p) {
-				have[p.Spec.NodeName]++
+			if p.Labels[kueueconstants.PodSetLabel] != string(psa.Name) || ended(p) {
+				continue
 			}
+			node := p.Spec.NodeName
+			if node == "" {
+				node = p.Spec.NodeSelector[corev1.LabelHostname]
+				if p.DeletionTimestamp == nil {
+					waiting[node] = append(waiting[node], p)
+				}
+			}
+			have[node]++
 		}
 		tolerations := c.podTolerations(psa, ps)
 		for d := range utiltas.InternalSeqFrom(ta) {
 			node := d.Values[len(d.Values)-1]
-			if workload.HasUnhealthyNode(wl, node) || !c.canBind(node, tolerations) {
+			if workload.HasUnhealthyNode(wl, node) {
 				continue
 			}
+			bind := c.canBind(node, tolerations)
+			if bind {
+				if err := c.bindWaiting(ctx, waiting[node], node); err != nil {
+					return err
+				}
+			}
 			for ; have[node] < d.Count; have[node]++ {
-				pod := c.newPod(wl, ps, ta.Levels, d.Values, tolerations)
+				pod := c.newPod(wl, ps, ta.Levels, d.Values, tolerations, bind)
 				if err := c.client.Create(ctx, pod); err != nil {
 					return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 				}
+				if !bind {
+					stuck = appendNew(stuck, node)
+				}
 			}
+		}
+	}
+	return c.reconcileNodes(ctx, stuck)
+}
+
+// bindWaiting is kube-scheduler binding the pods that waited for the node.
+func (c *cluster) bindWaiting(ctx context.Context, pods []*corev1.Pod, node string) error {
+	for _, p := range pods {
+		p.Spec.NodeName = node
+		if err := c.client.Update(ctx, p); err != nil {
+			return fmt.Errorf("binding pod %s: %w", p.Name, err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		if err := c.client.Status().Update(ctx, p); err != nil {
+			return fmt.Errorf("binding pod %s: %w", p.Name, err)
 		}
 	}
 	return nil
@@ -176,11 +213,12 @@ func (c *cluster) podTolerations(psa *kueue.PodSetAssignment, ps *kueue.PodSet) 
 	return slices.CompactFunc(out, func(a, b corev1.Toleration) bool { return a.MatchToleration(&b) })
 }
 
-// newPod is one pod of the pod set released onto the domain and bound to its node: the
-// pod template's annotations, the workload annotation Kueue's job integration adds, the
-// pod set label and the ungater's nodeSelector for every level of the domain.
+// newPod is one pod of the pod set released onto the domain, bound to its node (else
+// Pending there): the pod template's annotations, the workload annotation Kueue's job
+// integration adds, the pod set label and the ungater's nodeSelector for every level of
+// the domain.
 func (c *cluster) newPod(wl *kueue.Workload, ps *kueue.PodSet, levels, values []string,
-	tolerations []corev1.Toleration) *corev1.Pod {
+	tolerations []corev1.Toleration, bound bool) *corev1.Pod {
 	key := wl.Name + "/" + string(ps.Name)
 	index := c.faults.podSeq[key]
 	c.faults.podSeq[key] = index + 1
@@ -195,7 +233,11 @@ func (c *cluster) newPod(wl *kueue.Workload, ps *kueue.PodSet, levels, values []
 		selector[level] = values[i]
 	}
 	spec := *ps.Template.Spec.DeepCopy()
-	spec.NodeName, spec.NodeSelector, spec.Tolerations = values[len(values)-1], selector, tolerations
+	spec.NodeSelector, spec.Tolerations = selector, tolerations
+	phase := corev1.PodPending
+	if bound {
+		spec.NodeName, phase = values[len(values)-1], corev1.PodRunning
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace, UID: types.UID(name), Annotations: annotations,
@@ -205,7 +247,7 @@ func (c *cluster) newPod(wl *kueue.Workload, ps *kueue.PodSet, levels, values []
 			},
 		},
 		Spec:   spec,
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		Status: corev1.PodStatus{Phase: phase},
 	}
 }
 
@@ -262,7 +304,7 @@ func (c *cluster) nodeReady(name string) bool {
 // removePod deletes a pod the way its deletion ends: gone at once when its node's kubelet
 // confirms it (Ready), else left terminating (no kubelet is there to confirm).
 func (c *cluster) removePod(ctx context.Context, p *corev1.Pod) error {
-	if c.nodeReady(p.Spec.NodeName) {
+	if p.Spec.NodeName == "" || c.nodeReady(p.Spec.NodeName) { // unbound: no kubelet involved
 		return client.IgnoreNotFound(c.client.Delete(ctx, p))
 	}
 	return c.terminatePod(ctx, p)

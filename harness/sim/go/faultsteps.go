@@ -195,7 +195,7 @@ func (c *cluster) faultPods(ctx context.Context, st *StepSpec) error {
 		return err
 	}
 	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
-		return !progressing(p) || st.Pods.Node != "" && p.Spec.NodeName != st.Pods.Node
+		return !progressing(p) || p.Spec.NodeName == "" || st.Pods.Node != "" && p.Spec.NodeName != st.Pods.Node
 	})
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
 		if d := podSetIndex(wl, a) - podSetIndex(wl, b); d != 0 {

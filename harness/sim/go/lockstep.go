@@ -56,11 +56,12 @@ type cycleHook struct {
 
 	boundary chan struct{} // the scheduler reached the start of a cycle
 	release  chan struct{} // the driver lets it run the cycle
+	gate     podsReadyGate // blockAdmission's wait (blockadmission.go)
 }
 
-func newCycleHook(clock *clocktesting.FakeClock, done <-chan struct{}) *cycleHook {
+func newCycleHook(clock *clocktesting.FakeClock, done <-chan struct{}, podsReady bool) *cycleHook {
 	h := &cycleHook{clock: clock, done: done, secondPass: map[string]bool{},
-		boundary: make(chan struct{}), release: make(chan struct{})}
+		boundary: make(chan struct{}), release: make(chan struct{}), gate: newPodsReadyGate(podsReady)}
 	h.written = sync.NewCond(&h.mu)
 	return h
 }
@@ -151,17 +152,19 @@ func (h *cycleHook) awaitBoundary(timeout time.Duration) error {
 	}
 }
 
-// runCycle lets the waiting scheduler run one cycle and waits until the next begins.
-func (h *cycleHook) runCycle(ctx context.Context, timeout time.Duration) error {
+// runCycle lets the waiting scheduler run one cycle and waits until the next begins, or
+// until it stops to wait for PodsReady (blockAdmission), which it reports.
+func (h *cycleHook) runCycle(ctx context.Context, timeout time.Duration) (bool, error) {
 	h.mu.Lock()
 	clear(h.secondPass) // this cycle's Heads takes them all
+	h.gate.expecting = true
 	h.mu.Unlock()
 	select {
 	case h.release <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return h.awaitBoundary(timeout)
+	return h.awaitCycle(timeout)
 }
 
 // hookSink is the scheduler's log sink: it feeds the hook its verbosity-2 lines (lockstep)
@@ -191,7 +194,8 @@ func (s *hookSink) Init(info logr.RuntimeInfo) {
 }
 
 func (s *hookSink) Enabled(level int) bool {
-	return level <= secondPassVerbosity || s.userEnabled(level)
+	return level <= secondPassVerbosity || (s.hook.gate.on && level == finishedVerbosity) ||
+		s.userEnabled(level)
 }
 
 func (s *hookSink) userEnabled(level int) bool {
@@ -207,6 +211,10 @@ func (s *hookSink) Info(level int, msg string, kv ...any) {
 		s.hook.observe(msg)
 	case level == secondPassVerbosity && msg == msgSecondPassQueued:
 		s.hook.queuedSecondPass(kv)
+	case level == blockingVerbosity && s.lockstep && msg == msgBlocking:
+		s.hook.blocking()
+	case level == finishedVerbosity && s.lockstep && msg == msgFinishedWaiting:
+		s.hook.finishedWaiting()
 	}
 }
 

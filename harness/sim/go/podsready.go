@@ -21,8 +21,7 @@ import (
 // evicted with PodsReadyTimeout and a requeue backoff (UpdateRequeueState). A timer longer
 // than the harness's step horizon never runs out within a scenario. The backoff is one of
 // the driver's timers: it fires when Kueue is at rest, so the cohort's parked workloads go
-// first, as they do on a cluster. blockAdmission is refused on the Python side: its
-// scheduler waits on a condition variable the stepped driver cannot wake.
+// first, as they do on a cluster. blockAdmission: blockadmission.go.
 
 const podsReadyHorizon = 30 * time.Second
 

@@ -75,6 +75,10 @@ type cluster struct {
 	neverReady  sets.Set[string]
 	podsReady   podsReadyTimers
 	podsReadyOn bool
+	// blockAdmission (blockadmission.go): the scheduler stopped mid-cycle to wait for
+	// PodsReady; the workloads whose pods a pods-not-ready step holds.
+	waitingPodsReady bool
+	podsHeld         map[string]bool
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -85,7 +89,7 @@ type cluster struct {
 func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout time.Duration) (*cluster, error) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(parent, log))
 	clock := clocktesting.NewFakeClock(startTime(sc))
-	hook := newCycleHook(clock, ctx.Done())
+	hook := newCycleHook(clock, ctx.Done(), podsReadyTracked(sc))
 	writes := &statusWrites{}
 	cl, err := newFakeClient(writes)
 	if err != nil {
@@ -99,6 +103,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
 		nsOf: map[string]string{}, lqCQ: map[string]string{}, neverReady: sets.New[string](),
+		podsHeld: map[string]bool{},
 	}
 	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
 	fail := func(err error) (*cluster, error) {
@@ -135,6 +140,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 			scheduler.WithAdmissionFairSharing(afs)},
 			quotaCheckOptions(sc.KueueConfig.Resources)...)...)
 	go c.queues.CleanUpOnContext(ctx) // wakes the loop's blocking Heads() on cancel
+	go c.cache.CleanUpOnContext(ctx)  // and its WaitForPodsReady (blockAdmission), as main.go
 	if err := s.Start(ctrl.LoggerInto(ctx, hookedLogger(hook, log))); err != nil {
 		return fail(err)
 	}
@@ -171,6 +177,7 @@ func (c *cluster) setup(ctx context.Context, sc *Scenario) error {
 	// Fair sharing as Kueue's main.go sets it up from the Configuration.
 	c.cache = schdcache.New(c.client, append([]schdcache.Option{
 		schdcache.WithFairSharing(sc.KueueConfig.FairSharing != nil),
+		schdcache.WithPodsReadyTracking(podsReadyTracked(sc)),
 		schdcache.WithAdmissionFairSharing(admissionFairSharing(sc.KueueConfig.AdmissionFairSharing))},
 		cacheResourceOptions(sc.KueueConfig.Resources)...)...)
 	if err := c.createNamespaces(ctx, sc); err != nil {
@@ -363,6 +370,9 @@ func (c *cluster) addAdmitted(ctx context.Context, spec *AdmittedSpec) error {
 		return fmt.Errorf("the cache did not take the admission to ClusterQueue %s",
 			admitted.Status.Admission.ClusterQueue)
 	}
+	if err := c.jobPodsStarted(ctx, &kueue.Workload{}, stored); err != nil {
+		return err
+	}
 	if c.usesChecks() {
 		return c.reconcileChecks(ctx, stored.Name)
 	}
@@ -421,6 +431,18 @@ func (c *cluster) settle(ctx context.Context) error {
 			}
 			continue // the workload controller's writes reach the queues first
 		}
+		if c.waitingPodsReady && n < maxCycles {
+			// The scheduler waits for PodsReady mid-cycle: it goes on once the cache's
+			// check passes; until then Kueue is at rest but for its timers.
+			went, err := c.wakeIfPodsReady(ctx)
+			if err != nil {
+				return err
+			}
+			if went || c.timers.fireNext() {
+				continue
+			}
+			return nil
+		}
 		if c.nothingToPop() && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
@@ -460,7 +482,9 @@ func (c *cluster) settle(ctx context.Context) error {
 		if n == maxCycles {
 			return fmt.Errorf("Kueue did not come to rest within %d scheduling cycles", maxCycles)
 		}
-		if err := c.hook.runCycle(ctx, c.timeout); err != nil {
+		blocked, err := c.hook.runCycle(ctx, c.timeout)
+		c.waitingPodsReady = blocked
+		if err != nil {
 			if p := takePanic(); p != "" {
 				return &kueuePanic{msg: p}
 			}
@@ -632,6 +656,8 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 		// never reaches the scheduler, so no status is written for it (Kueue's workload
 		// controller stamps one only with UnadmittedWorkloadsExplicitStatus).
 		res.note = "not evaluated: an equivalent workload is inadmissible (SchedulingEquivalenceHashing)"
+	case c.waitingPodsReady && c.queued(wl):
+		res.note = "not evaluated: Kueue's scheduler waits for PodsReady (blockAdmission)"
 	case c.queued(wl):
 		res.note = "not evaluated: queued behind " + c.headOf(wl) +
 			", which Kueue retries every scheduling cycle"

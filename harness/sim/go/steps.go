@@ -118,9 +118,15 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 	case "set-stop-policy":
 		return c.setStopPolicy(ctx, st.Stop)
 	case "pods-not-ready":
-		return c.podsNotReady(ctx, sc, st.Name)
+		if err := c.holdPodsNotReady(ctx, st.Name); err != nil {
+			return err
+		}
+		if err := c.podsNotReady(ctx, sc, st.Name); err != nil || !c.hook.gate.on {
+			return err
+		}
+		return c.settle(ctx) // the PodsReady=False write reaches the cache
 	case "pods-ready":
-		return nil // without blockAdmission, a ready workload changes nothing for Kueue
+		return c.releasePods(ctx, st.Name) // without blockAdmission, nothing for Kueue
 	case "delete-workload":
 		return c.deleteWorkload(ctx, st.Name, outcome)
 	case "add-usage":
