@@ -45,6 +45,7 @@ const (
 	// generatePodsReadyCondition's messages.
 	podsReadyMsg = "All pods reached readiness and the workload is running"
 	recoveryMsg  = "At least one pod has failed, waiting for recovery"
+	startMsg     = "Not all pods are ready or succeeded"
 )
 
 // podsReadyGate is the cycle hook's part for blockAdmission.
@@ -148,7 +149,8 @@ func podsReadyTracked(sc *Scenario) bool {
 }
 
 // jobPodsStarted is the job reconciler once an admitted Job's pods are Ready: PodsReady=True
-// on a workload just admitted (a status write), unless a pods-not-ready step holds them.
+// on a workload just admitted (a status write), unless a pods-not-ready step holds them;
+// PodsReady=False WaitForStart for a `podsReady: false` workload, whose pods never start.
 func (c *cluster) jobPodsStarted(ctx context.Context, old, new *kueue.Workload) error {
 	if !c.hook.gate.on {
 		return nil
@@ -159,6 +161,10 @@ func (c *cluster) jobPodsStarted(ctx context.Context, old, new *kueue.Workload) 
 	}
 	if workload.IsAdmitted(old) || !workload.IsAdmitted(new) || c.podsHeld[new.Name] {
 		return nil
+	}
+	if c.neverReady.Has(new.Name) { // podsReady: false: not ready since admission
+		c.podsHeld[new.Name] = true
+		return c.writePodsReady(ctx, new.Name, metav1.ConditionFalse, kueue.WorkloadWaitForStart, startMsg)
 	}
 	return c.writePodsReady(ctx, new.Name, metav1.ConditionTrue, kueue.WorkloadStarted, podsReadyMsg)
 }
@@ -182,7 +188,11 @@ func (c *cluster) releasePods(ctx context.Context, name string) error {
 	held := c.podsHeld[name]
 	delete(c.podsHeld, name)
 	if held && c.isAdmitted(ctx, name) {
-		if err := c.writePodsReady(ctx, name, metav1.ConditionTrue, kueue.WorkloadRecovered, podsReadyMsg); err != nil {
+		reason := kueue.WorkloadRecovered
+		if c.neverReady.Has(name) { // its pods were never Ready: this is their start
+			reason = kueue.WorkloadStarted
+		}
+		if err := c.writePodsReady(ctx, name, metav1.ConditionTrue, reason, podsReadyMsg); err != nil {
 			return err
 		}
 	}
