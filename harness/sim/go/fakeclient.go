@@ -19,7 +19,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
@@ -56,7 +55,7 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	}
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: writes.patch}).
+		WithInterceptorFuncs(writes.interceptors()).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 			Labels: map[string]string{corev1.LabelMetadataName: namespace}}}).
 		Build(), nil
@@ -80,6 +79,7 @@ type statusWrites struct {
 	mu      sync.Mutex
 	stored  []statusWrite
 	refused sets.Set[string]
+	marked  sets.Set[string] // Workloads written in any way since takeMarked (written.go)
 }
 
 // wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).
@@ -135,6 +135,7 @@ func (w *statusWrites) take() []statusWrite {
 
 func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, obj client.Object,
 	patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.mark(obj)
 	wl, ok := obj.(*kueue.Workload)
 	if !ok || sub != "status" {
 		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

@@ -104,6 +104,12 @@ func serve(in *os.File, out *os.File, log logr.Logger, timeout time.Duration) er
 		if len(scanner.Bytes()) == 0 {
 			continue
 		}
+		if isSession(scanner.Bytes()) {
+			if err := runSession(scanner.Bytes(), scanner, enc, w, gates, log, timeout); err != nil {
+				return err
+			}
+			continue
+		}
 		line := runLine(scanner.Bytes(), gates, log, timeout)
 		if err := enc.Encode(line); err != nil {
 			return err

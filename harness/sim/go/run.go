@@ -70,6 +70,8 @@ type cluster struct {
 	// faults: Nodes and Pods for Kueue's node failure controller, and what Kueue repaired
 	// during the current step (faults.go).
 	faults faultState
+	// session: set while a session (session.go) answers steps one at a time.
+	session *session
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
