@@ -79,7 +79,7 @@ type statusWrites struct {
 	mu      sync.Mutex
 	stored  []statusWrite
 	refused sets.Set[string]
-	marked  sets.Set[string] // Workloads written in any way since takeMarked (written.go)
+	marked  [markReaders]marks // Workloads written in any way, per reader (written.go)
 }
 
 // wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).

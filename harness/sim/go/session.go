@@ -134,7 +134,7 @@ func openSession(ctx context.Context, sc *Scenario, outcome *orderedMap[Result],
 	}
 	c.session = &session{touched: sets.New[string](), sent: map[string][]byte{},
 		faulted: sets.New[string]()}
-	c.writes.takeMarked() // from here on, refresh re-reads only what was written
+	c.writes.takeMarked(forSession) // from here on, refresh re-reads only what was written
 	for _, name := range outcome.keys {
 		c.session.sent[name], _ = json.Marshal(outcome.values[name])
 	}
@@ -206,14 +206,14 @@ func (c *cluster) sessionStep(ctx context.Context, sc *Scenario, st *StepSpec,
 // answer (their outcome carries that for one step only).
 func (c *cluster) refreshWritten(ctx context.Context, outcome *orderedMap[Result]) error {
 	s := c.session
-	marked := c.writes.takeMarked()
-	marked = marked.Union(s.faulted).Union(sets.KeySet(c.faults.evicted)).
+	written := c.writes.takeMarked(forSession)
+	marked := written.names.Union(s.faulted).Union(sets.KeySet(c.faults.evicted)).
 		Union(sets.KeySet(c.faults.replaced))
-	if marked.Len() == 0 {
+	if marked.Len() == 0 && !written.all {
 		return nil
 	}
 	for _, name := range outcome.keys {
-		if !marked.Has(name) {
+		if !written.all && !marked.Has(name) {
 			continue
 		}
 		if prev := outcome.values[name]; prev.Rejected || !c.created.Has(name) {

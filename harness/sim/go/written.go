@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -11,7 +12,23 @@ import (
 )
 
 // The fake API server marks every Workload it is asked to write (create, update, patch,
-// delete, status): a session (session.go) re-reads only those after a step.
+// delete, status), once for each reader that keeps what it read: a session (session.go)
+// re-reads only those after a step, the scheduling-cycle signature (signature.go) only
+// those before a cycle. A write it cannot name (an apply configuration, a delete-all)
+// marks every Workload.
+type markReader int
+
+const (
+	forSession markReader = iota
+	forSignature
+	markReaders
+)
+
+// marks is one reader's Workloads written since it last took them; all: every Workload.
+type marks struct {
+	names sets.Set[string]
+	all   bool
+}
 
 // interceptors are the fake client's: status patches go through patch (fakeclient.go);
 // every Workload write is marked.
@@ -38,6 +55,26 @@ func (w *statusWrites) interceptors() interceptor.Funcs {
 			w.mark(obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			w.markAll()
+			return c.Apply(ctx, obj, opts...)
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			w.markAll()
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			w.markAll()
+			return c.DeleteAllOf(ctx, obj, opts...)
+		},
+	}
+}
+
+func (w *statusWrites) markAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.marked {
+		w.marked[i].all = true
 	}
 }
 
@@ -48,20 +85,22 @@ func (w *statusWrites) mark(obj client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.marked == nil {
-		w.marked = sets.New[string]()
+	for i := range w.marked {
+		if w.marked[i].names == nil {
+			w.marked[i].names = sets.New[string]()
+		}
+		w.marked[i].names.Insert(obj.GetName())
 	}
-	w.marked.Insert(obj.GetName())
 }
 
-// takeMarked returns the Workloads written since the last call.
-func (w *statusWrites) takeMarked() sets.Set[string] {
+// takeMarked returns what was written since the reader last took it.
+func (w *statusWrites) takeMarked(reader markReader) marks {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.marked
-	w.marked = sets.New[string]()
-	if out == nil {
-		out = sets.New[string]()
+	out := w.marked[reader]
+	w.marked[reader] = marks{names: sets.New[string]()}
+	if out.names == nil {
+		out.names = sets.New[string]()
 	}
 	return out
 }
