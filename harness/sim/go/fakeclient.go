@@ -45,7 +45,8 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	// mapper of the whole scheme on every call, which would dominate the sim's run time;
 	// server-side apply is emulated below, so no field manager is needed.
 	tracker := clienttesting.NewObjectTracker(scheme, decoder)
-	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker)}
+	lister := &indexedLister{tracker: tracker, indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{}}
+	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker), lister}
 	// The same field indexes Kueue's manager registers at start-up.
 	if err := indexer.Setup(context.Background(), b); err != nil {
 		return nil, err
@@ -55,17 +56,21 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	}
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
-		WithInterceptorFuncs(writes.interceptors()).
+		WithInterceptorFuncs(writes.interceptors(lister.list)).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 			Labels: map[string]string{corev1.LabelMetadataName: namespace}}}).
 		Build(), nil
 }
 
 // builderIndexer lets indexer.Setup register its indexes on a fake client builder.
-type builderIndexer struct{ *fake.ClientBuilder }
+type builderIndexer struct {
+	*fake.ClientBuilder
+	lister *indexedLister
+}
 
 func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
 	b.ClientBuilder = b.WithIndex(obj, field, fn)
+	b.lister.record(obj, field, fn)
 	return nil
 }
 

@@ -32,8 +32,9 @@ type marks struct {
 
 // interceptors are the fake client's: status patches go through patch (fakeclient.go);
 // every Workload write is marked.
-func (w *statusWrites) interceptors() interceptor.Funcs {
+func (w *statusWrites) interceptors(list func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error) interceptor.Funcs {
 	return interceptor.Funcs{
+		List:             list, // indexedlist.go
 		SubResourcePatch: w.patch,
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.mark(obj)
