@@ -461,12 +461,12 @@ func (c *cluster) signature(ctx context.Context) (string, map[string]string, err
 	for _, name := range sortedKeys(c.cqs) {
 		ref := kueue.ClusterQueueReference(name)
 		scans := map[string]string{}
-		for _, info := range c.queues.PendingWorkloadsInfo(ref) {
+		queued := refNames(heaps[ref])
+		for _, info := range c.pendingInfo(ref, len(queued)) {
 			if info.LastAssignment != nil {
 				scans[info.Obj.Name] = fmt.Sprint(info.LastAssignment.LastTriedFlavorIdx)
 			}
 		}
-		queued := refNames(heaps[ref])
 		fmt.Fprintf(&b, "cq %s heap", name)
 		for _, w := range queued {
 			fmt.Fprintf(&b, " %s%s", w, scans[w])

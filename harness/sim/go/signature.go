@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // workloadSig is one Workload's part of the state a scheduling cycle starts from
@@ -96,4 +97,13 @@ func sigOf(wl *kueue.Workload) workloadSig {
 		out.message, out.pending = cond.Message, true
 	}
 	return out
+}
+
+// pendingInfo is the queue manager's pending workloads of a ClusterQueue, read only when
+// its heap has some: the signature prints the flavor scans of heap workloads alone.
+func (c *cluster) pendingInfo(ref kueue.ClusterQueueReference, queued int) []*workload.Info {
+	if queued == 0 {
+		return nil
+	}
+	return c.queues.PendingWorkloadsInfo(ref)
 }
