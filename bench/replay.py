@@ -149,7 +149,7 @@ def _on_sim(scenario: Scenario) -> Timeline:
 
     backend = SimBackend()
     try:
-        return replay_on(scenario, lambda sc: backend.run(sc).steps)
+        return replay_on(scenario, backend.session)
     finally:
         backend.close()
 

@@ -3,12 +3,15 @@
     python bench/replay_digest.py OUT                    # streams, random streams and worlds
     python bench/replay_digest.py OUT --anchors          # plus bench/replay.py's 1,056 and day
     python bench/replay_digest.py OUT --anchors --big    # plus configs/tas as shipped (15,000)
+    python bench/replay_digest.py OUT --engine sim       # the streams on kueue-sim instead
     diff -r BEFORE AFTER                                 # byte-identical or not
 
 Each case becomes one JSON file: the replay's JSON form (`replay --format json`) of every
 suites/streams/*.yaml and of random streams (bench/replay_vs_sim.py's: the version-2
 fuzzer's worlds, submission seconds 0-59, run times of 5-60 s), the fit model's outcomes of
 the fuzzer's worlds as one moment, or the error either raises (Nondeterministic, refusals).
+With `--engine sim` the streams (suites, random, anchors) are replayed on kueue-sim
+(harness/replay/onsim.py) and the worlds are left out.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sys
 import time
 from pathlib import Path
@@ -63,7 +67,10 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=200, help="random cases per seed")
     parser.add_argument("--anchors", action="store_true")
     parser.add_argument("--big", action="store_true")
+    parser.add_argument("--engine", choices=("fit", "sim"), default="fit")
     args = parser.parse_args()
+    if args.engine == "sim":
+        return _on_sim(args)
     args.out.mkdir(parents=True, exist_ok=True)
     start, counts = time.process_time(), {"streams": 0, "random": 0, "worlds": 0}
     for path in sorted((ROOT / "suites" / "streams").glob("*.yaml")):
@@ -90,6 +97,42 @@ def main() -> int:
         _write(args.out, "anchor-kueue-tas", lambda: replay_result(scenario, classes))
     print(f"{counts} in {time.process_time() - start:.1f} s CPU", flush=True)
     return 0
+
+
+def _on_sim(args: argparse.Namespace) -> int:
+    """The streams on kueue-sim, one process for all; CPU seconds include its own."""
+    from harness.backends.replay import replay_on
+    from harness.backends.sim import SimBackend
+
+    start, children = time.process_time(), _children_cpu()
+    backend, count = SimBackend(), 0
+    try:
+        cases: list[tuple[str, Any, Any]] = []
+        for path in sorted((ROOT / "suites" / "streams").glob("*.yaml")):
+            stream = load_stream(path)
+            cases.append((f"suite-{path.stem}", stream.scenario, stream.classes))
+        for seed in args.seeds:
+            for index in range(args.cases):
+                if (data := _stream_case(seed, index)) is not None:
+                    name = f"stream-{seed}-{index}"
+                    cases.append((f"random-{seed}-{index}", scenario_from_data(data, name), None))
+        if args.anchors:
+            scenario, classes = kueue_tas(scale_1050=True)
+            cases.append(("anchor-kueue-tas-1050", scenario, classes))
+        for name, scenario, classes in cases:
+            run = lambda s=scenario, c=classes: replay_on(s, c, "sim", backend=backend).result  # noqa: E731
+            _write(args.out, name, run)
+            count += 1
+    finally:
+        backend.close()
+    cpu = time.process_time() - start + _children_cpu() - children
+    print(f"{count} streams on kueue-sim in {cpu:.1f} s CPU", flush=True)
+    return 0
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _outcomes(world: Any) -> dict[str, Any]:

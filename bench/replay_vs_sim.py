@@ -65,7 +65,7 @@ def main() -> int:
             scenario = with_times(scenario_from_data(plain, name), times)
             try:
                 fit = [j.to_json() for j in replay(scenario).jobs.values()]
-                sim = replay_on(scenario, lambda s: backend.run(s).steps)
+                sim = replay_on(scenario, backend.session)
             except Nondeterministic:
                 counts["not compared (Nondeterministic)"] += 1
                 continue

@@ -68,9 +68,11 @@ def replay_on(
     used = backend if backend is not None else create_backend(engine, **options)
     try:
         if engine == "sim":
+            from harness.backends.sim import SimBackend
             from harness.replay.onsim import replay_on as on_sim
 
-            timeline = on_sim(scenario, lambda sc: used.run(sc).steps)
+            assert isinstance(used, SimBackend), f"{engine} is not the sim backend"
+            timeline = on_sim(scenario, used.session)
             return Replayed(timeline_result(scenario, timeline, classes), timeline)
         from harness.replay.oncluster import timeline_of
         from harness.runner.backend import ClusterBackend

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness.backends.base import BackendError, Unsupported
+from harness.backends.sim_session import SimStepper
 from harness.errors import Nondeterministic
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
 from harness.kueue.admission_fair_sharing import not_run as afs_not_run
@@ -26,6 +27,7 @@ from harness.sim import upgrade
 from harness.sim.build import build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
 from harness.sim.process import SimProcess
+from harness.sim.session import SimSession
 from harness.toolchain import kueue_module_dir, pins_for
 from harness.toolchain.pins import PINS
 
@@ -98,6 +100,26 @@ class SimBackend:
 
     def _observe(self, scenario: Scenario, version: str) -> Observation:
         """The scenario on kueue-sim built against `version`."""
+        answer = self._process(scenario, version).run(scenario_to_dict(scenario, self.gates))
+        if answer.get("error"):
+            raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
+        if unstable := [n for n in answer.get("unstable") or [] if not _decidable(scenario, n)]:
+            raise Nondeterministic(
+                f"{scenario.path}: Kueue never settles (rules §8): {'; '.join(unstable)}"
+            )
+        outcomes = sim_outcomes(answer.get("outcome"))
+        steps = [sim_outcomes(step) for step in answer.get("steps") or []]
+        details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
+        return Observation(outcomes=outcomes, steps=steps, details=details, kueue=version)
+
+    def session(self, scenario: Scenario) -> SimStepper:
+        """The scenario's world kept running on kueue-sim, to be given steps one at a time
+        (harness/sim/session.py; a stream replay, harness/replay/onsim.py)."""
+        process = self._process(scenario, self.kueue_version)
+        return SimStepper(SimSession(process, scenario_to_dict(scenario, self.gates)), scenario)
+
+    def _process(self, scenario: Scenario, version: str) -> SimProcess:
+        """The kueue-sim built against `version`, once the scenario passed what it cannot run."""
         self._check_gates(scenario, version)
         unmodelled = scenario.kueue_config.unmodelled(SIM_CONFIG)
         if unmodelled:
@@ -115,17 +137,7 @@ class SimBackend:
             raise Unsupported(f"{scenario.path}: kueueConfig.waitForPodsReady.{why}")
         if version not in self._sims:
             self._sims[version] = SimProcess(build_sim(version=version))
-        answer = self._sims[version].run(scenario_to_dict(scenario, self.gates))
-        if answer.get("error"):
-            raise BackendError(f"{scenario.path}: kueue-sim: {answer['error']}")
-        if unstable := [n for n in answer.get("unstable") or [] if not _decidable(scenario, n)]:
-            raise Nondeterministic(
-                f"{scenario.path}: Kueue never settles (rules §8): {'; '.join(unstable)}"
-            )
-        outcomes = sim_outcomes(answer.get("outcome"))
-        steps = [sim_outcomes(step) for step in answer.get("steps") or []]
-        details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
-        return Observation(outcomes=outcomes, steps=steps, details=details, kueue=version)
+        return self._sims[version]
 
     def _check_gates(self, scenario: Scenario, version: str) -> None:
         """Refuse a feature gate this Kueue version does not have, as the embedded cluster

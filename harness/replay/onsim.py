@@ -1,12 +1,11 @@
 """Replay a stream on Kueue's scheduler in process (kueue-sim, harness/sim/go) with a fake
-clock: the stream becomes one scenario whose steps are its events in time order (a finish
-is `delete-workload`, a submission `submit`), Kueue settles after each, and the admissions
-it made at each step are read back with the step's moment.
-
-A finish's moment depends on when the job was admitted, so the events come first from the
-fit model's replay; when the sim admits a job at another moment, the finishes are taken
-again from the sim's own admissions and the scenario is run again, until the events the
-sim was given are the ones its admissions imply (at most MAX_ROUNDS runs).
+clock: one kueue-sim session (harness/sim/go/session.go) keeps the stream's world running,
+and this clock gives it the stream's events in time order, one at a time, as the fit
+model's replay (harness/replay/engine.py) takes them: a submission is a `submit` step, a
+node event its step, a finish a `delete-workload` step (the Job completes: its Workload
+goes, its quota and nodes are freed). Kueue settles after each, and the outcomes that step
+changed are read back with the step's moment; a job Kueue admits gets its finish at the
+admission's moment plus its `runFor`, unless Kueue preempts or evicts it before.
 
 The sim settles after every step, where the fit model's replay settles once after all the
 finishes of a moment and once after all its submissions: streams whose events never share a
@@ -16,9 +15,11 @@ moment are decided the same way by both.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Protocol
 
-from harness.errors import HarnessError
 from harness.replay.engine import (
     FINISH,
     STEP,
@@ -27,65 +28,70 @@ from harness.replay.engine import (
     JobRecord,
     Moment,
     Timeline,
-    replay,
 )
 from harness.results.outcome import Outcome
 from harness.scenario.model import Scenario, Step
 
-MAX_ROUNDS = 20
-Run = Callable[[Scenario], list[dict[str, Outcome]]]
-"""The outcomes after each step of a scenario (a backend's Observation.steps)."""
+
+class Stepper(Protocol):
+    """A running world that takes one step and answers the outcomes it changed."""
+
+    def step(self, step: Step) -> dict[str, Outcome]: ...
+
+
+Open = Callable[[Scenario], AbstractContextManager[Stepper]]
+"""Opens a world (a scenario without workloads or steps) on the sim: SimBackend.session."""
 Event = tuple[float, int, int, str]
 """(moment, FINISH | STEP | SUBMIT, stream order (a step's: its index), workload or "")."""
 
 
-def replay_on(scenario: Scenario, run: Run) -> Timeline:
-    """The stream's timeline as `run` (kueue-sim) decides it."""
+def replay_on(scenario: Scenario, open_world: Open) -> Timeline:
+    """The stream's timeline as kueue-sim decides it."""
     order = {w.name: i for i, w in enumerate(scenario.workloads)}
-    submits = [(round(w.submit_at or 0.0, 6), SUBMIT, order[w.name], w.name)
-               for w in scenario.workloads]  # fmt: skip
-    submits += [(round(s.at, 6), STEP, i, "") for i, s in enumerate(scenario.steps)
-                if s.at is not None]  # fmt: skip
-    finishes = _finishes(replay(scenario).jobs, order)
-    for _ in range(MAX_ROUNDS):
-        events = sorted(submits + finishes)
-        timeline = _timeline(scenario, events, run(_as_steps(scenario, events)))
-        implied = _finishes(timeline.jobs, order)
-        if implied == finishes:
-            return timeline
-        finishes = implied
-    raise HarnessError(
-        f"{scenario.path}: the sim's admission times did not settle in {MAX_ROUNDS} runs"
-    )
-
-
-def _finishes(jobs: Mapping[str, JobRecord], order: Mapping[str, int]) -> list[Event]:
-    """Each job's finish: its last admission plus its run time."""
-    out = []
-    for name, job in jobs.items():
-        run_for = job.workload.run_for
-        if job.admissions and run_for is not None:
-            out.append((round(job.admissions[-1].at + run_for, 6), FINISH, order[name], name))
-    return sorted(out)
-
-
-def _as_steps(scenario: Scenario, events: list[Event]) -> Scenario:
     plain = {w.name: dataclasses.replace(w, submit_at=None, run_for=None)
              for w in scenario.workloads}  # fmt: skip
-    steps = tuple(
-        Step("submit", plain[name]) if kind == SUBMIT
-        else scenario.steps[index] if kind == STEP
-        else Step("delete-workload", name)
-        for _, kind, index, name in events
-    )  # fmt: skip
-    return dataclasses.replace(scenario, workloads=(), steps=steps, expect=None, by_version=None)
+    events: list[Event] = [(round(w.submit_at or 0.0, 6), SUBMIT, order[w.name], w.name)
+                           for w in scenario.workloads]  # fmt: skip
+    events += [(round(s.at, 6), STEP, i, "") for i, s in enumerate(scenario.steps)
+               if s.at is not None]  # fmt: skip
+    heapq.heapify(events)
+    tape = _Tape(scenario)
+    world = dataclasses.replace(scenario, workloads=(), steps=(), expect=None, by_version=None)
+    with open_world(world) as sim:
+        while events:
+            at, kind, index, name = heapq.heappop(events)
+            if kind == FINISH and not tape.finishes(name, at):
+                continue  # preempted or evicted since the admission that set this finish
+            step = (
+                Step("submit", plain[name]) if kind == SUBMIT
+                else scenario.steps[index] if kind == STEP
+                else Step("delete-workload", name)
+            )  # fmt: skip
+            for job, finish in tape.apply(at, kind, name, sim.step(step)):
+                heapq.heappush(events, (finish, FINISH, order[job], job))
+    return tape.timeline()
 
 
-def _timeline(scenario: Scenario, events: list[Event], after: list[dict[str, Outcome]]) -> Timeline:
-    jobs = {w.name: JobRecord(w, round(w.submit_at or 0.0, 6)) for w in scenario.workloads}
-    running: dict[str, Outcome] = {}
-    moments: list[Moment] = []
-    for (at, kind, _, name), outcomes in zip(events, after, strict=True):
+class _Tape:
+    """The timeline, written from the outcomes each event changed."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.jobs = {w.name: JobRecord(w, round(w.submit_at or 0.0, 6)) for w in scenario.workloads}
+        self.running: dict[str, Outcome] = {}
+        self.finish: dict[str, float] = {}
+        self.moments: list[Moment] = []
+
+    def finishes(self, name: str, at: float) -> bool:
+        """Whether the job still runs on the admission whose finish is `at`."""
+        return name in self.running and self.finish.get(name) == at
+
+    def apply(
+        self, at: float, kind: int, name: str, outcomes: Mapping[str, Outcome]
+    ) -> list[tuple[str, float]]:
+        """Record the event's changes; returns the (job, finish) of each job it admitted
+        that has a run time."""
+        jobs, running = self.jobs, self.running
+        started: list[tuple[str, float]] = []
         if kind == FINISH and name in running:
             del running[name]
             jobs[name].finished_at = at
@@ -113,12 +119,19 @@ def _timeline(scenario: Scenario, events: list[Event], after: list[dict[str, Out
             if outcome.admitted and job_name not in running:
                 running[job_name] = outcome
                 jobs[job_name].admissions.append(_admission(at, outcome))
+                run_for = jobs[job_name].workload.run_for
+                if run_for is not None:
+                    self.finish[job_name] = round(at + run_for, 6)
+                    started.append((job_name, self.finish[job_name]))
         pending = tuple(n for n, j in jobs.items() if n not in running and j.finished_at is None
                         and j.submitted_at <= at)  # fmt: skip
-        if moments and moments[-1].at == at:
-            moments.pop()
-        moments.append(Moment(at, tuple(running), pending))
-    return Timeline(jobs, moments)
+        if self.moments and self.moments[-1].at == at:
+            self.moments.pop()
+        self.moments.append(Moment(at, tuple(running), pending))
+        return started
+
+    def timeline(self) -> Timeline:
+        return Timeline(self.jobs, self.moments)
 
 
 def _admission(at: float, outcome: Outcome) -> Admission:

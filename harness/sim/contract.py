@@ -151,7 +151,8 @@ def _admitted(sc: Scenario, a: AdmittedWorkload, reserved_at: datetime) -> dict[
     }
 
 
-def _step(step: Step) -> dict[str, Any]:
+def step_to_dict(step: Step) -> dict[str, Any]:
+    """One step in the contract form (a scenario's `steps`, or a session's request)."""
     target = step.target
     if isinstance(target, Node):
         return {step.action: _node(target)}
@@ -207,5 +208,5 @@ def scenario_to_dict(
         "namespaces": [{"name": n.name, "labels": dict(n.labels)} for n in sc.namespaces],
         "localQueues": [_local_queue(lq) for lq in sc.queues()],
         "workloads": [_workload(w) for w in sc.workloads],
-        "steps": [_step(st) for st in sc.steps],
+        "steps": [step_to_dict(st) for st in sc.steps],
     }

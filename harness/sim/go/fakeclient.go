@@ -19,7 +19,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
@@ -46,7 +45,8 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	// mapper of the whole scheme on every call, which would dominate the sim's run time;
 	// server-side apply is emulated below, so no field manager is needed.
 	tracker := clienttesting.NewObjectTracker(scheme, decoder)
-	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker)}
+	lister := &indexedLister{tracker: tracker, indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{}}
+	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker), lister}
 	// The same field indexes Kueue's manager registers at start-up.
 	if err := indexer.Setup(context.Background(), b); err != nil {
 		return nil, err
@@ -56,17 +56,21 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	}
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: writes.patch}).
+		WithInterceptorFuncs(writes.interceptors(lister.list)).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 			Labels: map[string]string{corev1.LabelMetadataName: namespace}}}).
 		Build(), nil
 }
 
 // builderIndexer lets indexer.Setup register its indexes on a fake client builder.
-type builderIndexer struct{ *fake.ClientBuilder }
+type builderIndexer struct {
+	*fake.ClientBuilder
+	lister *indexedLister
+}
 
 func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
 	b.ClientBuilder = b.WithIndex(obj, field, fn)
+	b.lister.record(obj, field, fn)
 	return nil
 }
 
@@ -80,6 +84,7 @@ type statusWrites struct {
 	mu      sync.Mutex
 	stored  []statusWrite
 	refused sets.Set[string]
+	marked  [markReaders]marks // Workloads written in any way, per reader (written.go)
 }
 
 // wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).
@@ -135,6 +140,7 @@ func (w *statusWrites) take() []statusWrite {
 
 func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, obj client.Object,
 	patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.mark(obj)
 	wl, ok := obj.(*kueue.Workload)
 	if !ok || sub != "status" {
 		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

@@ -79,6 +79,11 @@ type cluster struct {
 	// PodsReady; the workloads whose pods a pods-not-ready step holds.
 	waitingPodsReady bool
 	podsHeld         map[string]bool
+	// session: set while a session (session.go) answers steps one at a time.
+	session *session
+	sigs    workloadSigs // the Workloads' parts of signature (signature.go)
+	// queuesUsed: the "namespace/LocalQueue" of every Workload created.
+	queuesUsed sets.Set[string]
 }
 
 // startCluster builds the objects of the scenario and feeds them to Kueue the way its
@@ -103,7 +108,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		usagePods: map[string][]client.ObjectKey{}, usageNode: map[string]string{},
 		notes: map[string]string{}, unstable: sets.New[string](), created: sets.New[string](),
 		nsOf: map[string]string{}, lqCQ: map[string]string{}, neverReady: sets.New[string](),
-		podsHeld: map[string]bool{},
+		podsHeld: map[string]bool{}, queuesUsed: sets.New[string](),
 	}
 	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
 	fail := func(err error) (*cluster, error) {
@@ -320,6 +325,7 @@ func (c *cluster) create(ctx context.Context, wl *kueue.Workload, at time.Time) 
 	}
 	c.created.Insert(wl.Name)
 	c.nsOf[wl.Name] = wl.Namespace
+	c.queuesUsed.Insert(wl.Namespace + "/" + string(wl.Spec.QueueName))
 	stored := &kueue.Workload{}
 	if err := c.client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
 		return nil, fmt.Errorf("reading back workload %s: %w", wl.Name, err)
@@ -502,37 +508,27 @@ func (c *cluster) signature(ctx context.Context) (string, map[string]string, err
 	for _, name := range sortedKeys(c.cqs) {
 		ref := kueue.ClusterQueueReference(name)
 		scans := map[string]string{}
-		for _, info := range c.queues.PendingWorkloadsInfo(ref) {
+		queued := refNames(heaps[ref])
+		for _, info := range c.pendingInfo(ref, len(queued)) {
 			if info.LastAssignment != nil {
 				scans[info.Obj.Name] = fmt.Sprint(info.LastAssignment.LastTriedFlavorIdx)
 			}
 		}
-		queued := refNames(heaps[ref])
 		fmt.Fprintf(&b, "cq %s heap", name)
 		for _, w := range queued {
 			fmt.Fprintf(&b, " %s%s", w, scans[w])
 		}
 		fmt.Fprintf(&b, " parked %v\n", refNames(parked[ref]))
 	}
-	var list kueue.WorkloadList
-	if err := c.client.List(ctx, &list); err != nil {
+	parts, names, err := c.workloadParts(ctx)
+	if err != nil {
 		return "", nil, err
 	}
 	messages := map[string]string{}
-	for i := range list.Items {
-		wl := &list.Items[i]
-		fmt.Fprintf(&b, "wl %s", wl.Name)
-		for _, cond := range wl.Status.Conditions {
-			fmt.Fprintf(&b, " %s=%s/%s/%q", cond.Type, cond.Status, cond.Reason, cond.Message)
-		}
-		if wl.Status.Admission != nil {
-			adm, _ := json.Marshal(wl.Status.Admission)
-			b.Write(adm)
-		}
-		b.WriteByte('\n')
-		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&
-			cond.Status != metav1.ConditionTrue {
-			messages[wl.Name] = cond.Message
+	for i, part := range parts {
+		b.WriteString(part.line)
+		if part.pending {
+			messages[names[i]] = part.message
 		}
 	}
 	return b.String(), messages, nil

@@ -251,6 +251,9 @@ func (c *cluster) retryInadmissible(ctx context.Context, cqs sets.Set[kueue.Clus
 // refresh re-reads every workload in the outcome that exists: a later cycle may have
 // admitted it, preempted it or changed its pending message.
 func (c *cluster) refresh(ctx context.Context, outcome *orderedMap[Result]) error {
+	if c.session != nil {
+		return c.refreshWritten(ctx, outcome)
+	}
 	for _, name := range outcome.keys {
 		prev := outcome.values[name]
 		if prev.Rejected || !c.created.Has(name) {

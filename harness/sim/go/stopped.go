@@ -87,6 +87,9 @@ func (c *cluster) drainStopped(ctx context.Context) error {
 // blockInactive writes "ClusterQueue NAME is inactive" into every workload without quota
 // that waits in an inactive ClusterQueue and does not say so yet; true when it wrote one.
 func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
+	if c.everyQueueActive() {
+		return false, nil // no Workload to mark: each one's ClusterQueue is active
+	}
 	list := &kueue.WorkloadList{}
 	if err := c.client.List(ctx, list); err != nil { // every namespace's
 		return false, err
@@ -122,4 +125,16 @@ func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
 		wrote = true
 	}
 	return wrote, nil
+}
+
+// everyQueueActive: every LocalQueue a Workload was created in leads to an active
+// ClusterQueue, so blockInactive has nothing to mark.
+func (c *cluster) everyQueueActive() bool {
+	for lq := range c.queuesUsed {
+		cq, ok := c.lqCQ[lq]
+		if !ok || !c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq)) {
+			return false
+		}
+	}
+	return true
 }

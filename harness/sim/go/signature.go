@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// workloadSig is one Workload's part of the state a scheduling cycle starts from
+// (cluster.signature): its conditions and admission, and its pending message if its
+// QuotaReserved condition is not True.
+type workloadSig struct {
+	line    string
+	message string
+	pending bool
+}
+
+// workloadSigs keeps every Workload's part, re-reading only the Workloads written since the
+// last cycle (written.go): listing every Workload before each cycle made a long stream
+// quadratic in its workloads.
+type workloadSigs struct {
+	byKey  map[client.ObjectKey]workloadSig
+	primed bool
+}
+
+// workloadParts returns every stored Workload's part, in the API server's list order
+// (namespace, then name).
+func (c *cluster) workloadParts(ctx context.Context) ([]workloadSig, []string, error) {
+	s := &c.sigs
+	written := c.writes.takeMarked(forSignature)
+	if !s.primed || written.all {
+		var list kueue.WorkloadList
+		if err := c.client.List(ctx, &list); err != nil {
+			return nil, nil, err
+		}
+		s.byKey = make(map[client.ObjectKey]workloadSig, len(list.Items))
+		for i := range list.Items {
+			s.byKey[client.ObjectKeyFromObject(&list.Items[i])] = sigOf(&list.Items[i])
+		}
+		s.primed = true
+	} else {
+		for name := range written.names {
+			key := c.key(name)
+			wl := &kueue.Workload{}
+			switch err := c.client.Get(ctx, key, wl); {
+			case apierrors.IsNotFound(err):
+				delete(s.byKey, key)
+			case err != nil:
+				return nil, nil, err
+			default:
+				s.byKey[key] = sigOf(wl)
+			}
+		}
+	}
+	keys := make([]client.ObjectKey, 0, len(s.byKey))
+	for k := range s.byKey {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b client.ObjectKey) int {
+		if d := strings.Compare(a.Namespace, b.Namespace); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	parts := make([]workloadSig, len(keys))
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i], names[i] = s.byKey[k], k.Name
+	}
+	return parts, names, nil
+}
+
+func sigOf(wl *kueue.Workload) workloadSig {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wl %s", wl.Name)
+	for _, cond := range wl.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s/%s/%q", cond.Type, cond.Status, cond.Reason, cond.Message)
+	}
+	if wl.Status.Admission != nil {
+		adm, _ := json.Marshal(wl.Status.Admission)
+		b.Write(adm)
+	}
+	b.WriteByte('\n')
+	out := workloadSig{line: b.String()}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil &&
+		cond.Status != metav1.ConditionTrue {
+		out.message, out.pending = cond.Message, true
+	}
+	return out
+}
+
+// pendingInfo is the queue manager's pending workloads of a ClusterQueue, read only when
+// its heap has some: the signature prints the flavor scans of heap workloads alone.
+func (c *cluster) pendingInfo(ref kueue.ClusterQueueReference, queued int) []*workload.Info {
+	if queued == 0 {
+		return nil
+	}
+	return c.queues.PendingWorkloadsInfo(ref)
+}
