@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -87,7 +89,7 @@ func (c *cluster) drainStopped(ctx context.Context) error {
 // blockInactive writes "ClusterQueue NAME is inactive" into every workload without quota
 // that waits in an inactive ClusterQueue and does not say so yet; true when it wrote one.
 func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
-	if c.everyQueueActive() {
+	if c.everyQueueActive(ctx) {
 		return false, nil // no Workload to mark: each one's ClusterQueue is active
 	}
 	list := &kueue.WorkloadList{}
@@ -127,12 +129,17 @@ func (c *cluster) blockInactive(ctx context.Context) (bool, error) {
 	return wrote, nil
 }
 
-// everyQueueActive: every LocalQueue a Workload was created in leads to an active
-// ClusterQueue, so blockInactive has nothing to mark.
-func (c *cluster) everyQueueActive() bool {
-	for lq := range c.queuesUsed {
-		cq, ok := c.lqCQ[lq]
+// everyQueueActive: every LocalQueue a Workload was created in is not stopped and leads to
+// an active ClusterQueue, so blockInactive has nothing to mark.
+func (c *cluster) everyQueueActive(ctx context.Context) bool {
+	for ref := range c.queuesUsed {
+		cq, ok := c.lqCQ[ref]
 		if !ok || !c.cache.ClusterQueueActive(kueue.ClusterQueueReference(cq)) {
+			return false
+		}
+		ns, name, _ := strings.Cut(ref, "/")
+		lq := &kueue.LocalQueue{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lq); err != nil || lqStopped(lq) {
 			return false
 		}
 	}
