@@ -18,6 +18,7 @@ from harness.kueue import local_queue_stop as lq_stop
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
 from harness.kueue.queue_activity import drains, inactive_message
+from harness.kueue.quota_requests import pod_set_units
 from harness.kueue.webhook_rules import webhook_rejection
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
@@ -46,13 +47,15 @@ class Cluster(Model):
         per_leaf: dict[str, dict[LeafKey, int]] = {}
         for aps in a.pod_sets:
             ps = aps.pod_set
-            units = {r: kueue_units(r, q) for r, q in pod_quota(self.scenario, ps).items()}
+            totals = {
+                r: pod_set_units(r, q, ps.count) for r, q in pod_quota(self.scenario, ps).items()
+            }
             if cq.group_of("pods") is not None:
-                units["pods"] = units.get("pods", 0) + 1
-            for r, v in units.items():
+                totals["pods"] = totals.get("pods", 0) + ps.count
+            for r, v in totals.items():
                 if cq.group_of(r) is not None:
                     fr = (flavor_of(cq, aps.flavor, r), r)
-                    quota[fr] = quota.get(fr, 0) + v * ps.count
+                    quota[fr] = quota.get(fr, 0) + v
             if "," in aps.flavor:  # several flavors: none with a topology (load_admitted)
                 continue
             topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))

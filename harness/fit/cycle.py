@@ -55,13 +55,13 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import LeafKey, Tree
 from harness.fit.versions import RULES, KueueRules
 from harness.fit.victims import Preemptor, Target, eviction_message, oracle
-from harness.k8s.quantity import kueue_units
 from harness.kueue.admission_checks import FAILED_CHECKS, flavors_of
 from harness.kueue.admission_fair_sharing import NAMESPACE_MISMATCH
 from harness.kueue.local_queue_stop import held as lq_held
 from harness.kueue.local_queue_stop import inactive_message as lq_inactive_message
 from harness.kueue.pods_ready import BLOCKED_MESSAGE
 from harness.kueue.queue_activity import inactive_reason
+from harness.kueue.quota_requests import pod_set_units
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
 from harness.scenario.model import (
@@ -689,7 +689,7 @@ def total_requests(
         if with_pods and pods_flavor is not None and "pods" not in quota:
             out[(pods_flavor, "pods")] = out.get((pods_flavor, "pods"), 0) + ps.count
         for r, q in quota.items():
-            value = kueue_units(r, q) * ps.count
+            value = pod_set_units(r, q, ps.count)
             flavor = a.flavors.get(ps.name, {}).get(r)
             if value == 0 or flavor is None:
                 continue

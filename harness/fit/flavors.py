@@ -19,7 +19,8 @@ from harness.errors import Nondeterministic
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.request import pod_set_groups
 from harness.fit.resource_transform import counted, pod_quota
-from harness.k8s.quantity import format_kueue_units, kueue_units
+from harness.k8s.quantity import format_kueue_units
+from harness.kueue.quota_requests import pod_set_units
 from harness.scenario.model import ClusterQueue, Flavor, PodSet, ResourceGroup, Scenario, Workload
 
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
@@ -288,7 +289,7 @@ def pod_set_requests(scenario: Scenario, cq: ClusterQueue, pod_set: PodSet) -> d
     """What a pod set asks of the ClusterQueue, in Kueue's units (`pods` when covered): its
     quota view (resource_transform), per pod in Kueue's units, times the count."""
     total = {
-        name: kueue_units(name, q) * pod_set.count
+        name: pod_set_units(name, q, pod_set.count)
         for name, q in pod_quota(scenario, pod_set).items()
         if counted(scenario, cq, name)
     }

@@ -70,13 +70,20 @@ def format_quantity(value: Fraction) -> str:
     raise QuantityError(f"{value} is finer than a nano unit, which Kubernetes cannot hold")
 
 
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+
 def kueue_units(resource: str, quantity: Fraction) -> int:
-    """The int64 Kueue uses: millicores for cpu, whole units (rounded up) otherwise."""
+    """The int64 Kueue uses: millicores for cpu, whole units (rounded up) otherwise, clamped
+    to the int64 range (pkg/util/math SafeMilliValue / SafeValue)."""
     if quantity.denominator == 1:  # the common case, without Fraction arithmetic
-        return quantity.numerator * 1000 if resource == CPU else quantity.numerator
-    if resource == CPU:
-        return math.ceil(quantity * 1000)
-    return math.ceil(quantity)
+        units = quantity.numerator * 1000 if resource == CPU else quantity.numerator
+    elif resource == CPU:
+        units = math.ceil(quantity * 1000)
+    else:
+        units = math.ceil(quantity)
+    return min(max(units, INT64_MIN), INT64_MAX)
 
 
 def _decimal_string(mantissa: int, exponent: int) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
+from harness.k8s.quantity import INT64_MAX, INT64_MIN, kueue_units
 from harness.scenario.kueue_config import QuotaResources, ResourceTransformation
 
 Resources = Mapping[str, Fraction]
@@ -59,6 +60,14 @@ def _transformed(
     for output, total in generated.items():
         retained[output] = retained.get(output, Fraction(0)) + max(total, Fraction(0))
     return retained
+
+
+def pod_set_units(resource: str, per_pod: Fraction, count: int) -> int:
+    """A pod set's total of `resource` as Kueue holds it: one pod's quantity in Kueue's int64
+    units (capped at the int64 range, SafeValue), times the count, saturating at that range
+    (MapRequests.Mul: SaturatingMul), so a huge transformed product stays the largest int64
+    instead of wrapping negative and being floored away."""
+    return min(max(kueue_units(resource, per_pod) * count, INT64_MIN), INT64_MAX)
 
 
 def declared_only(config: QuotaResources, gate_on: bool) -> bool:

@@ -12,10 +12,11 @@ import yaml
 from harness.errors import HarnessError
 from harness.kube import Obj
 from harness.kueue.gates import KUEUE_V0_19_GATES
+from harness.kueue.versions import DEFAULT_KUEUE
 from harness.live.gaps import Gaps
 from harness.scenario.keypath import KeyPath
 from harness.scenario.kueue_config import SECTIONS
-from harness.scenario.load_kueue_config import kueue_config
+from harness.scenario.load_kueue_config import kueue_config, quota_check_gate
 
 CONFIG_MAP = "kueue-manager-config"
 CONFIG_KEY = "controller_manager_config.yaml"
@@ -57,7 +58,9 @@ def configuration(config_maps: list[Obj], gaps: Gaps) -> dict[str, Any]:
     sections = {k: cfg[k] for k in SECTIONS if cfg.get(k) is not None}
     if sections:
         try:
-            kueue_config(KeyPath(where, "kueueConfig", sections))
+            kueue_config(
+                KeyPath(where, "kueueConfig", sections), quota_check_gate([DEFAULT_KUEUE], kept)
+            )
         except HarnessError as err:
             gaps.add(f"Kueue's configuration: {err}; left out, defaults assumed")
             return out

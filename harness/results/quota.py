@@ -25,7 +25,7 @@ from fractions import Fraction
 from harness.fit import fairshare
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.cohort_tree import COHORT, CQ, Node
-from harness.k8s.quantity import kueue_units
+from harness.kueue.quota_requests import pod_set_units
 from harness.results.outcome import Outcome
 from harness.scenario.model import ClusterQueue, PodSet, Scenario, Workload
 
@@ -139,7 +139,7 @@ def _pod_set_usage(
         flavor = chosen if chosen in names else _placed_flavor(scenario, names, pod_set, placement)
         if flavor is None:
             return None
-        held[(flavor, resource)] = kueue_units(resource, per_pod) * pod_set.count
+        held[(flavor, resource)] = pod_set_units(resource, per_pod, pod_set.count)
     return held
 
 

@@ -6,6 +6,7 @@ key that is not a field of config.kueue.x-k8s.io/v1beta2's sections the contract
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -19,6 +20,8 @@ from harness.scenario.kueue_config import (
     QuotaResources,
     ResourceTransformation,
 )
+
+QUOTA_CHECK_GATE = "QuotaCheckStrategy"
 
 _DURATION = re.compile(r"^-?(0|(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$")
 """Go's time.ParseDuration, which metav1.Duration uses ("0" alone needs no unit)."""
@@ -36,8 +39,20 @@ _NOT_TAKEN = {
 }
 
 
-def kueue_config(at: KeyPath) -> KueueConfig:
-    """The validated section; its document keeps the file's values as given."""
+def quota_check_gate(versions: Iterable[str], gates: Mapping[str, bool]) -> bool:
+    """Whether the QuotaCheckStrategy gate is on in any of the Kueue `versions` a scenario
+    runs: its featureGates, else the version's default (kube_features.go: alpha and off in
+    v0.18, beta and on from v0.19; v0.17 has no such gate, nor its validation)."""
+    on = [v for v in versions if not v.startswith("v0.17.")]
+    if QUOTA_CHECK_GATE in gates:
+        return bool(on) and gates[QUOTA_CHECK_GATE]
+    return any(not v.startswith("v0.18.") for v in on)
+
+
+def kueue_config(at: KeyPath, quota_check_gate: bool = True) -> KueueConfig:
+    """The validated section; its document keeps the file's values as given.
+    `quota_check_gate`: the QuotaCheckStrategy gate's state, under which alone Kueue checks
+    `resources.quotaCheckStrategy` (validation.go validateQuotaCheckStrategy)."""
     if isinstance(at.value, dict) and "featureGates" in at.value:
         at.child("featureGates", None).fail("give feature gates in the top-level featureGates")
     fields = at.mapping(SECTIONS)
@@ -46,7 +61,11 @@ def kueue_config(at: KeyPath) -> KueueConfig:
         _admission_fair_sharing(fields["admissionFairSharing"])
     if "waitForPodsReady" in fields:
         _wait_for_pods_ready(fields["waitForPodsReady"])
-    resources = _resources(fields["resources"]) if "resources" in fields else QuotaResources()
+    resources = (
+        _resources(fields["resources"], quota_check_gate)
+        if "resources" in fields
+        else QuotaResources()
+    )
     document: dict[str, Any] = dict(at.value)
     return KueueConfig(document=document, fair_sharing=strategies, resources=resources)
 
@@ -119,22 +138,23 @@ def _wait_for_pods_ready(at: KeyPath) -> None:
                 strategy[key].integer(0)
 
 
-def _resources(at: KeyPath) -> QuotaResources:
+def _resources(at: KeyPath, quota_check_gate: bool) -> QuotaResources:
     _refuse_not_taken(at)
     fields = at.mapping(_RESOURCES_KEYS)
     strategy = None
     if "quotaCheckStrategy" in fields:
         strategy = fields["quotaCheckStrategy"].string()
-        if strategy not in ("BlockUndeclared", "IgnoreUndeclared"):
+        if quota_check_gate and strategy not in ("BlockUndeclared", "IgnoreUndeclared"):
             fields["quotaCheckStrategy"].fail(
                 f"{yaml_text(strategy)} is not one of BlockUndeclared, IgnoreUndeclared"
             )
     prefixes: tuple[str, ...] = ()
     if "excludeResourcePrefixes" in fields:
         prefixes = tuple(item.string() for item in fields["excludeResourcePrefixes"].items())
-        if strategy == "IgnoreUndeclared" and fields["excludeResourcePrefixes"].value:
+        if quota_check_gate and strategy == "IgnoreUndeclared" and prefixes:
             fields["excludeResourcePrefixes"].fail(
-                "must not be set when quotaCheckStrategy is IgnoreUndeclared"
+                "must not be set when quotaCheckStrategy is IgnoreUndeclared "
+                "(with the QuotaCheckStrategy feature gate on)"
             )
     transformations: list[ResourceTransformation] = []
     if "transformations" in fields:

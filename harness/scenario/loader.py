@@ -282,15 +282,23 @@ def scenario_from_data(data: Any, file: str = "<scenario>") -> Scenario:
         )
     else:
         topologies, flavors, cluster_queues = world.topologies, world.flavors, world.queues
+    gates = _gates(top["featureGates"]) if "featureGates" in top else {}
     return Scenario(
         name=top["name"].string(),
         description=_text(top.get("description")),
         source=_text(top.get("source")),
         kueue=runs_on,
         kueue_versions=declared,
-        feature_gates=_gates(top["featureGates"]) if "featureGates" in top else {},
+        feature_gates=gates,
         kueue_config=(
-            load_kueue_config.kueue_config(top["kueueConfig"])
+            load_kueue_config.kueue_config(
+                top["kueueConfig"],
+                load_kueue_config.quota_check_gate(
+                    [runs_on or DEFAULT_KUEUE]
+                    + [str(s.target) for s in steps if s.action == "upgrade-kueue"],
+                    gates,
+                ),
+            )
             if "kueueConfig" in top
             else KueueConfig()
         ),

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from harness.k8s.quantity import parse_quantity
-from harness.kueue.quota_requests import declared_only, quota_requests
+from harness.kueue.quota_requests import declared_only, pod_set_units, quota_requests
 from harness.scenario.kueue_config import QuotaResources, ResourceTransformation
 
 
@@ -128,3 +128,28 @@ def test_ignore_undeclared_acts_only_with_its_gate_on() -> None:
     assert declared_only(ignoring, gate_on=True)
     assert not declared_only(ignoring, gate_on=False)
     assert not declared_only(QuotaResources(), gate_on=True)
+
+
+def test_a_transformed_product_past_int64_is_capped_not_floored_away() -> None:
+    """Upstream "transformProductPastTheRangeIsNotFlooredAway" (pkg/workload/workload_test.go):
+    1e10 credits x 1e10 gpu each = 1e20 gpu, held as math.MaxInt64 (SafeValue), not wrapped
+    negative and floored to zero."""
+    cfg = config(rule("example.com/credit", {"example.com/gpu": "10000000000"}))
+    ((name, per_pod),) = quota_requests(cfg, {"example.com/credit": q("10000000000")}).items()
+    assert (name, per_pod) == ("example.com/gpu", Fraction(10**20))
+    assert pod_set_units(name, per_pod, 1) == 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    ("resource", "per_pod", "count", "want"),
+    [
+        ("example.com/gpu", Fraction(2**62), 2, 2**63 - 1),  # SaturatingMul
+        ("example.com/gpu", Fraction(2**62), 1, 2**62),
+        ("cpu", Fraction(2**62), 1, 2**63 - 1),  # SafeMilliValue: 2**62 cores in millicores
+        ("cpu", Fraction(3, 1000), 4, 12),
+    ],
+)
+def test_pod_set_units_saturate_as_kueues_int64(
+    resource: str, per_pod: Fraction, count: int, want: int
+) -> None:
+    assert pod_set_units(resource, per_pod, count) == want

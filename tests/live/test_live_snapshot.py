@@ -383,3 +383,46 @@ def test_a_configuration_kueue_would_refuse_is_left_out_and_said() -> None:
     snap = snapshot(cluster)
     assert "kueueConfig" not in snap.data
     assert any("preemptionStrategies: [Nope] is not supported" in g for g in snap.gaps.lines)
+
+
+def configured(cluster: ClusterState, config: dict[str, Any]) -> ClusterState:
+    cluster.kueue_config_maps = [
+        {"metadata": meta("kueue-manager-config", "kueue-system"),
+         "data": {"controller_manager_config.yaml": yaml.safe_dump(config)}}
+    ]  # fmt: skip
+    return cluster
+
+
+RESOURCES = {
+    "excludeResourcePrefixes": ["example.com/"],
+    "transformations": [
+        {"input": "example.org/mig-1g", "strategy": "Replace", "outputs": {"memory": "5Gi"}}
+    ],
+    "quotaCheckStrategy": "BlockUndeclared",
+}
+
+
+def test_kueues_resources_section_is_written_and_loads() -> None:
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+              "resources": RESOURCES}  # fmt: skip
+    snap = snapshot(configured(state(), config))
+    assert snap.data["kueueConfig"] == {"resources": RESOURCES}
+    assert not any("resources" in line for line in snap.gaps.lines)
+    resources = scenario_from_data(snap.data, "snap.yaml").kueue_config.resources
+    assert resources.exclude_prefixes == ("example.com/",)
+    (transformation,) = resources.transformations
+    assert (transformation.input, transformation.replace) == ("example.org/mig-1g", True)
+    assert transformation.outputs == {"memory": Fraction(5 * 2**30)}
+
+
+def test_a_resources_section_is_judged_with_the_clusters_quota_check_gate() -> None:
+    """validation.go validateQuotaCheckStrategy: excludeResourcePrefixes with IgnoreUndeclared
+    is refused only while the QuotaCheckStrategy gate is on (on by default in v0.19)."""
+    both = {"excludeResourcePrefixes": ["x/"], "quotaCheckStrategy": "IgnoreUndeclared"}
+    refused = snapshot(configured(state(), {"resources": both}))
+    assert "kueueConfig" not in refused.data
+    assert any("must not be set when quotaCheckStrategy" in g for g in refused.gaps.lines)
+    gate_off = {"featureGates": {"QuotaCheckStrategy": False}, "resources": both}
+    taken = snapshot(configured(state(), gate_off))
+    assert taken.data["kueueConfig"] == {"resources": both}
+    assert scenario_from_data(taken.data, "snap.yaml").kueue_config.resources.exclude_prefixes

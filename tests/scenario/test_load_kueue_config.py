@@ -210,3 +210,44 @@ def test_fair_sharing_outside_what_the_model_follows_is_refused(
     with pytest.raises(UnsupportedVersionError) as raised:
         check_supported(scenario_from_data(data, FILE))
     assert error in str(raised.value)
+
+
+IGNORE_AND_EXCLUDE = {
+    "resources": {"quotaCheckStrategy": "IgnoreUndeclared", "excludeResourcePrefixes": ["x/"]}
+}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"featureGates": {"QuotaCheckStrategy": False}},
+        {"kueue": "v0.18.2"},  # alpha, off by default (kube_features.go)
+        {"kueue": "v0.17.1"},  # no such gate nor validation
+    ],
+)
+def test_ignore_undeclared_with_prefixes_loads_while_the_gate_is_off(extra: Any) -> None:
+    # validation.go validateQuotaCheckStrategy returns no error when the gate is off.
+    scenario = scenario_from_data({**base(IGNORE_AND_EXCLUDE), **extra}, FILE)
+    assert scenario.kueue_config.resources.exclude_prefixes == ("x/",)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},  # v0.19.2: beta, on by default
+        {"featureGates": {"QuotaCheckStrategy": True}},
+        {"kueue": "v0.18.2", "featureGates": {"QuotaCheckStrategy": True}},
+        {"kueue": "v0.18.2", "steps": [{"upgrade-kueue": "v0.19.2"}]},  # on after it
+    ],
+)
+def test_ignore_undeclared_with_prefixes_is_refused_while_the_gate_is_on(extra: Any) -> None:
+    with pytest.raises(ScenarioError, match="must not be set when quotaCheckStrategy is Ignore"):
+        scenario_from_data({**base(IGNORE_AND_EXCLUDE), **extra}, FILE)
+
+
+def test_an_unknown_strategy_is_refused_only_while_the_gate_is_on() -> None:
+    unknown = {"resources": {"quotaCheckStrategy": "Sometimes"}}
+    with pytest.raises(ScenarioError, match="'Sometimes' is not one of BlockUndeclared"):
+        load(unknown)
+    off = {**base(unknown), "featureGates": {"QuotaCheckStrategy": False}}
+    assert not scenario_from_data(off, FILE).kueue_config.resources.ignore_undeclared
