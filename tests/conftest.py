@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +22,25 @@ from harness.runner.backend import ClusterBackend
 
 # Scenarios that are wrong on purpose (test_loader_errors.py reads them): not tests themselves.
 collect_ignore = ["data"]
+
+
+_REAL_HOME = Path.home()
+_BUILD_CACHES = {
+    "KTH_CACHE": _REAL_HOME / ".cache" / "kueue-tas-harness",
+    "GOCACHE": _REAL_HOME / ".cache" / "go-build",
+    "GOPATH": _REAL_HOME / "go",
+}
+"""Where the binaries and Go's caches are for this user (Go's defaults under $HOME)."""
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's pytester with this user's build caches: it sets HOME to its own directory,
+    so the harness's binary cache and Go's build cache would start empty there and a test
+    that runs the sim for another Kueue version rebuilt it from nothing (255 s in a gate)."""
+    for name, default in _BUILD_CACHES.items():
+        monkeypatch.setenv(name, os.environ.get(name) or str(default))
+    return pytester
 
 
 @pytest.fixture(scope="session")
