@@ -41,7 +41,7 @@ STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
 
 def grow_config(rng: random.Random, data: Data) -> None:
     """Add some of these features to `data`, each with its own chance."""
-    if rng.random() < 0.3:
+    if rng.random() < 0.45:
         _resources(rng, data)
     if rng.random() < 0.2:
         _local_queue_stop(rng, data)
@@ -73,12 +73,12 @@ def _resources(rng: random.Random, data: Data) -> None:
     if rng.random() < 0.75:
         section["transformations"] = [_transformation(rng)]
         _cover_credits(rng, data["clusterQueues"])
-    if rng.random() < 0.6:
+    if rng.random() < 0.75:
         _ask_nic(rng, data)
         draw = rng.random()
-        if draw < 0.4:
+        if draw < 0.3:
             section["excludeResourcePrefixes"] = [rng.choice((NIC, "example.com/n"))]
-        elif draw < 0.8:
+        elif draw < 0.7:
             section["quotaCheckStrategy"] = "IgnoreUndeclared"
     if "quotaCheckStrategy" not in section and rng.random() < 0.2:
         section["quotaCheckStrategy"] = "BlockUndeclared"
