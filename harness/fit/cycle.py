@@ -180,13 +180,18 @@ class Model:
 
     def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
         """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
-        (None where none was assigned: their pods stay gated)."""
+        (None where none was assigned to a pod set with a topology request: its pods stay
+        gated)."""
         cq = self.scenario.cluster_queue(held.cq)
         out: dict[str, str | None] = {}
         for ps in w.pod_sets:
             if requests_tas(cq, self.scenario, ps):
                 names = held.flavors.get(ps.name, "").split(",")
                 tas = [f for f in names if f and self._is_tas(f)]
+                if not tas and ps.topology is None:
+                    # Implied TAS without a topology assignment: nothing gates its pods
+                    # (podset.go adds the TAS gate only with a TopologyAssignment).
+                    continue
                 out[ps.name] = tas[0] if tas else None
         return out
 
@@ -464,7 +469,7 @@ class Model:
         Fit into Preempt where it fails; a Preempt assignment must fit as if empty, else
         NoFit, and then all its TAS pod sets need preemption."""
         a = entry.assignment
-        if a.mode.preemption == NO_FIT:
+        if a.mode.preemption == NO_FIT or a.before_tas:
             return
         a.forced = a.mode  # the `== NoFit` check above caches the representative mode
         entry.tas = self._tas_requests(entry)

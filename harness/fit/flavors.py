@@ -111,6 +111,9 @@ class Assignment:
     borrow: int = 0
     forced: Mode | None = None
     """The mode the TAS step set last (Kueue caches it as the representative mode)."""
+    before_tas: bool = False
+    """`assignFlavors` returned before the TAS step: a pod set asks for resources yet got no
+    flavor and no failure (all skipped as undeclared: IgnoreUndeclared, or zero)."""
 
     def pod_set_mode(self, name: str) -> Mode:
         """`PodSetAssignment.RepresentativeMode`: Fit without reasons (whatever its flavors
@@ -391,7 +394,10 @@ def assign_flavors(
                 assert group is not None
                 out.tried[(slot, r)] = looked_at[cq.resource_groups.index(group)]
             slot += 1
-        if failed is not None:
+            # atLeastOnePodsAssignmentFailed without an error (flavorassigner.go)
+            if failed is None and not mine and pod_quota(scenario, ps):
+                out.before_tas = True
+        if failed is not None or out.before_tas:
             return out
     return out
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness.fit.check_controller import give_back
 from harness.kueue import local_queue_stop as rules
+from harness.kueue.queue_activity import inactive_message
 from harness.results.outcome import Outcome
 from harness.scenario.model import Eviction, StopPolicyChange
 
@@ -39,6 +40,20 @@ def apply(engine: Engine, change: StopPolicyChange) -> None:
             engine._pending_outcome(name, outcome.message)
     if was_held and not now_held:
         queues.resume(key)
+        _unblocked(engine, members)
+
+
+def _unblocked(engine: Engine, members: list[str]) -> None:
+    """The policy's change reconciles every workload of the LocalQueue
+    (workloadQueueHandler.Update): one without quota gets getQueueBlocker's message, now its
+    ClusterQueue's when that is inactive (the scheduler never pops it to say otherwise)."""
+    for name in members:
+        outcome = engine.outcomes.get(name)
+        if outcome is None or outcome.rejected or name in engine.snap.holding:
+            continue
+        cq = engine.scenario.cluster_queue(engine.workloads[name].queue)
+        if cq.name in engine.queues.inactive:
+            engine._pending_outcome(name, inactive_message(cq))
 
 
 def _unreserve(engine: Engine, name: str, *, evict: bool) -> None:

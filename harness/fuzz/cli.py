@@ -65,7 +65,9 @@ def register(sub: Any) -> None:
         help="v1: one topology, flavor and queue; v2: several flavors, ClusterQueues in a "
         "cohort, priorities, preemption, admitted workloads, fair sharing, Cohort trees, "
         "admission checks with steps, stopPolicy, missing flavors and levels "
-        "(harness/fuzz/world_features.py) (default: v1)",
+        "(harness/fuzz/world_features.py), Kueue's resources transformations and "
+        "exclusions, LocalQueue stopPolicy with steps, pods never Ready "
+        "(harness/fuzz/world_config_features.py) (default: v1)",
     )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")
     fuzz.add_argument(

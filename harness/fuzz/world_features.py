@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from harness.fuzz import world_config_features
 from harness.fuzz.generator import GPU
 
 Data = dict[str, Any]
@@ -28,6 +29,7 @@ FEATURES = (
     "stop-policy",
     "missing-flavor",
     "missing-level",
+    *world_config_features.FEATURES,
 )
 """What `features` can name, in report order."""
 
@@ -56,6 +58,7 @@ def grow(
         grower.missing_flavor()
     if rng.random() < 0.15:
         grower.missing_level()
+    world_config_features.grow_config(rng, data)
 
 
 def features(data: Data) -> list[str]:
@@ -81,7 +84,8 @@ def features(data: Data) -> list[str]:
         ),
         "missing-level": MISSING_LEVEL in str(data.get("workloads", [])),
     }
-    return [name for name in FEATURES if found[name]]
+    more = world_config_features.features(data)
+    return [name for name in FEATURES if found.get(name) or name in more]
 
 
 class _Grower:

@@ -21,10 +21,10 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from harness.k8s.quantity import format_quantity
+from harness.k8s.quantity import CPU, format_quantity
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
-from harness.kueue.quota_requests import quota_requests
+from harness.kueue.quota_requests import pod_set_units, quota_requests
 from harness.scenario.model import (
     HOSTNAME,
     AdmittedPodSet,
@@ -57,8 +57,10 @@ def _pod_set_assignment(
 ) -> dict[str, Any]:
     pod_set = admitted.pod_set
     per_pod = quota_requests(scenario.kueue_config.resources, pod_set.requests)
+    # Kueue's own totals (int64 units per pod, rounded up, times the count), which its
+    # Workload webhook requires to be a multiple of the count (workload_webhook.go).
     usage: dict[str, Fraction] = {
-        resource: quantity * pod_set.count
+        resource: _from_units(resource, pod_set_units(resource, quantity, pod_set.count))
         for resource, quantity in per_pod.items()
         if quantity != 0
     }
@@ -163,3 +165,8 @@ def reservation_times(scenario: Scenario, now: datetime) -> dict[str, datetime]:
     last one second before `now` (Kueue orders preemption candidates by this time)."""
     base = now.replace(microsecond=0) - timedelta(seconds=len(scenario.admitted))
     return {a.name: base + timedelta(seconds=i) for i, a in enumerate(scenario.admitted)}
+
+
+def _from_units(resource: str, units: int) -> Fraction:
+    """A quantity from Kueue's int64 units (millicores for cpu; resources.ResourceQuantity)."""
+    return Fraction(units, 1000) if resource == CPU else Fraction(units)

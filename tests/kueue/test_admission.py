@@ -115,3 +115,16 @@ def test_reservations_are_whole_seconds_in_file_order_before_now() -> None:
     assert quota["type"] == "QuotaReserved" and quota["status"] == "True"
     assert quota["message"] == "Quota reserved in ClusterQueue team-a"
     assert admitted["type"] == "Admitted" and admitted["lastTransitionTime"].endswith("Z")
+
+
+def test_resource_usage_is_kueues_whole_units_per_pod_times_the_count() -> None:
+    """totalRequestsFromPodSets rounds each pod's transformed quantity up to a whole unit,
+    then multiplies by the count; the Workload webhook refuses a resourceUsage that is not a
+    multiple of the count (workload_webhook.go). 500m cpu -> 0.5 credits -> 1 per pod, x5."""
+    data = parse_yaml(WORLD, "world.yaml")
+    transformation = {"input": "cpu", "outputs": {"example.com/credits": "1"}}
+    data["kueueConfig"] = {"resources": {"transformations": [transformation]}}
+    scenario = scenario_from_data(data, "world.yaml")
+    (psa,) = admission_status(scenario, scenario.admitted[0])["podSetAssignments"]
+    assert psa["resourceUsage"]["example.com/credits"] == "5"
+    assert psa["resourceUsage"]["cpu"] == "2500m"

@@ -148,7 +148,11 @@ func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 		ref := kueue.ClusterQueueReference(cq.Name)
 		cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 		msg := fmt.Sprintf("ClusterQueue %s is inactive", cq.Name)
-		if !c.cache.ClusterQueueActive(ref) && (cond == nil || cond.Message != msg) {
+		lqHeld := c.inStoppedQueue(ctx, wl)
+		if lqHeld { // getQueueBlocker checks the LocalQueue first (as blockInactive does)
+			msg = fmt.Sprintf("LocalQueue %s is inactive", wl.Spec.QueueName)
+		}
+		if (lqHeld || !c.cache.ClusterQueueActive(ref)) && (cond == nil || cond.Message != msg) {
 			apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: kueue.WorkloadQuotaReserved,
 				Status: metav1.ConditionFalse, Reason: kueue.WorkloadInadmissible, Message: msg,
 				LastTransitionTime: metav1.NewTime(c.clock.Now()), ObservedGeneration: wl.Generation})
