@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import toolchain
+from harness.backends.sim import SimBackend
 from harness.k8s import pki
 from harness.plugin.collect import BACKEND_KEY
 from harness.providers import health
@@ -41,6 +42,14 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     for name, default in _BUILD_CACHES.items():
         monkeypatch.setenv(name, os.environ.get(name) or str(default))
     return pytester
+
+
+@pytest.fixture
+def sim_backend(sim_binary: Path) -> Iterator[SimBackend]:
+    """The sim (harness.backends.sim) for one test, its process closed after it."""
+    backend = SimBackend()
+    yield backend
+    backend.close()
 
 
 @pytest.fixture(scope="session")

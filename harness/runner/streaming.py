@@ -322,9 +322,7 @@ class _Stream:
         changed = self._node_failure(job, wl)
         count = evictions(wl)
         if count > job.evictions:
-            cond = condition(wl, "Evicted")
-            at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
-            at = max(at, job.last)
+            at = self._eviction_moment(job, wl)
             job.preempted_at += [at] * (count - job.evictions)
             job.evictions = count
             job.running, job.finish_due = False, None
@@ -344,14 +342,19 @@ class _Stream:
             changed = True
         return changed
 
+    def _eviction_moment(self, job: _Job, wl: Obj) -> float:
+        """When the Workload's current eviction happened, on the stream's clock (never before
+        what the job last did; 0 when it is no longer evicted)."""
+        cond = condition(wl, "Evicted")
+        at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
+        return max(at, job.last)
+
     def _node_failure(self, job: _Job, wl: Obj) -> bool:
         """An eviction for a node failure (reason NodeFailures), or the placement the job
         runs on repaired in place by the second pass; True when either."""
         count = evictions(wl, NODE_FAILURES)
         if count > job.node_evictions:
-            cond = condition(wl, "Evicted")
-            at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
-            at = max(at, job.last)
+            at = self._eviction_moment(job, wl)
             job.evicted_at += [at] * (count - job.node_evictions)
             job.node_evictions = count
             job.running, job.finish_due = False, None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,23 +198,15 @@ def test_unknown_feature_gate_is_an_error_for_that_scenario(sim_binary: Path) ->
     assert answers[1]["error"] is None
 
 
-@pytest.fixture
-def backend(sim_binary: Path) -> Iterator[SimBackend]:
-    """The harness.backends.base adapter, closed after the test."""
-    b = SimBackend()
-    yield b
-    b.close()
-
-
 @pytest.mark.sim
-def test_backend_adapter_returns_outcomes(backend: SimBackend) -> None:
+def test_backend_adapter_returns_outcomes(sim_backend: SimBackend) -> None:
     data = {
         "name": "adapter",
         "topology": {"name": "gpu-topology", "levels": [RACK, HOST]},
         "nodes": [node("gpu-node-1", "rack-1")],
         "workloads": [job("train", count=2, mode="required", level=HOST)],
     }
-    observed = backend.run(scenario_from_data(data))
+    observed = sim_backend.run(scenario_from_data(data))
     assert observed.outcomes["train"].admitted
     assert observed.outcomes["train"].placement == {"main": {"gpu-node-1": 2}}
 
@@ -403,13 +394,13 @@ GROUP_FINDING = Path(__file__).parents[2] / (
 
 @pytest.mark.sim
 def test_an_alternating_message_is_checked_when_every_alternative_holds(
-    backend: SimBackend,
+    sim_backend: SimBackend,
 ) -> None:
     # Kueue retries the group every cycle and names either of its pod sets (rules §8): the
     # expected reason is in both messages, so the outcome is decidable; with no expectation on
     # the group it is not, and the scenario is still refused as nondeterministic.
     scenario = load_scenario(GROUP_FINDING)
-    assert backend.run(scenario).outcomes["group"].admitted is False
+    assert sim_backend.run(scenario).outcomes["group"].admitted is False
     unexpected = dataclasses.replace(
         scenario, expect={k: v for k, v in (scenario.expect or {}).items() if k != "group"}
     )
@@ -419,7 +410,7 @@ def test_an_alternating_message_is_checked_when_every_alternative_holds(
     refusals = []
     for _ in range(12):
         try:
-            backend.run(unexpected)
+            sim_backend.run(unexpected)
         except Nondeterministic as refusal:
             refusals.append(str(refusal))
             break

@@ -4,8 +4,6 @@ Outcomes reasoned from Kueue's rules on a one-host world; none copied from a run
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,19 +39,12 @@ def job(name: str, gpus: int, **extra: Any) -> dict[str, Any]:
     return {"name": name, "queue": "team", "podSets": [pod_set], **extra}
 
 
-@pytest.fixture
-def backend(sim_binary: Path) -> Iterator[SimBackend]:
-    b = SimBackend()
-    yield b
-    b.close()
-
-
 @pytest.mark.sim
-def test_a_session_answers_only_what_each_step_changed(backend: SimBackend) -> None:
+def test_a_session_answers_only_what_each_step_changed(sim_backend: SimBackend) -> None:
     scenario = scenario_from_data(world(job("a", 6), job("b", 4)))
     a, b = scenario.workloads
     empty = scenario_from_data(world())
-    with backend.session(empty) as sim:
+    with sim_backend.session(empty) as sim:
         first = sim.step(Step("submit", a))
         assert list(first) == ["a"] and first["a"].placement == {"main": {"host-1": 6}}
         # b does not fit beside a (6 + 4 > 8): pending; a's outcome is not sent again.
@@ -66,7 +57,7 @@ def test_a_session_answers_only_what_each_step_changed(backend: SimBackend) -> N
 
 @pytest.mark.sim
 def test_a_preempted_job_runs_its_full_time_again_and_its_old_finish_is_dropped(
-    backend: SimBackend,
+    sim_backend: SimBackend,
 ) -> None:
     # low (6 GPUs, 100 s) at 0; high (8 GPUs, 30 s) at 10 evicts it and runs 10-40; low is
     # admitted again at 40 and runs its full 100 s (Kueue does not checkpoint): its first
@@ -75,7 +66,7 @@ def test_a_preempted_job_runs_its_full_time_again_and_its_old_finish_is_dropped(
         job("low", 6, priorityClass="low", submitAt=0, runFor=100),
         job("high", 8, priorityClass="high", submitAt=10, runFor=30),
     ))  # fmt: skip
-    jobs = replay_on(scenario, backend.session).jobs
+    jobs = replay_on(scenario, sim_backend.session).jobs
     assert [x.at for x in jobs["low"].admissions] == [0.0, 40.0]
     assert jobs["low"].preempted_at == [10.0]
     assert jobs["low"].finished_at == 140.0
@@ -83,9 +74,9 @@ def test_a_preempted_job_runs_its_full_time_again_and_its_old_finish_is_dropped(
 
 
 @pytest.mark.sim
-def test_a_step_kueue_refuses_is_one_error_and_the_process_goes_on(backend: SimBackend) -> None:
+def test_a_step_kueue_refuses_is_one_error_and_the_process_goes_on(sim_backend: SimBackend) -> None:
     empty = scenario_from_data(world())
-    with backend.session(empty) as sim, pytest.raises(BackendError, match="delete-workload"):
+    with sim_backend.session(empty) as sim, pytest.raises(BackendError, match="delete-workload"):
         sim.step(Step("delete-workload", "nobody"))
-    observed = backend.run(scenario_from_data(world(job("a", 2))))
+    observed = sim_backend.run(scenario_from_data(world(job("a", 2))))
     assert observed.outcomes["a"].admitted
