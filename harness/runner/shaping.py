@@ -14,12 +14,14 @@ from harness.kube import (
     Conflict,
     Kube,
     KubeError,
+    NotFound,
     has_condition,
     node_ready,
     wait_for,
     wait_for_all,
 )
 from harness.kube import condition as get_condition
+from harness.kube.wait import poll_until
 from harness.kueue.queue_activity import inactive_reason
 from harness.providers.cleanup import content
 from harness.runner import check_controller, objects, world
@@ -63,6 +65,8 @@ def create_usage(
     scenario with 1,024 entries spent 78 s here."""
     entries = list(usage)
     pods = [pod for index, u in entries for pod in objects.usage_pods(u, index, names)]
+    if pods:
+        _await_webhook_namespace(kube, pods[0], t)
     kube.create_all(pods)
     wait_for_all(
         kube,
@@ -75,6 +79,27 @@ def create_usage(
         what="Running",
         timeout=t.pods,
         interval=t.interval,
+    )
+
+
+def _await_webhook_namespace(kube: Kube, pod: Obj, t: Timeouts) -> None:
+    """Kueue's pod webhook reads Namespaces from its informer cache, so a pod posted right
+    after its namespace was created can be refused 404 'Namespace "..." not found' until
+    the cache has it (once in four e2e runs). A dry run stores nothing and shows when the
+    webhook sees the namespace; any other answer is left to the real POST."""
+
+    def seen() -> tuple[bool, str]:
+        try:
+            kube.create(pod, dry_run=True)
+        except NotFound as err:
+            if "admission webhook" in str(err) and "Namespace" in str(err):
+                return False, str(err)
+        except KubeError:
+            pass
+        return True, "the webhook sees the namespace"
+
+    poll_until(
+        seen, what="Kueue's pod webhook to see the namespace", timeout=t.settle, interval=t.interval
     )
 
 
