@@ -322,11 +322,8 @@ class _Stream:
         changed = self._node_failure(job, wl)
         count = evictions(wl)
         if count > job.evictions:
-            at = self._eviction_moment(job, wl)
-            job.preempted_at += [at] * (count - job.evictions)
+            job.preempted_at += self._stopped(job, wl, count - job.evictions, "preempted")
             job.evictions = count
-            job.running, job.finish_due = False, None
-            self._log(f"{job.name} preempted (stamped {at:g})")
             changed = True
         if not job.running and not evicted_now(wl) and state(wl).kind == "admitted":
             assert job.entry is not None
@@ -342,23 +339,25 @@ class _Stream:
             changed = True
         return changed
 
-    def _eviction_moment(self, job: _Job, wl: Obj) -> float:
-        """When the Workload's current eviction happened, on the stream's clock (never before
-        what the job last did; 0 when it is no longer evicted)."""
+    def _stopped(self, job: _Job, wl: Obj, new: int, what: str) -> list[float]:
+        """The job stops running for `new` evictions of one kind: their moments on the
+        stream's clock (the current eviction's, never before what the job last did; 0 once
+        it is no longer evicted), logged as `what`."""
         cond = condition(wl, "Evicted")
         at = self._moment(cond["lastTransitionTime"]) if evicted_now(wl) and cond else 0.0
-        return max(at, job.last)
+        at = max(at, job.last)
+        job.running, job.finish_due = False, None
+        self._log(f"{job.name} {what} (stamped {at:g})")
+        return [at] * new
 
     def _node_failure(self, job: _Job, wl: Obj) -> bool:
         """An eviction for a node failure (reason NodeFailures), or the placement the job
         runs on repaired in place by the second pass; True when either."""
         count = evictions(wl, NODE_FAILURES)
         if count > job.node_evictions:
-            at = self._eviction_moment(job, wl)
-            job.evicted_at += [at] * (count - job.node_evictions)
+            new = count - job.node_evictions
+            job.evicted_at += self._stopped(job, wl, new, "evicted by a node failure")
             job.node_evictions = count
-            job.running, job.finish_due = False, None
-            self._log(f"{job.name} evicted by a node failure (stamped {at:g})")
             return True
         if not job.running or evicted_now(wl) or state(wl).kind != "admitted":
             return False
