@@ -37,13 +37,28 @@ def set_ready(s: Session, name: str, *, ready: bool) -> None:
     if entry is None or entry.rejected is not None or not s.has_pods(entry):
         return
     ns = s.names.namespace
-    pods = [
-        p
-        for p in s.kube.list("v1", "Pod", ns, s.owner_selector(entry))
-        if binding.live(p) and (p.get("status") or {}).get("phase") == "Running"
-    ]
-    if not pods:
-        return  # not running: nothing to report
+    wl = s.workload_obj(entry)
+    if wl is None or state(wl).kind != "admitted":
+        return  # not admitted: no pods run to report on
+    admitted = _admitted_pods(wl)
+    pods: list[Obj] = []
+
+    def all_running() -> tuple[bool, str]:
+        pods[:] = [
+            p
+            for p in s.kube.list("v1", "Pod", ns, s.owner_selector(entry))
+            if binding.live(p) and (p.get("status") or {}).get("phase") == "Running"
+        ]
+        return len(pods) >= admitted, f"{len(pods)}/{admitted} pods Running"
+
+    # Right after admission the pods are still being ungated, bound and started by KWOK: a
+    # pod patched before it runs would start Ready anyway (seen once in CI, the step 1 s early).
+    poll_until(
+        all_running,
+        what=f"{name}'s admitted pods to run before their readiness changes",
+        timeout=s.t.pods,
+        interval=0.25,
+    )
     for pod in pods:
         s.kube.patch(
             "v1",
@@ -83,6 +98,12 @@ def set_ready(s: Session, name: str, *, ready: bool) -> None:
         timeout=config.recovery_timeout + TIMER_SLACK,
         interval=0.25,
     )
+
+
+def _admitted_pods(wl: Obj) -> int:
+    """Pods the Workload's admission counts (its pod sets' assigned counts)."""
+    admission = (wl.get("status") or {}).get("admission") or {}
+    return sum(int(a.get("count") or 0) for a in admission.get("podSetAssignments") or [])
 
 
 def _status(pod: Obj, ready: bool) -> Obj:
