@@ -48,6 +48,9 @@ KEPT_KINDS = (
 """Kinds an identical object of the next scenario may keep, in the order decided (a flavor
 only with its Topology, a ClusterQueue only with all its flavors)."""
 
+CLEARED_LABEL = "kueue-tas-harness/cleared"
+"""On a namespace of a finished scenario kept (emptied) on a cluster that ends with the run."""
+
 _retry = tenacity.retry(
     retry=tenacity.retry_if_exception_type(KubeError),
     stop=tenacity.stop_after_delay(20),
@@ -58,7 +61,12 @@ _retry = tenacity.retry(
 
 @_retry
 def clear_run(
-    kube: Kube, run_id: str, timeout: float, reuse: Sequence[Obj] = (), everything: bool = False
+    kube: Kube,
+    run_id: str,
+    timeout: float,
+    reuse: Sequence[Obj] = (),
+    everything: bool = False,
+    keep_namespaces: bool = False,
 ) -> None:
     """Delete everything labelled with the run id and wait until it is gone. Retried: a
     fresh API server answers 429 while a CRD's storage initialises.
@@ -66,9 +74,21 @@ def clear_run(
     `reuse` lists the Topology and ResourceFlavor the next scenario needs: one that exists
     with exactly that spec is kept, which saves waiting for Kueue's finalizer chain
     (Workload -> ClusterQueue -> ResourceFlavor -> Topology). Between scenarios namespaces and
-    ClusterQueues get new names, so their deletion is awaited only with `everything`."""
+    ClusterQueues get new names, so their deletion is awaited only with `everything`.
+
+    With `keep_namespaces` (a cluster that goes away with the run) an emptied namespace is
+    labelled CLEARED_LABEL instead of deleted: Kubernetes' namespace controller lists and
+    deletes every namespaced kind of the API to remove one (~90 requests, 0.1 CPU-s here),
+    more than the scenario's own clearing."""
     sel = f"{RUN_LABEL}={run_id}"
-    namespaces = [n["metadata"]["name"] for n in kube.list("v1", "Namespace", labels=sel)]
+    # A Terminating or CLEARED_LABEL namespace was emptied by an earlier clear (which waited
+    # for its objects); listing its kinds again each time cost 2-3 times the clearing's
+    # requests.
+    namespaces = [
+        n["metadata"]["name"]
+        for n in kube.list("v1", "Namespace", labels=sel)
+        if everything or not _emptied(n)
+    ]
     for ns in namespaces:
         for api, kind in NAMESPACED:
             with contextlib.suppress(NotFound):
@@ -77,7 +97,11 @@ def clear_run(
     kube.delete_all("v1", "Node", labels=sel)  # Kueue's kinds: _replace_kueue_objects
     awaited = _replace_kueue_objects(kube, sel, reuse)
     for ns in namespaces:
-        kube.delete("v1", "Namespace", ns)
+        if keep_namespaces and not everything:
+            labels = {CLEARED_LABEL: "true"}
+            kube.patch("v1", "Namespace", ns, {"metadata": {"labels": labels}})
+        else:
+            kube.delete("v1", "Namespace", ns)
 
     def gone() -> tuple[bool, str]:
         left = _leftovers(kube, namespaces, sel, awaited, everything)
@@ -87,6 +111,11 @@ def clear_run(
         return not left, f"still there: {', '.join(left[:12])}"
 
     poll_until(gone, what=f"run {run_id}'s objects to be deleted", timeout=timeout, interval=0.2)
+
+
+def _emptied(namespace: Obj) -> bool:
+    meta = namespace["metadata"]
+    return bool(meta.get("deletionTimestamp")) or CLEARED_LABEL in (meta.get("labels") or {})
 
 
 def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:

@@ -208,7 +208,8 @@ class ClusterBackend:
         names = Names(self.run_id, own, namespaces_for(own, [n.name for n in scenario.namespaces]))
         if self.dirty:
             reuse = shaping.reusable(scenario, names)
-            clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse)
+            keep = not self.provider.shared  # the cluster goes, and its namespaces with it
+            clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse, keep_namespaces=keep)
             self.usage_freed = (time.time(), self.usage_nodes)
         self.usage_nodes = {u.node for u in scenario.usage}
         self.dirty = True
