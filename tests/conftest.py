@@ -18,6 +18,7 @@ from harness.k8s import pki
 from harness.plugin.collect import BACKEND_KEY
 from harness.providers import health
 from harness.providers.local import spec as localspec
+from harness.providers.local.cluster import write_admin_token
 from harness.providers.process import Process
 from harness.runner.backend import ClusterBackend
 
@@ -91,6 +92,7 @@ def _apiserver_only(extra_args: Sequence[str] = ()) -> Iterator[ApiServerOnly]:
     ca.issue("kube-apiserver", ips=localspec.APISERVER_SANS_IP, dns=localspec.APISERVER_SANS_DNS,
              server=True).write(layout.pki, "apiserver")  # fmt: skip
     ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(layout.pki, "admin")
+    write_admin_token(layout)
     front_ca, front_client = pki.front_proxy()  # the aggregation flags name these files
     front_ca.pair.write(layout.pki, "front-proxy-ca")
     front_client.write(layout.pki, "front-proxy-client")

@@ -304,7 +304,7 @@ def test_kubeconfig_references_run_pki(tmp_path: Path) -> None:
         "server": "https://127.0.0.1:6443",
         "certificate-authority": str(tmp_path / "pki" / "ca.crt"),
     }
-    assert doc["users"][0]["user"]["client-key"] == str(tmp_path / "pki" / "admin.key")
+    assert doc["users"][0]["user"] == {"tokenFile": str(tmp_path / "pki" / "admin.token")}
 
 
 def test_unwritable_metrics_cert_dir_says_the_one_time_step(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -106,6 +107,16 @@ def _shm_dir(run_id: str) -> Path:
     if shm.is_dir() and os.access(shm, os.W_OK):
         return shm / f"kth-etcd-{run_id}"
     return Path(tempfile.gettempdir()) / f"kth-etcd-{run_id}"
+
+
+def write_admin_token(layout: localspec.Layout) -> None:
+    """A fresh random admin token, as the kubeconfig's tokenFile and the API server's
+    --token-auth-file row (user kubernetes-admin, group system:masters); owner-only."""
+    token = secrets.token_hex(32)
+    row = f'{token},kubernetes-admin,kubernetes-admin,"system:masters"\n'
+    for path, text in ((layout.token_file, token), (layout.token_auth_file, row)):
+        path.write_text(text)
+        path.chmod(0o600)
 
 
 class LocalCluster(ProviderBase):
@@ -483,6 +494,7 @@ class LocalCluster(ProviderBase):
             server=True,
         ).write(d, "apiserver")
         ca.issue("kubernetes-admin", orgs=["system:masters"], client=True).write(d, "admin")
+        write_admin_token(layout)
         sa = pki.signing_key()
         (d / "sa.pub").write_bytes(sa.cert_pem)
         (d / "sa.key").write_bytes(sa.key_pem)
