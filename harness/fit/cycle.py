@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
+from harness.fit.amount import add, sub
 from harness.fit.binding import Binder, Unplaceable
 from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import (
@@ -626,9 +627,9 @@ class Model:
             nominal, used = book.nominal(cq, fr), book.used(cq, fr)
             if entry.assignment.borrowing:
                 limit = book.borrowing_limit(cq, fr)
-                out[fr] = request if limit is None else min(request, nominal + limit - used)
+                out[fr] = request if limit is None else min(request, sub(add(nominal, limit), used))
             else:
-                out[fr] = max(0, min(request, nominal - used))
+                out[fr] = max(0, min(request, sub(nominal, used)))
         return out
 
     def _admit(self, entry: Entry, tas_usage: dict[str, dict[LeafKey, dict[str, int]]]) -> Holding:

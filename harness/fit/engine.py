@@ -85,10 +85,7 @@ def check_supported(scenario: Scenario) -> KueueRules:
             f"only, not {rules.version} (the sim and the embedded cluster run it)"
         )
     if why := resources_not_modelled(scenario, rules.version):
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueueConfig.resources.{why} (the sim and the embedded cluster "
-            "run it)"
-        )
+        raise UnsupportedVersionError(f"{scenario.path}: kueueConfig.resources.{why}")
     if "admissionFairSharing" in scenario.kueue_config.document:
         why = afs_not_run(scenario)
         if why is None and rules.version != DEFAULT_KUEUE:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import Nondeterministic
+from harness.fit.amount import add, format_amount, sub
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.request import pod_set_groups
 from harness.fit.resource_transform import counted, pod_quota
@@ -248,14 +249,14 @@ def fits_resource_quota(
     """`fitsResourceQuota` for one fr; the oracle answers where preemption may help
     (`canPreemptWhileBorrowing`: also beyond nominal with fair sharing and reclaim)."""
     name, flavor = fr[1], fr[0]
-    total = assumed + value
+    total = add(assumed, value)
     cap = book.potential(cq.name, fr)
     if total > cap:
         return Mode(NO_FIT), (
             f"insufficient quota for {name} in flavor {flavor}, previously considered podsets "
-            f"requests ({format_kueue_units(name, assumed)}) + current podset request "
+            f"requests ({format_amount(name, assumed)}) + current podset request "
             f"({format_kueue_units(name, value)}) > maximum capacity "
-            f"({format_kueue_units(name, cap)})"
+            f"({format_amount(name, cap)})"
         )
     borrow, may_reclaim = book.lowest_fitting_subtree(cq.name, fr, total)
     available = book.available(cq.name, fr)
@@ -263,7 +264,7 @@ def fits_resource_quota(
         return Mode(FIT, borrow), None
     reason = (
         f"insufficient unused quota for {name} in flavor {flavor}, "
-        f"{format_kueue_units(name, total - available)} more needed"
+        f"{format_amount(name, sub(total, available))} more needed"
     )
     considered = (
         book.nominal(cq.name, fr) >= total
