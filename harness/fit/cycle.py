@@ -42,7 +42,7 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
-from harness.fit.resource_transform import pod_quota
+from harness.fit.resource_transform import pod_quota, tas_view
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -548,7 +548,9 @@ class Model:
         if any(book.available(cq, fr) < v for fr, v in entry.assignment.usage.items()):
             result = "quota"
         elif not self.snap.tas.domains_fit(
-            fits_check(entry.tas, entry.per_leaf, self._slots(entry))
+            fits_check(
+                entry.tas, entry.per_leaf, self._slots(entry), tas_view(self.scenario, entry.cq)
+            )
         ):
             result = "tas"
         for held in merged.values():
@@ -577,7 +579,8 @@ class Model:
             check = self._fits(entry, claimed)
         a, cq = entry.assignment, entry.cq
         mode = a.mode.visible
-        tas_usage = usage_of(entry.tas, entry.per_leaf, self._slots(entry))
+        view = tas_view(self.scenario, entry.cq)
+        tas_usage = usage_of(entry.tas, entry.per_leaf, self._slots(entry), view)
         if mode == "NoFit":
             return REQUEUE_NO_FIT, entry.message()
         if mode == "Preempt" and not entry.targets:

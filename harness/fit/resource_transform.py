@@ -8,12 +8,16 @@ The transformation arithmetic and the QuotaCheckStrategy gate's default are per 
 
 from __future__ import annotations
 
-from harness.errors import Nondeterministic
+from harness.errors import Nondeterministic, UnsupportedVersionError
+from harness.fit.resources import ResourceVector
+from harness.fit.tas_step import PerPod, TasRequest
 from harness.fit.versions import RULES, KueueRules
 from harness.kueue.quota_requests import (
+    BeyondInt64,
     OutputNameClash,
     Resources,
     declared_only,
+    pod_set_units,
     quota_requests,
     quota_requests_before_v0_19,
 )
@@ -36,6 +40,12 @@ def pod_quota(scenario: Scenario, pod_set: PodSet) -> Resources:
         return quota_requests(config, pod_set.requests)
     try:
         return quota_requests_before_v0_19(config, pod_set.requests)
+    except BeyondInt64 as big:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: kueueConfig.resources: pod set {pod_set.name} counts {big} "
+            f"beyond int64, which Kueue {scenario.kueue} wraps or reads as 0 by how the "
+            "quantity is stored (Quantity.Value): not modelled"
+        ) from None
     except OutputNameClash as clash:
         raise Nondeterministic(
             f"{scenario.path}: kueueConfig.resources.transformations: pod set {pod_set.name} "
@@ -76,3 +86,33 @@ def not_modelled(scenario: Scenario, version: str) -> str | None:
             "sim and the embedded cluster run it)"
         )
     return None
+
+
+def tas_view(scenario: Scenario, cq: ClusterQueue) -> PerPod | None:
+    """What one admitted pod holds on its node where that is not its pod spec, else None.
+    v0.17.1 (KueueRules.tas_usage_from_pod_spec off) takes it from the quota the workload
+    holds: the admission's resourceUsage divided by the count (workload.go
+    totalRequestsFromAdmission, flavorassigner.go:95-104 for the resources of a TAS
+    flavor), so the `resources` section reaches the nodes there (an excluded or replaced
+    resource is not counted on them, an output is)."""
+    section = scenario.kueue_config.resources
+    if _rules(scenario).tas_usage_from_pod_spec:
+        return None
+    if not section.exclude_prefixes and not section.transformations:
+        return None
+
+    def per_pod(tr: TasRequest) -> ResourceVector:
+        group = next(
+            (g for g in cq.resource_groups if any(f.name == tr.flavor for f in g.flavors)), None
+        )
+        out: ResourceVector = {}
+        for r, q in pod_quota(scenario, tr.pod_set).items():
+            if group is None or r not in group.covered or r == "pods" or not tr.pod_set.count:
+                continue
+            total = pod_set_units(r, q, tr.pod_set.count)
+            count = tr.pod_set.count
+            # Requests.Divide: Go's int64 division, truncating toward zero
+            out[r] = total // count if total >= 0 else -(-total // count)
+        return out
+
+    return per_pod

@@ -68,6 +68,12 @@ class OutputNameClash(ValueError):
     added to it or overwritten by it in Go map order (the message names the resource)."""
 
 
+class BeyondInt64(ValueError):
+    """Before v0.19 a quantity whose Kueue units do not fit int64 is read with
+    Quantity.Value / MilliValue, which wrap or give 0 by how the quantity is stored (the
+    message names the resource)."""
+
+
 def quota_requests_before_v0_19(config: QuotaResources, requests: Resources) -> Resources:
     """One pod's requests as Kueue v0.17.1 / v0.18.2 count them against quota
     (pkg/workload/workload.go applyResourceTransformations, the same in both; no FloorToZero
@@ -105,6 +111,9 @@ def quota_requests_before_v0_19(config: QuotaResources, requests: Resources) -> 
     if clash:
         raise OutputNameClash(clash[0])
     merged = {**assigned, **generated}
+    for name, q in merged.items():
+        if abs(q) * (1000 if name == CPU else 1) > INT64_MAX:
+            raise BeyondInt64(name)
     return {name: _rounded_like_go(name, q) for name, q in merged.items()}
 
 
