@@ -29,8 +29,9 @@ QUOTA_CHECK_GATE = "QuotaCheckStrategy"
 
 
 def _rules(scenario: Scenario) -> KueueRules:
-    """The rules of the version the scenario runs (engine.check_supported refused the rest)."""
-    return RULES[scenario.kueue or DEFAULT_KUEUE]
+    """The rules of the version the scenario runs (engine.check_supported refuses a version
+    the model does not model; callers outside the fit model read it as v0.19.2)."""
+    return RULES.get(scenario.kueue or DEFAULT_KUEUE, RULES[DEFAULT_KUEUE])
 
 
 def pod_quota(scenario: Scenario, pod_set: PodSet) -> Resources:
