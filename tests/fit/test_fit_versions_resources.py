@@ -69,3 +69,22 @@ def test_an_output_named_like_a_kept_request_is_nondeterministic_before_v0_19() 
     clashing = dataclasses.replace(scenario, kueue_config=config, workloads=(workload,))
     with pytest.raises(Nondeterministic, match="adds the output to it or overwrites it"):
         fit(clashing)
+
+
+def test_before_v0_19_several_failing_resources_are_map_order() -> None:
+    """A resource no group covers beside a group with no room: v0.19 stops at the first in
+    request order; v0.18.2 ranges over the requests map and stops at either
+    (flavorassigner.go:679-704)."""
+    scenario = on("res-ignore-undeclared-skips-uncovered", "v0.18.2")
+    train = scenario.workloads[0]
+    pod = train.pod_sets[0]
+    big = dataclasses.replace(pod, count=7)  # 7 cpu of 6: no flavor fits
+    both = dataclasses.replace(scenario, workloads=(dataclasses.replace(train, pod_sets=(big,)),))
+    with pytest.raises(Nondeterministic, match="first failing resource in Go map order"):
+        fit(both)
+    newest = dataclasses.replace(both, kueue="v0.19.2", feature_gates={"QuotaCheckStrategy": False})
+    message = fit(newest).outcomes["train"].message
+    assert message == (
+        "couldn't assign flavors to pod set main: resource example.com/nic unavailable in "
+        "ClusterQueue"
+    )
