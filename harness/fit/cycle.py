@@ -293,7 +293,10 @@ class Model:
         heads = [p for p in heads if p not in failed]
         for pending in [p for p in heads if not self._namespace_matches(p.workload)]:
             # nominate: ValidateAdmissibility's ErrNamespaceMismatch (workload/resources.go)
-            self._pending_outcome(pending.workload.name, NAMESPACE_MISMATCH)
+            mismatch = NAMESPACE_MISMATCH
+            if not self.rules.namespace_mismatch_lowercase:
+                mismatch = mismatch[0].upper() + mismatch[1:]
+            self._pending_outcome(pending.workload.name, mismatch)
             self.queues.requeue(pending, "NamespaceMismatch")
             self.queues.mismatched.add(pending.workload.name)
             heads.remove(pending)

@@ -148,6 +148,10 @@ class KueueRules:
     is factor x the multiplied input's Value() (rounded up); nothing is floored, and a request
     kept under an output's name is assigned, not added, so whether it overwrites the output
     or the output adds to it is Go map order (refused as Nondeterministic)."""
+    namespace_mismatch_lowercase: bool = True
+    """v0.19 (pkg/workload/resources.go ErrNamespaceMismatch): "workload namespace doesn't
+    match ClusterQueue selector". Before, the scheduler's nominate wrote "Workload namespace
+    ..." (v0.18.2 scheduler.go:620, v0.17.1 :509); the requeue reason is the same."""
     quota_check_strategy_field: bool = True
     """v0.18 (apis/config/v1beta2 Resources.QuotaCheckStrategy, gate QuotaCheckStrategy, alpha
     and off in v0.18, beta and on in v0.19): v0.17.1's Configuration has no such field."""
@@ -296,11 +300,13 @@ RULES: dict[str, KueueRules] = {
         quota_beyond_int64_unlimited=False,
         transformations_kept_apart=False,
         quota_check_strategy_field=False,
+        namespace_mismatch_lowercase=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
         gates=_BEFORE_V0_19,
         transformations_kept_apart=False,
+        namespace_mismatch_lowercase=False,
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
