@@ -9,11 +9,12 @@ from dataclasses import replace
 
 from harness.fit.checks import waiting_message
 from harness.fit.cycle import NEVER_EVALUATED, Model
-from harness.fit.resource_transform import pod_quota
+from harness.fit.resource_transform import pod_quota, tas_view
+from harness.fit.resources import from_quantities
 from harness.fit.snapshot import Holding
+from harness.fit.tas_step import TasRequest
 from harness.fit.tree import LeafKey
 from harness.fit.versions import upgraded_rules
-from harness.k8s.quantity import kueue_units
 from harness.kueue import local_queue_stop as lq_stop
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
@@ -61,7 +62,9 @@ class Cluster(Model):
             topology = self.scenario.topology_of(self.scenario.resource_flavor(aps.flavor))
             if topology is None:
                 continue
-            per_pod = {r: kueue_units(r, q) for r, q in ps.requests.items()}
+            view = tas_view(self.scenario, cq)
+            request = TasRequest(ps, aps.flavor)
+            per_pod = dict(view(request)) if view else from_quantities(ps.requests)
             slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
             per_pod["pods"] = per_pod.get("pods", 0) + slots
             for node, count in (aps.placement or {}).items():

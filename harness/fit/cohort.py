@@ -11,6 +11,8 @@ same numbers for non-negative usage, so the book stores queue usage only.
 
 A flavor-resource ("fr") is (flavor name, resource name); amounts are integers in Kueue's
 units (harness.k8s.quantity.kueue_units). A node without quota for an fr has nominal 0.
+Quotas are Kueue's Amounts (harness.fit.amount, v0.18+): one at or above the int64 limit is
+Unlimited, and sums and differences of quotas follow Amount.Add / Amount.Sub.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from harness.fit.amount import add, quota_amount, sub
 from harness.fit.cohort_tree import COHORT, CQ, CohortTree, Node
-from harness.k8s.quantity import kueue_units
 from harness.scenario.model import ClusterQueue, Cohort, ResourceGroup, ResourceQuota
 
 FlavorResource = tuple[str, str]
@@ -76,11 +78,11 @@ class QuotaBook:
     def _limit(self, node: Node, fr: FlavorResource, which: str) -> int | None:
         quota = self._quota(node, fr)
         value = None if quota is None else getattr(quota, which)
-        return None if value is None else kueue_units(fr[1], value)
+        return None if value is None else quota_amount(fr[1], value)
 
     def node_nominal(self, node: Node, fr: FlavorResource) -> int:
         quota = self._quota(node, fr)
-        return 0 if quota is None else kueue_units(fr[1], quota.nominal)
+        return 0 if quota is None else quota_amount(fr[1], quota.nominal)
 
     def subtree_quota(self, node: Node, fr: FlavorResource) -> int:
         """`SubtreeQuota`: own nominal plus what each child lends (static: cached)."""
@@ -88,7 +90,7 @@ class QuotaBook:
         if key not in self._subtree:
             total = self.node_nominal(node, fr)
             for child in self.tree.children.get(node, []):
-                total += self.subtree_quota(child, fr) - self.node_local(child, fr)
+                total = add(total, sub(self.subtree_quota(child, fr), self.node_local(child, fr)))
             self._subtree[key] = total
         return self._subtree[key]
 
@@ -97,46 +99,46 @@ class QuotaBook:
         lending = self._limit(node, fr, "lending_limit")
         if lending is None:
             return 0
-        return max(0, self.subtree_quota(node, fr) - lending)
+        return max(0, sub(self.subtree_quota(node, fr), lending))
 
     def node_usage(self, node: Node, fr: FlavorResource) -> int:
         """A queue's usage; a cohort's children's usage beyond their local quota."""
         if node[0] == CQ:
             return self.used(node[1], fr)
-        return sum(
-            max(0, self.node_usage(child, fr) - self.node_local(child, fr))
-            for child in self.tree.children.get(node, [])
-        )
+        total = 0
+        for child in self.tree.children.get(node, []):
+            total = add(total, max(0, sub(self.node_usage(child, fr), self.node_local(child, fr))))
+        return total
 
     def local_available(self, node: Node, fr: FlavorResource) -> int:
         """`LocalAvailable`: the unused part of the node's local quota."""
-        return max(0, self.node_local(node, fr) - self.node_usage(node, fr))
+        return max(0, sub(self.node_local(node, fr), self.node_usage(node, fr)))
 
     def _available(self, node: Node, fr: FlavorResource) -> int:
         """`available` (resource_node.go), not clamped: negative when in debt."""
         parent = self.tree.parent.get(node)
         if parent is None:
-            return self.subtree_quota(node, fr) - self.node_usage(node, fr)
+            return sub(self.subtree_quota(node, fr), self.node_usage(node, fr))
         from_parent = self._available(parent, fr)
         limit = self._limit(node, fr, "borrowing_limit")
         if limit is not None:
             local = self.node_local(node, fr)
-            stored = self.subtree_quota(node, fr) - local
-            used_in_parent = max(0, self.node_usage(node, fr) - local)
-            from_parent = min(stored - used_in_parent + limit, from_parent)
-        return self.local_available(node, fr) + from_parent
+            stored = sub(self.subtree_quota(node, fr), local)
+            used_in_parent = max(0, sub(self.node_usage(node, fr), local))
+            from_parent = min(add(sub(stored, used_in_parent), limit), from_parent)
+        return add(self.local_available(node, fr), from_parent)
 
     def _potential(self, node: Node, fr: FlavorResource) -> int:
         parent = self.tree.parent.get(node)
         if parent is None:
             return self.subtree_quota(node, fr)
-        total = self.node_local(node, fr) + self._potential(parent, fr)
+        total = add(self.node_local(node, fr), self._potential(parent, fr))
         limit = self._limit(node, fr, "borrowing_limit")
-        return total if limit is None else min(total, self.subtree_quota(node, fr) + limit)
+        return total if limit is None else min(total, add(self.subtree_quota(node, fr), limit))
 
     def node_borrowing_with(self, node: Node, fr: FlavorResource, value: int) -> bool:
         """`CohortSnapshot.BorrowingWith`: usage plus value beyond the subtree quota."""
-        return self.subtree_quota(node, fr) < self.node_usage(node, fr) + value
+        return self.subtree_quota(node, fr) < add(self.node_usage(node, fr), value)
 
     def node_within_nominal(self, node: Node, frs: Iterable[FlavorResource]) -> bool:
         """`IsWithinNominalInResources`: usage at most the subtree quota for every fr."""
@@ -148,10 +150,12 @@ class QuotaBook:
         """`QuantitiesFitInQuota`: whether every request fits in the node's subtree quota,
         and what is left of each request after the node's unused local quota."""
         fits = all(
-            self.subtree_quota(node, fr) >= self.node_usage(node, fr) + v
+            self.subtree_quota(node, fr) >= add(self.node_usage(node, fr), v)
             for fr, v in requests.items()
         )
-        remaining = {fr: max(0, v - self.local_available(node, fr)) for fr, v in requests.items()}
+        remaining = {
+            fr: max(0, sub(v, self.local_available(node, fr))) for fr, v in requests.items()
+        }
         return fits, remaining
 
     # -- a ClusterQueue ----------------------------------------------------------------------
@@ -167,7 +171,7 @@ class QuotaBook:
         return self.node_local((CQ, cq), fr)
 
     def lendable(self, cq: str, fr: FlavorResource) -> int:
-        return self.nominal(cq, fr) - self.local(cq, fr)
+        return sub(self.nominal(cq, fr), self.local(cq, fr))
 
     def has_cohort(self, cq: str) -> bool:
         return (CQ, cq) in self.tree.parent
@@ -190,7 +194,7 @@ class QuotaBook:
 
     def borrowing_with(self, cq: str, fr: FlavorResource, value: int) -> bool:
         """Whether holding `value` more of fr takes the ClusterQueue beyond its nominal."""
-        return self.nominal(cq, fr) < self.used(cq, fr) + value
+        return self.nominal(cq, fr) < add(self.used(cq, fr), value)
 
     def lowest_fitting_subtree(self, cq: str, fr: FlavorResource, value: int) -> tuple[int, bool]:
         """`FindHeightOfLowestSubtreeThatFits`: the height of the lowest cohort whose
@@ -199,11 +203,11 @@ class QuotaBook:
         node = (CQ, cq)
         if not self.borrowing_with(cq, fr, value) or not self.has_cohort(cq):
             return 0, self.has_cohort(cq)
-        remaining = value - self.local_available(node, fr)
+        remaining = sub(value, self.local_available(node, fr))
         for ancestor in self.tree.ancestors(node):
             if not self.node_borrowing_with(ancestor, fr, remaining):
                 return self.tree.height(ancestor), ancestor in self.tree.parent
-            remaining -= self.local_available(ancestor, fr)
+            remaining = sub(remaining, self.local_available(ancestor, fr))
         return self.tree.height(self.tree.root(node)), False
 
     def borrow_height(self, cq: str, fr: FlavorResource, value: int) -> int:
@@ -221,4 +225,4 @@ class QuotaBook:
 
     def fits_in_nominal(self, cq: str, requests: Mapping[FlavorResource, int]) -> bool:
         """`QuantitiesFitInQuota` for a ClusterQueue: every request fits within nominal."""
-        return all(self.used(cq, fr) + v <= self.nominal(cq, fr) for fr, v in requests.items())
+        return all(add(self.used(cq, fr), v) <= self.nominal(cq, fr) for fr, v in requests.items())

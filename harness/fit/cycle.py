@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from harness.errors import HarnessError, UnsupportedVersionError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
+from harness.fit.amount import add, sub
 from harness.fit.binding import Binder, Unplaceable
 from harness.fit.checks import CheckStates, waiting_message
 from harness.fit.flavors import (
@@ -41,7 +42,7 @@ from harness.fit.queueing import (
     scheduling_hash,
 )
 from harness.fit.queueing import NO_FIT as REQUEUE_NO_FIT
-from harness.fit.resource_transform import pod_quota
+from harness.fit.resource_transform import pod_quota, tas_view
 from harness.fit.snapshot import Holding, Snapshot
 from harness.fit.tas_step import (
     TasRequest,
@@ -292,7 +293,10 @@ class Model:
         heads = [p for p in heads if p not in failed]
         for pending in [p for p in heads if not self._namespace_matches(p.workload)]:
             # nominate: ValidateAdmissibility's ErrNamespaceMismatch (workload/resources.go)
-            self._pending_outcome(pending.workload.name, NAMESPACE_MISMATCH)
+            mismatch = NAMESPACE_MISMATCH
+            if not self.rules.namespace_mismatch_lowercase:
+                mismatch = mismatch[0].upper() + mismatch[1:]
+            self._pending_outcome(pending.workload.name, mismatch)
             self.queues.requeue(pending, "NamespaceMismatch")
             self.queues.mismatched.add(pending.workload.name)
             heads.remove(pending)
@@ -547,7 +551,9 @@ class Model:
         if any(book.available(cq, fr) < v for fr, v in entry.assignment.usage.items()):
             result = "quota"
         elif not self.snap.tas.domains_fit(
-            fits_check(entry.tas, entry.per_leaf, self._slots(entry))
+            fits_check(
+                entry.tas, entry.per_leaf, self._slots(entry), tas_view(self.scenario, entry.cq)
+            )
         ):
             result = "tas"
         for held in merged.values():
@@ -576,7 +582,8 @@ class Model:
             check = self._fits(entry, claimed)
         a, cq = entry.assignment, entry.cq
         mode = a.mode.visible
-        tas_usage = usage_of(entry.tas, entry.per_leaf, self._slots(entry))
+        view = tas_view(self.scenario, entry.cq)
+        tas_usage = usage_of(entry.tas, entry.per_leaf, self._slots(entry), view)
         if mode == "NoFit":
             return REQUEUE_NO_FIT, entry.message()
         if mode == "Preempt" and not entry.targets:
@@ -626,9 +633,9 @@ class Model:
             nominal, used = book.nominal(cq, fr), book.used(cq, fr)
             if entry.assignment.borrowing:
                 limit = book.borrowing_limit(cq, fr)
-                out[fr] = request if limit is None else min(request, nominal + limit - used)
+                out[fr] = request if limit is None else min(request, sub(add(nominal, limit), used))
             else:
-                out[fr] = max(0, min(request, nominal - used))
+                out[fr] = max(0, min(request, sub(nominal, used)))
         return out
 
     def _admit(self, entry: Entry, tas_usage: dict[str, dict[LeafKey, dict[str, int]]]) -> Holding:

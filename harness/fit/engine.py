@@ -20,6 +20,7 @@ from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
 from harness.fit.pods_ready import PodsReadiness
 from harness.fit.resource_transform import not_modelled as resources_not_modelled
+from harness.fit.resource_transform import tas_view
 from harness.fit.tas_step import TasRequest, lowest_values, usage_of
 from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
@@ -85,10 +86,7 @@ def check_supported(scenario: Scenario) -> KueueRules:
             f"only, not {rules.version} (the sim and the embedded cluster run it)"
         )
     if why := resources_not_modelled(scenario, rules.version):
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueueConfig.resources.{why} (the sim and the embedded cluster "
-            "run it)"
-        )
+        raise UnsupportedVersionError(f"{scenario.path}: kueueConfig.resources.{why}")
     if "admissionFairSharing" in scenario.kueue_config.document:
         why = afs_not_run(scenario)
         if why is None and rules.version != DEFAULT_KUEUE:
@@ -278,7 +276,7 @@ class Engine(Cluster):
         slots = self.rules.pod_slots_held(cq.group_of("pods") is not None)
         self.snap.tas.add_cache(held.tas, -1)
         held.per_leaf = {ps: dict(leaves) for ps, leaves in per_leaf.items()}
-        held.tas = usage_of(requests, held.per_leaf, slots)
+        held.tas = usage_of(requests, held.per_leaf, slots, tas_view(self.scenario, cq))
         self.snap.tas.add_cache(held.tas, 1)
         held.placement = {
             ps.name: lowest_values(held.per_leaf[ps.name])

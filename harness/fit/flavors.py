@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import Nondeterministic
+from harness.fit.amount import add, format_amount, sub
 from harness.fit.cohort import FlavorResource, QuotaBook
 from harness.fit.request import pod_set_groups
 from harness.fit.resource_transform import counted, pod_quota
@@ -248,14 +249,14 @@ def fits_resource_quota(
     """`fitsResourceQuota` for one fr; the oracle answers where preemption may help
     (`canPreemptWhileBorrowing`: also beyond nominal with fair sharing and reclaim)."""
     name, flavor = fr[1], fr[0]
-    total = assumed + value
+    total = add(assumed, value)
     cap = book.potential(cq.name, fr)
     if total > cap:
         return Mode(NO_FIT), (
             f"insufficient quota for {name} in flavor {flavor}, previously considered podsets "
-            f"requests ({format_kueue_units(name, assumed)}) + current podset request "
+            f"requests ({format_amount(name, assumed)}) + current podset request "
             f"({format_kueue_units(name, value)}) > maximum capacity "
-            f"({format_kueue_units(name, cap)})"
+            f"({format_amount(name, cap)})"
         )
     borrow, may_reclaim = book.lowest_fitting_subtree(cq.name, fr, total)
     available = book.available(cq.name, fr)
@@ -263,7 +264,7 @@ def fits_resource_quota(
         return Mode(FIT, borrow), None
     reason = (
         f"insufficient unused quota for {name} in flavor {flavor}, "
-        f"{format_kueue_units(name, total - available)} more needed"
+        f"{format_amount(name, sub(total, available))} more needed"
     )
     considered = (
         book.nominal(cq.name, fr) >= total
@@ -349,16 +350,22 @@ def assign_flavors(
         looked_at: dict[int, int] = {}
         reasons: list[str] = []
         failed: list[str] | None = None
+        failures: list[list[str]] = []  # before v0.19: every failing source, see below
+        failed_groups: set[int] = set()
         for resource in resource_order(list(requests)):
+            if failed is not None:
+                if start_in_order:
+                    break
+                failures.append(failed)
+                failed = None
             group = cq.group_of(resource)
             if group is None:
-                if requests[resource] > 0:
+                if requests[resource] != 0:  # a negative one too (no floor before v0.19)
                     failed = [f"resource {resource} unavailable in ClusterQueue"]
-                    break
-                continue
-            if resource in chosen:
                 continue
             index = cq.resource_groups.index(group)
+            if resource in chosen or index in failed_groups:
+                continue
             first = (start or {}).get((indices[0], resource), 0)
             if not start_in_order:
                 first = max(
@@ -368,11 +375,15 @@ def assign_flavors(
             flavor, modes, group_reasons, looked = found
             if flavor is None:
                 failed = group_reasons
-                break
+                failed_groups.add(index)
+                continue
             looked_at[index] = looked
             reasons += group_reasons
             for r, mode in modes.items():
                 chosen[r] = (flavor, mode)
+        if failed is not None:
+            failures.append(failed)
+        failed = _first_failure(scenario, failures)
         for ps in members:
             out.reasons[ps.name] = list(failed if failed is not None else reasons)
             mine = {r: chosen[r] for r in own[ps.name] if r in chosen}
@@ -480,6 +491,22 @@ def _choose(
     if best is None:
         return None, {}, reasons, tried
     return best[0], best[2], [] if best[1].preemption == FIT else reasons, tried
+
+
+def _first_failure(scenario: Scenario, failures: list[list[str]]) -> list[str] | None:
+    """The reasons of the failing resource Kueue stops at: the first in request order from
+    v0.19 (the only one collected then); before v0.19 the loop ranges over the requests map
+    (v0.18.2 flavorassigner.go:679-704, v0.17.1 :645-670) and breaks at the first resource
+    whose group finds no flavor or that no group covers, in Go map order: random when
+    several fail with different reasons."""
+    distinct = {tuple(f) for f in failures}
+    if len(distinct) > 1:
+        raise Nondeterministic(
+            f"{scenario.path}: Kueue before v0.19 stops its flavor assignment at the first "
+            "failing resource in Go map order, and several fail: "
+            + " | ".join(sorted("; ".join(f) for f in distinct))
+        )
+    return failures[0] if failures else None
 
 
 def _refuse_map_order(

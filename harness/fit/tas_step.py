@@ -256,14 +256,26 @@ def place_workload(
     return out
 
 
+PerPod = Callable[[TasRequest], ResourceVector]
+"""What one pod of a placed pod set holds on its node (resource_transform.tas_view)."""
+
+
+def _pod_spec(tr: TasRequest) -> ResourceVector:
+    return from_quantities(tr.pod_set.requests)
+
+
 def usage_of(
-    requests: list[TasRequest], per_leaf: Mapping[str, Mapping[LeafKey, int]], slots: int = 1
+    requests: list[TasRequest],
+    per_leaf: Mapping[str, Mapping[LeafKey, int]],
+    slots: int = 1,
+    view: PerPod | None = None,
 ) -> TasUsage:
     """What placed pod sets hold: per flavor and leaf, per-pod requests times pods, plus
-    `slots` pod slots per pod (KueueRules.pod_slots_held)."""
+    `slots` pod slots per pod (KueueRules.pod_slots_held); `view`: the per-pod requests
+    when they are not the pod spec's."""
     out: TasUsage = {}
     for tr in requests:
-        per_pod = from_quantities(tr.pod_set.requests)
+        per_pod = dict((view or _pod_spec)(tr))
         per_pod["pods"] = per_pod.get("pods", 0) + slots
         for key, count in per_leaf.get(tr.pod_set.name, {}).items():
             target = out.setdefault(tr.flavor, {}).setdefault(key, {})
@@ -275,12 +287,13 @@ def fits_check(
     requests: list[TasRequest],
     per_leaf: Mapping[str, Mapping[LeafKey, int]],
     slots: int = 1,
+    view: PerPod | None = None,
 ) -> list[tuple[str, LeafKey, ResourceVector, int]]:
     """The domain requests `TASFlavorSnapshot.Fits` checks: one per pod set and leaf; the
     per-pod request holds a pod slot only where an admitted pod holds two (`slots`)."""
     extra = {"pods": 1} if slots > 1 else {}
     return [
-        (tr.flavor, key, from_quantities(tr.pod_set.requests) | extra, count)
+        (tr.flavor, key, (view or _pod_spec)(tr) | extra, count)
         for tr in requests
         for key, count in per_leaf.get(tr.pod_set.name, {}).items()
     ]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import UnsupportedVersionError
+from harness.fit.amount import quota_beyond_int64
 from harness.fit.balanced import BalancedRules
 from harness.fit.sorting import Algorithm
 from harness.kueue.versions import DEFAULT_KUEUE, version_key
@@ -130,6 +131,31 @@ class KueueRules:
     v0.17.1 :833-870), in Go map order: with a NoFit resource and another one short, which
     of them the message names is random."""
 
+    quota_beyond_int64_unlimited: bool = True
+    """v0.18 (pkg/resources/amount.go AmountFromQuantity, harness.fit.amount): a
+    nominalQuota, borrowingLimit or lendingLimit at or above the int64 limit is Unlimited.
+    v0.17.1 reads quotas with ResourceValue (pkg/cache/scheduler/resource.go
+    createResourceQuotas, pkg/resources/requests.go:104), Quantity.MilliValue / Value, which
+    overflow: to 0 or to a wrapped value depending on how the API server stored the quantity
+    (apimachinery positiveScaleInt64, scaledValue), and cohort sums wrap (resource_node.go
+    accumulateFromChild `+=`): refused."""
+    transformations_kept_apart: bool = True
+    """v0.19 (pkg/workload/workload.go applyResourceTransformations): outputs are computed
+    from the exact input x multiplyBy on a copy, summed apart from the requests and floored
+    at zero, then added to them (harness.kueue.quota_requests). v0.18.2 (:518-556) and
+    v0.17.1 (:494-532) build one map: multiplyBy multiplies the input itself (Quantity.Mul by
+    the multiplier's Value(), rounded up), so a Retain input is kept multiplied; each output
+    is factor x the multiplied input's Value() (rounded up); nothing is floored, and a request
+    kept under an output's name is assigned, not added, so whether it overwrites the output
+    or the output adds to it is Go map order (refused as Nondeterministic)."""
+    namespace_mismatch_lowercase: bool = True
+    """v0.19 (pkg/workload/resources.go ErrNamespaceMismatch): "workload namespace doesn't
+    match ClusterQueue selector". Before, the scheduler's nominate wrote "Workload namespace
+    ..." (v0.18.2 scheduler.go:620, v0.17.1 :509); the requeue reason is the same."""
+    quota_check_strategy_field: bool = True
+    """v0.18 (apis/config/v1beta2 Resources.QuotaCheckStrategy, gate QuotaCheckStrategy, alpha
+    and off in v0.18, beta and on in v0.19): v0.17.1's Configuration has no such field."""
+
     overlapping_flavors_share_usage: bool = True
     """v0.18 (kueue#11210, gate TASHandleOverlappingFlavors): a hostname-level TAS flavor's
     snapshot counts the TAS usage of every flavor on its nodes (v0.18.2 snapshot.go:200-218,
@@ -224,6 +250,7 @@ V0_19_2_GATES: Mapping[str, bool] = {
     "FlavorFungibilityPreserveScanProgress": True,
     "TASMultiLayerTopology": True,
     "TASBalancedPlacement": False,
+    "QuotaCheckStrategy": True,
 }
 """v0.19.2's defaults of the gates whose default differs between the three versions, plus
 TASBalancedPlacement (its algorithm changed, §2.3-2.4)."""
@@ -235,6 +262,8 @@ _BEFORE_V0_19 = {
     "FlavorFungibilityPreserveScanProgress": False,
     # Alpha, off, before v0.19 (0.17.1 L528, 0.18.2 L628).
     "TASMultiLayerTopology": False,
+    # Alpha, off, in v0.18.2 (L671); not registered in v0.17.1.
+    "QuotaCheckStrategy": False,
 }
 
 RULES: dict[str, KueueRules] = {
@@ -268,10 +297,16 @@ RULES: dict[str, KueueRules] = {
         balanced_checks_fit_after_pruning=False,
         balanced_ties_by_level_values=False,
         balanced_leader_threshold_by_workers=False,
+        quota_beyond_int64_unlimited=False,
+        transformations_kept_apart=False,
+        quota_check_strategy_field=False,
+        namespace_mismatch_lowercase=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
         gates=_BEFORE_V0_19,
+        transformations_kept_apart=False,
+        namespace_mismatch_lowercase=False,
         requeue_on_non_tas_pod_deletion=False,
         node_named_like_its_root_placed=False,
         leader_aware_best_fit=False,
@@ -334,6 +369,11 @@ def _unmodelled(scenario: Scenario, rules: KueueRules) -> str | None:
         )
     if rules.gate(scenario, "TASMultiLayerTopology"):
         return "TASMultiLayerTopology before v0.19 is not modelled"
+    if not rules.quota_beyond_int64_unlimited and (where := quota_beyond_int64(scenario)):
+        return (
+            f"{where}: a quota beyond int64 overflows before v0.18 (Quantity.MilliValue / "
+            "Value to 0 or a wrapped value, by how the quantity is stored): not modelled"
+        )
     if not rules.node_named_like_its_root_placed and (node := _named_like_root(scenario)):
         return (
             f"node {node} is named like its top-level topology domain: before v0.19.1 the "

@@ -23,6 +23,9 @@ Obj = dict[str, Any]
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 """Kueue's integration name (integrations.frameworks); it implicitly enables "pod"."""
+SUSPENDED_BY_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+"""The annotation Kueue's LeaderWorkerSet webhook puts on a queued LWS's pod templates in
+every version (pkg/controller/jobs/pod/constants SuspendedByParentAnnotation)."""
 CRD = Path("config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
 WEBHOOK_DIR = Path("config/webhook")
 NAME_PREFIX = "lws-"
@@ -54,7 +57,8 @@ def config(*, health_port: int, webhook_port: int, cert_dir: Path) -> Obj:
 
 def probe(namespace: str) -> Obj:
     """A queue-labelled LeaderWorkerSet without networkConfig: LWS's webhook defaults it
-    (subdomainPolicy Shared), Kueue's copies the queue label onto the worker template."""
+    (subdomainPolicy Shared), Kueue's marks the worker template as suspended by its parent
+    (SUSPENDED_BY_PARENT; Kueue v0.17.1 does not copy the queue label there, v0.18 does)."""
     pod = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
     return {
         "apiVersion": LWS_API,
@@ -77,10 +81,10 @@ def webhooks_answer(kube: Kube, namespace: str = "default") -> tuple[bool, str]:
     spec = out.get("spec") or {}
     policy = (spec.get("networkConfig") or {}).get("subdomainPolicy")
     worker = spec["leaderWorkerTemplate"]["workerTemplate"]
-    queue = ((worker.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
-    return policy is not None and queue is not None, (
+    parent = ((worker.get("metadata") or {}).get("annotations") or {}).get(SUSPENDED_BY_PARENT)
+    return policy is not None and parent is not None, (
         f"dry-run LeaderWorkerSet came back with subdomainPolicy={policy} (LWS's webhook), "
-        f"worker template queue label={queue} (Kueue's)"
+        f"worker template {SUSPENDED_BY_PARENT}={parent} (Kueue's)"
     )
 
 

@@ -17,6 +17,7 @@ API server may canonicalise them, so compare read-backs as parsed quantities.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -24,7 +25,14 @@ from typing import Any
 from harness.k8s.quantity import CPU, format_quantity
 from harness.kueue.admission_checks import admitted_states
 from harness.kueue.admitted_flavors import flavor_of
-from harness.kueue.quota_requests import pod_set_units, quota_requests
+from harness.kueue.quota_requests import (
+    BeyondInt64,
+    OutputNameClash,
+    pod_set_units,
+    quota_requests,
+    quota_requests_before_v0_19,
+)
+from harness.kueue.versions import before
 from harness.scenario.model import (
     HOSTNAME,
     AdmittedPodSet,
@@ -56,7 +64,7 @@ def _pod_set_assignment(
     scenario: Scenario, cq: ClusterQueue, admitted: AdmittedPodSet, covers_pods: bool
 ) -> dict[str, Any]:
     pod_set = admitted.pod_set
-    per_pod = quota_requests(scenario.kueue_config.resources, pod_set.requests)
+    per_pod = _per_pod_quota(scenario, pod_set.requests)
     # Kueue's own totals (int64 units per pod, rounded up, times the count), which its
     # Workload webhook requires to be a multiple of the count (workload_webhook.go).
     usage: dict[str, Fraction] = {
@@ -75,6 +83,19 @@ def _pod_set_assignment(
     if admitted.placement is not None:
         out["topologyAssignment"] = topology_assignment(scenario, admitted)
     return out
+
+
+def _per_pod_quota(scenario: Scenario, requests: Mapping[str, Fraction]) -> Mapping[str, Fraction]:
+    """One pod's quota as the scenario's Kueue version computes it (KueueRules.
+    transformations_kept_apart); where that version's answer is Go map order or overflows
+    (the fit model refuses those), v0.19's."""
+    config = scenario.kueue_config.resources
+    if before(scenario.kueue, "v0.19.0"):
+        try:
+            return quota_requests_before_v0_19(config, requests)
+        except (OutputNameClash, BeyondInt64):
+            pass
+    return quota_requests(config, requests)
 
 
 def topology_assignment(scenario: Scenario, admitted: AdmittedPodSet) -> dict[str, Any]:

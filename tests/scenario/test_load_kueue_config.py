@@ -179,13 +179,17 @@ def test_resources_load_as_the_fit_models_typed_section() -> None:
     assert not resources.ignore_undeclared
 
 
-def test_resources_beyond_exclusion_are_modelled_for_v0_19_2_only() -> None:
-    data = {**base({"resources": FULL["resources"]}), "kueue": "v0.18.2"}
-    why = "kueueConfig.resources.transformations: modelled for Kueue v0.19.2 only, not v0.18.2"
+def test_resources_are_modelled_on_every_version_but_v0_17_quota_check_strategy() -> None:
+    for version in ("v0.17.1", "v0.18.2"):
+        data = {**base({"resources": FULL["resources"]}), "kueue": version}
+        check_supported(scenario_from_data(data, FILE))
+    strategy = {**FULL["resources"], "quotaCheckStrategy": "BlockUndeclared"}
+    strategy.pop("excludeResourcePrefixes")
+    check_supported(scenario_from_data({**base({"resources": strategy}), "kueue": "v0.18.2"}, FILE))
+    data = {**base({"resources": strategy}), "kueue": "v0.17.1"}
+    why = "kueueConfig.resources.quotaCheckStrategy: not a field of Kueue v0.17.1's Configuration"
     with pytest.raises(UnsupportedVersionError, match=re.escape(why)):
         check_supported(scenario_from_data(data, FILE))
-    excluded = {**base({"resources": {"excludeResourcePrefixes": ["x/"]}}), "kueue": "v0.18.2"}
-    check_supported(scenario_from_data(excluded, FILE))
 
 
 @pytest.mark.parametrize("section", ["fairSharing", "waitForPodsReady", "resources"])
