@@ -1,0 +1,67 @@
+"""A `set-stop-policy: {clusterQueue, ...}` step in the fit model: a ClusterQueue's stopPolicy
+changes, and Kueue's ClusterQueue controller, workload controller and job reconciler react
+(the rules: harness.kueue.queue_activity).
+
+Kueue v0.19.2: the ClusterQueue controller's Update hands the new spec to the cache (Hold and
+HoldAndDrain: inactive, reason Stopped) and to the queue manager, which requeues the parked
+workloads of its cohort tree on any spec change (manager.go UpdateClusterQueue). The
+workload controller (workload_controller.go reconcileOnClusterQueueActiveState) evicts the
+workloads it admitted under HoldAndDrain (ClusterQueueStopped, "The ClusterQueue is
+stopped"), takes a reservation waiting for admission checks away under either policy, and
+writes "ClusterQueue NAME is inactive" into every pending one (getQueueBlocker). Once the
+policy is None again the drained ones are requeued (ClusterQueueRestarted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from harness.fit.check_controller import give_back
+from harness.kueue.queue_activity import DRAIN_MESSAGE, DRAIN_REASON, inactive_message
+from harness.kueue.queue_activity import inactive_reason as reason_of
+from harness.results.outcome import Outcome
+from harness.scenario.model import ClusterQueueStopChange, Eviction
+
+if TYPE_CHECKING:
+    from harness.fit.engine import Engine
+
+
+def apply(engine: Engine, change: ClusterQueueStopChange) -> None:
+    """Inactive or active again as Kueue's cache decides; then the workload controller's
+    reactions for each workload of the ClusterQueue, and the requeue of its cohort tree."""
+    engine.tick += 1
+    name = change.cluster_queue
+    cq = replace(engine.scenario.cluster_queue(name), stop_policy=change.stop_policy)
+    stopped = change.stop_policy != "None"
+    inactive = reason_of(cq, engine.scenario.admission_checks) is not None
+    if inactive:
+        engine.queues.inactive.add(name)  # the Snapshot shares this set
+    else:
+        engine.queues.inactive.discard(name)
+    members = [n for n, w in engine.workloads.items() if w.queue == name]
+    for member in members:
+        outcome = engine.outcomes.get(member)
+        if outcome is None or outcome.rejected:
+            continue
+        if member in engine.snap.holding:
+            drains = change.stop_policy == "HoldAndDrain" and outcome.admitted
+            if stopped and (outcome.quota_reserved or drains):
+                _unreserve(engine, member, evict=drains, message=inactive_message(cq))
+        elif inactive and member not in engine.checks.inactive_workloads:
+            engine._pending_outcome(member, inactive_message(cq))
+    engine.generation[name] += 1
+    engine.queues.flush(engine._cohort_of(name))
+
+
+def _unreserve(engine: Engine, name: str, *, evict: bool, message: str) -> None:
+    """`evict`: HoldAndDrain on an admitted workload (Evicted, ClusterQueueStopped); else a
+    reservation waiting for admission checks taken away without eviction. Quota and nodes
+    go back; it waits in its inactive ClusterQueue."""
+    preempted = engine.outcomes[name].preempted
+    if evict:
+        engine.faults.report.evicted[name] = Eviction(DRAIN_REASON, DRAIN_MESSAGE)
+    give_back(engine, name)
+    engine.queues.push(engine._pending(engine.workloads[name]))
+    text = engine.blocked_message(name, message)
+    engine.outcomes[name] = Outcome(admitted=False, message=text, preempted=preempted)
