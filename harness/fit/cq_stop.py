@@ -48,7 +48,7 @@ def apply(engine: Engine, change: ClusterQueueStopChange) -> None:
             drains = change.stop_policy == "HoldAndDrain" and outcome.admitted
             if stopped and (outcome.quota_reserved or drains):
                 _unreserve(engine, member, evict=drains, message=inactive_message(cq))
-        elif inactive and member not in engine.checks.inactive_workloads:
+        elif inactive:  # deactivated ones too: getQueueBlocker does not ask
             engine._pending_outcome(member, inactive_message(cq))
     engine.generation[name] += 1
     engine.queues.flush(engine._cohort_of(name))
