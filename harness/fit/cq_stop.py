@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from harness.errors import Nondeterministic
 from harness.fit.check_controller import give_back
 from harness.kueue.queue_activity import DRAIN_MESSAGE, DRAIN_REASON, inactive_message
 from harness.kueue.queue_activity import inactive_reason as reason_of
@@ -49,9 +50,25 @@ def apply(engine: Engine, change: ClusterQueueStopChange) -> None:
             if stopped and (outcome.quota_reserved or drains):
                 _unreserve(engine, member, evict=drains, message=inactive_message(cq))
         elif inactive:  # deactivated ones too: getQueueBlocker does not ask
+            _check_blocker_race(engine, member, inactive_message(cq))
             engine._pending_outcome(member, inactive_message(cq))
     engine.generation[name] += 1
     engine.queues.flush(engine._cohort_of(name))
+
+
+def _check_blocker_race(engine: Engine, name: str, message: str) -> None:
+    """A workload waiting without quota is reconciled once, on the spec change
+    (workloadQueueHandler.Update), and getQueueBlocker reads the cache, which the ClusterQueue
+    controller updates in a handler of its own: whether that reconcile already sees the
+    queue inactive is a race, and nothing reconciles it again. The embedded cluster kept the
+    old message in 2 of 5 runs."""
+    text = engine.blocked_message(name, message)
+    if text == message and engine.outcomes[name].message != message:
+        raise Nondeterministic(
+            f"{engine.scenario.path}: set-stop-policy on ClusterQueue "
+            f"{engine.workloads[name].queue}: whether {name}, waiting without quota, says "
+            f"'{message}' races Kueue's cache update"
+        )
 
 
 def _unreserve(engine: Engine, name: str, *, evict: bool, message: str) -> None:

@@ -18,11 +18,13 @@ from harness.kueue.queue_activity import inactive_message, inactive_reason
 from harness.scenario.model import ClusterQueueStopChange
 
 if TYPE_CHECKING:
-    from harness.runner.session import Session
+    from harness.runner.objects import Obj
+    from harness.runner.session import Entry, Session
 
 
 def apply(s: Session, change: ClusterQueueStopChange) -> None:
     name = change.cluster_queue
+    holding = [e for e in _entries(s, name) if _reserved(s.workload_obj(e))]
     s.kube.patch(KUEUE_API, "ClusterQueue", name, {"spec": {"stopPolicy": change.stop_policy}})
     cq = replace(s.scenario.cluster_queue(name), stop_policy=change.stop_policy)
     reason = inactive_reason(cq, s.scenario.admission_checks)
@@ -37,22 +39,30 @@ def apply(s: Session, change: ClusterQueueStopChange) -> None:
         interval=s.t.interval,
     )
     if change.stop_policy != "None":
-        _await_stopped(s, change)
+        _await_stopped(s, change, holding)
 
 
-def _await_stopped(s: Session, change: ClusterQueueStopChange) -> None:
-    """Every workload of the ClusterQueue says it waits, or is admitted and (Hold) allowed to
-    keep running."""
+def _entries(s: Session, cluster_queue: str) -> list[Entry]:
+    return [
+        e
+        for e in s.entries.values()
+        if e.rejected is None and e.kueue_name and e.workload.queue == cluster_queue
+    ]
+
+
+def _reserved(wl: Obj | None) -> bool:
+    return (get_condition(wl, "QuotaReserved") or {}).get("status") == "True" if wl else False
+
+
+def _await_stopped(s: Session, change: ClusterQueueStopChange, entries: list[Entry]) -> None:
+    """Every workload that held quota says it waits, or is admitted and (Hold) allowed to
+    keep running. One that waited without quota is left alone: whether Kueue's one
+    reconcile of it sees the queue inactive races the cache (harness/fit/cq_stop.py)."""
     drains = change.stop_policy == "HoldAndDrain"
     cq = s.scenario.cluster_queue(change.cluster_queue)
     held = {
         (q.namespace, q.name) for q in s.scenario.queues() if local_queue_stop.held(q.stop_policy)
     }
-    entries = [
-        e
-        for e in s.entries.values()
-        if e.rejected is None and e.kueue_name and e.workload.queue == cq.name
-    ]
 
     def wanted(namespace: str, queue_name: str) -> str:
         if (namespace, queue_name) in held:  # getQueueBlocker names the LocalQueue first
