@@ -54,6 +54,36 @@ def apply(engine: Engine, change: ClusterQueueStopChange) -> None:
             engine._pending_outcome(member, inactive_message(cq))
     engine.generation[name] += 1
     engine.queues.flush(engine._cohort_of(name))
+    if not stopped:
+        _restart(engine, name, members)
+
+
+def _restart(engine: Engine, name: str, members: list[str]) -> None:
+    """The drained workloads are queued again only once the workload controller has written
+    Requeued True (ClusterQueueRestarted) on each, while the others are queued at once by
+    the queue manager: when they compete for the room, the order is a race."""
+    static = {a.name for a in engine.scenario.admitted if a.queue == name}
+    drained = {
+        n
+        for n in members
+        if (n in engine.cq_drained or n in static)
+        and n not in engine.snap.holding
+        and n in engine.outcomes
+        and not engine.outcomes[n].rejected
+    }
+    engine.cq_drained -= drained
+    submitted = {n for n in members if n in engine.outcomes and not engine.outcomes[n].rejected}
+    waiting = {n for n in submitted if n not in engine.snap.holding} - drained
+    if not drained or not waiting:
+        return
+    engine.settle()
+    left = sorted(n for n in drained | waiting if n not in engine.snap.holding)
+    if left:
+        raise Nondeterministic(
+            f"{engine.scenario.path}: set-stop-policy None on ClusterQueue {name}: the drained "
+            f"workloads ({', '.join(sorted(drained))}) race the waiting ones for the room "
+            f"({left[0]} is left out): Kueue requeues them only after a status write each"
+        )
 
 
 def _check_blocker_race(engine: Engine, name: str, message: str) -> None:
@@ -78,6 +108,7 @@ def _unreserve(engine: Engine, name: str, *, evict: bool, message: str) -> None:
     preempted = engine.outcomes[name].preempted
     if evict:
         engine.faults.report.evicted[name] = Eviction(DRAIN_REASON, DRAIN_MESSAGE)
+        engine.cq_drained.add(name)
     give_back(engine, name)
     engine.queues.push(engine._pending(engine.workloads[name]))
     text = engine.blocked_message(name, message)

@@ -162,6 +162,8 @@ class Engine(Cluster):
     ) -> None:
         super().__init__(scenario, ties, note, rules)
         self.faults = Faults(Gates.of(scenario, rules), rules)
+        self.cq_drained: set[str] = set()
+        """Workloads a ClusterQueue's HoldAndDrain evicted, not yet requeued (cq_stop)."""
 
     def step(self, step: Step) -> None:
         """One step, then Kueue's reaction until nothing changes."""
