@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from harness.errors import Nondeterministic
 from harness.fit.checks import rejection, retry_eviction
 from harness.kueue.queue_activity import inactive_message
 from harness.results.outcome import Outcome
@@ -24,6 +25,16 @@ def apply(engine: Engine, change: CheckChange) -> None:
     evaluation: a status change does not requeue it (cluster_queue.go PushOrUpdate)."""
     engine.tick += 1
     checks, name = engine.checks, change.workload
+    blocked = engine.readiness.blocked
+    if blocked is not None and blocked.entry.pending.workload.name == name:
+        # The waiting scheduler admits with the copy it popped (scheduler.go admit: a forced
+        # apply of its status.admissionChecks): whether that copy already listed the check
+        # (the workload controller's sync racing the pop) decides whether this write lasts.
+        raise Nondeterministic(
+            f"{engine.scenario.path}: set-admission-check on {name} while Kueue's scheduler "
+            "waits for PodsReady to admit it (blockAdmission): its admission may overwrite "
+            "the state with the copy it popped"
+        )
     if not checks.set(change):
         return
     if name in checks.inactive_workloads and name in engine.workloads:
@@ -63,6 +74,9 @@ def apply(engine: Engine, change: CheckChange) -> None:
         engine.outcomes[name] = replace(outcome, admitted=True, quota_reserved=False, message="")
         engine.binder.admit(w, engine._released(w, held), held.per_leaf, engine.nodes, engine.usage)
         engine._note_unschedulable(name)
+        # Admitted now: a start timeout counts from this Admitted condition, not from the
+        # quota reservation (workload_controller.go admittedNotReadyWorkload).
+        engine.readiness.admitted(engine, name)
 
 
 def _pending_message(engine: Engine, name: str, eviction: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.errors import UnsupportedVersionError
-from harness.fit import check_controller, lq_stop, pods_ready
+from harness.fit import check_controller, cq_stop, lq_stop, pods_ready
 from harness.fit.cluster import Cluster
 from harness.fit.cycle import MODELLED_EITHER_WAY, MODELLED_GATES, Note
 from harness.fit.faults import Faults, Gates, PerLeaf, StepReport
@@ -33,6 +33,7 @@ from harness.scenario.model import (
     FAULT_ACTIONS,
     READINESS_ACTIONS,
     CheckChange,
+    ClusterQueueStopChange,
     Flavor,
     Scenario,
     Step,
@@ -159,6 +160,8 @@ class Engine(Cluster):
     ) -> None:
         super().__init__(scenario, ties, note, rules)
         self.faults = Faults(Gates.of(scenario, rules), rules)
+        self.cq_drained: set[str] = set()
+        """Workloads a ClusterQueue's HoldAndDrain evicted, not yet requeued (cq_stop)."""
 
     def step(self, step: Step) -> None:
         """One step, then Kueue's reaction until nothing changes."""
@@ -185,6 +188,8 @@ class Engine(Cluster):
             pods_ready.pods_not_ready(self, str(target))
         elif action == "pods-ready":
             pods_ready.pods_ready(self, str(target))
+        elif action == "set-stop-policy" and isinstance(target, ClusterQueueStopChange):
+            cq_stop.apply(self, target)
         elif action == "set-stop-policy":
             assert isinstance(target, StopPolicyChange)
             lq_stop.apply(self, target)

@@ -66,7 +66,8 @@ def register(sub: Any) -> None:
         "cohort, priorities, preemption, admitted workloads, fair sharing, Cohort trees, "
         "admission checks with steps, stopPolicy, missing flavors and levels "
         "(harness/fuzz/world_features.py), Kueue's resources transformations and "
-        "exclusions, LocalQueue stopPolicy with steps, pods never Ready "
+        "exclusions, LocalQueue stopPolicy with steps, pods never Ready, blockAdmission, "
+        "ClusterQueue stopPolicy steps "
         "(harness/fuzz/world_config_features.py) (default: v1)",
     )
     fuzz.add_argument("--start", type=_natural, default=0, help="index of the first case")

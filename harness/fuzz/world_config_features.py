@@ -9,8 +9,9 @@ Ready, grown onto a version-2 fuzz world (docs/scenario-format-v2.md), after eve
   refuses an undeclared resource).
 - LocalQueues named after their ClusterQueues (the workloads' `queue` stays valid), one with
   Hold or HoldAndDrain, and `set-stop-policy` steps among the case's steps.
-- `podsReady: false` on some workloads, sometimes with a short waitForPodsReady timeout (no
-  blockAdmission: the sim does not run it).
+- `podsReady: false` on some workloads, sometimes with a short waitForPodsReady timeout.
+- waitForPodsReady blockAdmission (with or without pods that never become Ready).
+- `set-stop-policy` steps on a ClusterQueue (Hold, HoldAndDrain, None again).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ FEATURES = (
     "lq-stop-steps",
     "pods-never-ready",
     "pods-ready-timeout",
+    "block-admission",
+    "cq-stop-steps",
 )
 """What `features` can name, in report order."""
 
@@ -47,6 +50,13 @@ def grow_config(rng: random.Random, data: Data) -> None:
         _local_queue_stop(rng, data)
     if rng.random() < 0.2:
         _never_ready(rng, data)
+    # Drawn last, so a case without them is what it was before.
+    if rng.random() < 0.12:
+        data.setdefault("kueueConfig", {}).setdefault("waitForPodsReady", {})["blockAdmission"] = (
+            True
+        )
+    if rng.random() < 0.12:
+        _cluster_queue_stop_steps(rng, data)
 
 
 def features(data: Data) -> list[str]:
@@ -55,6 +65,8 @@ def features(data: Data) -> list[str]:
     asks_nic = NIC in str(data.get("workloads", []))
     excluded = bool(resources.get("excludeResourcePrefixes"))
     ignoring = resources.get("quotaCheckStrategy") == "IgnoreUndeclared"
+    ready = data.get("kueueConfig", {}).get("waitForPodsReady", {})
+    steps = data.get("steps", [])
     found = {
         "res-transform": bool(resources.get("transformations")),
         "res-exclude": excluded and asks_nic,
@@ -63,7 +75,9 @@ def features(data: Data) -> list[str]:
         "lq-stop": any(q.get("stopPolicy", "None") != "None" for q in data.get("localQueues", [])),
         "lq-stop-steps": any("set-stop-policy" in s for s in data.get("steps", [])),
         "pods-never-ready": any(w.get("podsReady") is False for w in data.get("workloads", [])),
-        "pods-ready-timeout": "timeout" in data.get("kueueConfig", {}).get("waitForPodsReady", {}),
+        "pods-ready-timeout": "timeout" in ready,
+        "block-admission": bool(ready.get("blockAdmission")),
+        "cq-stop-steps": any("clusterQueue" in str(s.get("set-stop-policy")) for s in steps),
     }
     return [name for name in FEATURES if found[name]]
 
@@ -152,3 +166,13 @@ def _never_ready(rng: random.Random, data: Data) -> None:
         names = [w["name"] for w in workloads if w.get("podsReady") is False]
         steps = data.setdefault("steps", [])
         steps.insert(rng.randrange(len(steps) + 1), {"pods-ready": rng.choice(names)})
+
+
+def _cluster_queue_stop_steps(rng: random.Random, data: Data) -> None:
+    """One ClusterQueue stopped and started again by steps (a user's kubectl patch, or
+    kueuectl stop/resume clusterqueue), among the case's steps."""
+    chosen = rng.choice(data["clusterQueues"])["name"]
+    steps = data.setdefault("steps", [])
+    for _ in range(rng.randint(1, 3)):
+        change = {"clusterQueue": chosen, "stopPolicy": rng.choice(STOP_POLICIES)}
+        steps.insert(rng.randrange(len(steps) + 1), {"set-stop-policy": change})

@@ -21,6 +21,7 @@ from harness.kueue.keys import TAS_POD_ANNOTATIONS
 from harness.runner import (
     binding,
     check_controller,
+    cq_stop,
     faults,
     late_repair,
     lq_stop,
@@ -36,6 +37,7 @@ from harness.runner.waits import delete_pods, wait_gone
 from harness.scenario.model import (
     READINESS_ACTIONS,
     CheckChange,
+    ClusterQueueStopChange,
     Node,
     PodFault,
     Step,
@@ -244,6 +246,8 @@ def act(s: Session, step: Step) -> list[str]:
         entry = s.entries.get(target.workload)
         if entry is not None and entry.rejected is None and entry.kueue_name:
             check_controller.set_state(s.kube, ns, entry.kueue_name, target)
+    elif action == "set-stop-policy" and isinstance(target, ClusterQueueStopChange):
+        cq_stop.apply(s, target)
     elif action == "set-stop-policy":
         assert isinstance(target, StopPolicyChange)
         lq_stop.apply(s, target)

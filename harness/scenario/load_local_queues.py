@@ -15,7 +15,13 @@ from harness.k8s.quantity import QuantityError, parse_quantity
 from harness.k8s.rules import is_dns_label, is_dns_subdomain
 from harness.k8s.selector import LabelSelector, Requirement, requirement_problem
 from harness.scenario.keypath import KeyPath, kind, yaml_text
-from harness.scenario.model import STOP_POLICIES, LocalQueue, Namespace, StopPolicyChange
+from harness.scenario.model import (
+    STOP_POLICIES,
+    ClusterQueueStopChange,
+    LocalQueue,
+    Namespace,
+    StopPolicyChange,
+)
 
 LQ_KEYS = ("name", "namespace", "clusterQueue", "fairSharing", "stopPolicy")
 ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
@@ -85,9 +91,13 @@ def stop_policy(at: KeyPath) -> str:
     return value
 
 
-def stop_policy_change(at: KeyPath, queues: Collection[LocalQueue]) -> StopPolicyChange:
+def stop_policy_change(
+    at: KeyPath, queues: Collection[LocalQueue], cluster_queues: Collection[str] = ()
+) -> StopPolicyChange | ClusterQueueStopChange:
     """A `set-stop-policy` step: a LocalQueue of the file (`namespace` absent: the
-    scenario's own) and the stopPolicy it gets."""
+    scenario's own) and the stopPolicy it gets; or, with `clusterQueue`, a ClusterQueue."""
+    if isinstance(at.value, dict) and "clusterQueue" in at.value:
+        return _cluster_queue_stop(at, cluster_queues)
     fields = at.mapping(("localQueue", "namespace", "stopPolicy"), ("localQueue", "stopPolicy"))
     name = fields["localQueue"].string()
     namespace = fields["namespace"].string() if "namespace" in fields else ""
@@ -95,6 +105,14 @@ def stop_policy_change(at: KeyPath, queues: Collection[LocalQueue]) -> StopPolic
         where = f"namespace {namespace}" if namespace else "the scenario's namespace"
         fields["localQueue"].fail(f'localqueues "{name}" not found in {where}')
     return StopPolicyChange(name, namespace, stop_policy(fields["stopPolicy"]))
+
+
+def _cluster_queue_stop(at: KeyPath, cluster_queues: Collection[str]) -> ClusterQueueStopChange:
+    fields = at.mapping(("clusterQueue", "stopPolicy"), ("clusterQueue", "stopPolicy"))
+    name = fields["clusterQueue"].string()
+    if name not in cluster_queues:
+        fields["clusterQueue"].fail(f'clusterqueues "{name}" not found')
+    return ClusterQueueStopChange(name, stop_policy(fields["stopPolicy"]))
 
 
 def _weight(at: KeyPath) -> Fraction | None:

@@ -919,7 +919,9 @@ def _step_target(
         "set-admission-check": lambda: load_checks.change(at, known, world.queues),
         "pods-not-ready": lambda: existing(known, "workload"),
         "pods-ready": lambda: existing(known, "workload"),
-        "set-stop-policy": lambda: load_local_queues.stop_policy_change(at, world.all_queues()),
+        "set-stop-policy": lambda: load_local_queues.stop_policy_change(
+            at, world.all_queues(), [cq.name for cq in world.queues]
+        ),
     }
     target = handlers[action]()
     if isinstance(target, Node):

@@ -181,6 +181,15 @@ class StopPolicyChange:
 
 
 @dataclass(frozen=True)
+class ClusterQueueStopChange:
+    """A `set-stop-policy: {clusterQueue, stopPolicy}` step: a user patches a ClusterQueue's
+    spec.stopPolicy (docs/scenario-format-v2.md, "A ClusterQueue's stopPolicy in a step")."""
+
+    cluster_queue: str
+    stop_policy: str
+
+
+@dataclass(frozen=True)
 class ClusterQueue:
     """A ClusterQueue (each has one LocalQueue of the same name)."""
 
@@ -530,7 +539,7 @@ version. `set-admission-check: {workload, check, state}` sets a check's state as
 controller would (docs/scenario-format-v2.md, "Admission checks"); its target is a
 CheckChange. `set-stop-policy: {localQueue, namespace, stopPolicy}` patches a LocalQueue's
 stopPolicy (docs/scenario-format-v2.md, "A LocalQueue's stopPolicy"); its target is a
-StopPolicyChange."""
+StopPolicyChange, or with `clusterQueue` instead of `localQueue` a ClusterQueueStopChange."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from harness.scenario.model import (
     AdmittedWorkload,
     CheckChange,
     ClusterQueue,
+    ClusterQueueStopChange,
     Flavor,
     LocalQueue,
     Node,
@@ -171,6 +172,9 @@ def step_to_dict(step: Step) -> dict[str, Any]:
     if isinstance(target, CheckChange):
         change = {"workload": target.workload, "check": target.check, "state": target.state}
         return {step.action: change}
+    if isinstance(target, ClusterQueueStopChange):
+        cq_stop = {"clusterQueue": target.cluster_queue, "stopPolicy": target.stop_policy}
+        return {step.action: cq_stop}
     if isinstance(target, StopPolicyChange):
         stop = {"localQueue": target.local_queue, "stopPolicy": target.stop_policy}
         return {step.action: stop | ({"namespace": target.namespace} if target.namespace else {})}

@@ -155,6 +155,13 @@ func (c *cluster) jobPodsStarted(ctx context.Context, old, new *kueue.Workload) 
 	if !c.hook.gate.on {
 		return nil
 	}
+	if !workload.IsAdmitted(new) && apimeta.IsStatusConditionTrue(new.Status.Conditions, kueue.WorkloadPodsReady) {
+		// generatePodsReadyCondition: a workload not admitted (evicted, requeued) is False,
+		// WaitForStart, so one that reserves quota again counts as not ready in the cache.
+		if err := c.writePodsReady(ctx, new.Name, metav1.ConditionFalse, kueue.WorkloadWaitForStart, startMsg); err != nil {
+			return err
+		}
+	}
 	if !workload.HasQuotaReservation(new) {
 		delete(c.podsHeld, new.Name) // evicted: its next pods start Ready
 		return nil

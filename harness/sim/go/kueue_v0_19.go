@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -67,4 +68,10 @@ func (m *simManager) GetEventRecorder(string) events.EventRecorder { return reco
 func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, reason, msg string,
 	cause kueue.EvictionUnderlyingCause, clk clock.Clock) error {
 	return workloadevict.Evict(ctx, c, recorder{}, wl, reason, msg, cause, clk, false, nil, nil)
+}
+
+// updateClusterQueueSpec: the ClusterQueue controller's queue manager call after a spec
+// change (clusterqueue_controller.go Update).
+func updateClusterQueueSpec(ctx context.Context, m *qcache.Manager, cq *kueue.ClusterQueue) error {
+	return m.UpdateClusterQueue(ctx, cq, true)
 }

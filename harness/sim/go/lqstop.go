@@ -24,9 +24,10 @@ import (
 
 // StopPolicyStep is a set-stop-policy step.
 type StopPolicyStep struct {
-	LocalQueue string `json:"localQueue"`
-	Namespace  string `json:"namespace"`
-	StopPolicy string `json:"stopPolicy"`
+	ClusterQueue string `json:"clusterQueue"` // set instead of LocalQueue: cqstop.go
+	LocalQueue   string `json:"localQueue"`
+	Namespace    string `json:"namespace"`
+	StopPolicy   string `json:"stopPolicy"`
 }
 
 func lqStopped(lq *kueue.LocalQueue) bool {

@@ -116,6 +116,9 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 	case "set-admission-check":
 		return c.setAdmissionCheck(ctx, st.Check)
 	case "set-stop-policy":
+		if st.Stop.ClusterQueue != "" {
+			return c.setClusterQueueStopPolicy(ctx, st.Stop)
+		}
 		return c.setStopPolicy(ctx, st.Stop)
 	case "pods-not-ready":
 		if err := c.holdPodsNotReady(ctx, st.Name); err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,16 +68,9 @@ func (c *cluster) drainStopped(ctx context.Context) error {
 		if cq == nil || ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.HoldAndDrain {
 			continue
 		}
-		err := patchAdmissionStatus(ctx, c.client, wl, c.clock, func(wl *kueue.Workload) (bool, error) {
-			return apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
-				Type:               kueue.WorkloadEvicted,
-				Status:             metav1.ConditionTrue,
-				Reason:             kueue.WorkloadEvictedByClusterQueueStopped,
-				Message:            "The ClusterQueue is stopped",
-				LastTransitionTime: metav1.NewTime(c.clock.Now()),
-				ObservedGeneration: wl.Generation,
-			}), nil
-		})
+		// Kueue's own eviction: it also resets the admission checks to Pending.
+		err := evictWorkload(ctx, c.client, wl, kueue.WorkloadEvictedByClusterQueueStopped,
+			"The ClusterQueue is stopped", "", c.clock)
 		if err != nil {
 			return fmt.Errorf("evicting %s from stopped ClusterQueue %s: %w", wl.Name, cq.Name, err)
 		}
