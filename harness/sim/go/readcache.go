@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -36,8 +37,11 @@ import (
 type readCache struct {
 	mu sync.Mutex
 	// stored holds every object the tracker holds, per resource; a nil copy is one written
-	// since it was last read.
+	// since it was last read (also in dirty).
 	stored map[schema.GroupVersionResource]map[types.NamespacedName]*readCopy
+	dirty  map[schema.GroupVersionResource]sets.Set[types.NamespacedName]
+	// byValue: per resource, index field and value, the objects whose copy has it.
+	byValue map[schema.GroupVersionResource]map[string]map[string]sets.Set[types.NamespacedName]
 	// off: a write the cache cannot name (a list added at once, an apply without a name):
 	// every read goes to the fake client from then on.
 	off     bool
@@ -54,6 +58,8 @@ type readCopy struct {
 func newReadCache(tracker clienttesting.ObjectTracker) *readCache {
 	return &readCache{
 		stored:  map[schema.GroupVersionResource]map[types.NamespacedName]*readCopy{},
+		dirty:   map[schema.GroupVersionResource]sets.Set[types.NamespacedName]{},
+		byValue: map[schema.GroupVersionResource]map[string]map[string]sets.Set[types.NamespacedName]{},
 		tracker: tracker,
 		indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{},
 	}
@@ -146,16 +152,22 @@ func (r *readCache) matching(gvr schema.GroupVersionResource, gvk schema.GroupVe
 		return nil, false, nil
 	}
 	var keys []types.NamespacedName
-	for key := range r.stored[gvr] {
-		if ns != "" && key.Namespace != ns {
-			continue
+	if field == "" {
+		for key := range r.stored[gvr] {
+			if ns == "" || key.Namespace == ns {
+				keys = append(keys, key)
+			}
 		}
-		found, err := r.copyOf(gvr, gvk, key)
-		if err != nil {
-			return nil, false, err
+	} else {
+		for key := range r.dirty[gvr] {
+			if _, err := r.copyOf(gvr, gvk, key); err != nil {
+				return nil, false, err
+			}
 		}
-		if field == "" || slices.Contains(found.values[field], value) {
-			keys = append(keys, key)
+		for key := range r.byValue[gvr][field][value] {
+			if ns == "" || key.Namespace == ns {
+				keys = append(keys, key)
+			}
 		}
 	}
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
@@ -166,7 +178,11 @@ func (r *readCache) matching(gvr schema.GroupVersionResource, gvk schema.GroupVe
 	})
 	items := make([]runtime.Object, len(keys))
 	for i, key := range keys {
-		items[i] = r.stored[gvr][key].obj.DeepCopyObject()
+		found, err := r.copyOf(gvr, gvk, key)
+		if err != nil {
+			return nil, false, err
+		}
+		items[i] = found.obj.DeepCopyObject()
 	}
 	return items, true, nil
 }
@@ -213,17 +229,50 @@ func (r *readCache) copyOf(gvr schema.GroupVersionResource, gvk schema.GroupVers
 		ta.SetAPIVersion("")
 	}
 	found = &readCopy{obj: obj, values: map[string][]string{}}
+	if r.byValue[gvr] == nil {
+		r.byValue[gvr] = map[string]map[string]sets.Set[types.NamespacedName]{}
+	}
 	for field, index := range r.indexes[gvk] {
 		found.values[field] = index(obj)
+		if r.byValue[gvr][field] == nil {
+			r.byValue[gvr][field] = map[string]sets.Set[types.NamespacedName]{}
+		}
+		for _, v := range found.values[field] {
+			if r.byValue[gvr][field][v] == nil {
+				r.byValue[gvr][field][v] = sets.New[types.NamespacedName]()
+			}
+			r.byValue[gvr][field][v].Insert(key)
+		}
 	}
 	r.stored[gvr][key] = found
+	r.dirty[gvr].Delete(key)
 	return found, nil
 }
 
-// written marks an object written; gone, deleted.
+// written marks an object written: its copy goes.
 func (r *readCache) written(gvr schema.GroupVersionResource, key types.NamespacedName) {
+	r.forget(gvr, key)
 	if r.stored[gvr] == nil {
 		r.stored[gvr] = map[types.NamespacedName]*readCopy{}
+		r.dirty[gvr] = sets.New[types.NamespacedName]()
+	}
+	r.stored[gvr][key] = nil
+	r.dirty[gvr].Insert(key)
+}
+
+// forget drops an object's copy and its index values.
+func (r *readCache) forget(gvr schema.GroupVersionResource, key types.NamespacedName) {
+	found := r.stored[gvr][key]
+	if found == nil {
+		return
+	}
+	for field, values := range found.values {
+		for _, v := range values {
+			r.byValue[gvr][field][v].Delete(key)
+			if r.byValue[gvr][field][v].Len() == 0 {
+				delete(r.byValue[gvr][field], v)
+			}
+		}
 	}
 	r.stored[gvr][key] = nil
 }
@@ -294,7 +343,10 @@ func (t cachingTracker) Delete(gvr schema.GroupVersionResource, ns, name string,
 	defer t.cache.mu.Unlock()
 	err := t.ObjectTracker.Delete(gvr, ns, name, opts...)
 	if err == nil {
-		delete(t.cache.stored[gvr], types.NamespacedName{Namespace: ns, Name: name})
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		t.cache.forget(gvr, key)
+		delete(t.cache.stored[gvr], key)
+		t.cache.dirty[gvr].Delete(key)
 	}
 	return err
 }

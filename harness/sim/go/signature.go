@@ -31,6 +31,7 @@ type workloadSig struct {
 type workloadSigs struct {
 	byKey  map[client.ObjectKey]workloadSig
 	primed bool
+	order  []client.ObjectKey // byKey's keys in list order; nil when a key came or went
 }
 
 // workloadParts returns every stored Workload's part, in the API server's list order
@@ -47,31 +48,40 @@ func (c *cluster) workloadParts(ctx context.Context) ([]workloadSig, []string, e
 		for i := range list.Items {
 			s.byKey[client.ObjectKeyFromObject(&list.Items[i])] = sigOf(&list.Items[i])
 		}
-		s.primed = true
+		s.primed, s.order = true, nil
 	} else {
 		for name := range written.names {
 			key := c.key(name)
 			wl := &kueue.Workload{}
 			switch err := c.client.Get(ctx, key, wl); {
 			case apierrors.IsNotFound(err):
-				delete(s.byKey, key)
+				if _, known := s.byKey[key]; known {
+					delete(s.byKey, key)
+					s.order = nil
+				}
 			case err != nil:
 				return nil, nil, err
 			default:
+				if _, known := s.byKey[key]; !known {
+					s.order = nil
+				}
 				s.byKey[key] = sigOf(wl)
 			}
 		}
 	}
-	keys := make([]client.ObjectKey, 0, len(s.byKey))
-	for k := range s.byKey {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b client.ObjectKey) int {
-		if d := strings.Compare(a.Namespace, b.Namespace); d != 0 {
-			return d
+	if s.order == nil {
+		s.order = make([]client.ObjectKey, 0, len(s.byKey))
+		for k := range s.byKey {
+			s.order = append(s.order, k)
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
+		slices.SortFunc(s.order, func(a, b client.ObjectKey) int {
+			if d := strings.Compare(a.Namespace, b.Namespace); d != 0 {
+				return d
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+	}
+	keys := s.order
 	parts := make([]workloadSig, len(keys))
 	names := make([]string, len(keys))
 	for i, k := range keys {
