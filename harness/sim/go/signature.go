@@ -21,6 +21,7 @@ import (
 // QuotaReserved condition is not True.
 type workloadSig struct {
 	line    string
+	id      uint64 // the line's number (workloadSigs.ids)
 	message string
 	pending bool
 }
@@ -32,6 +33,38 @@ type workloadSigs struct {
 	byKey  map[client.ObjectKey]workloadSig
 	primed bool
 	order  []client.ObjectKey // byKey's keys in list order; nil when a key came or went
+	// ids numbers every line a part had since compact: a cycle's state holds the numbers,
+	// not the lines (equal lines, equal numbers; a number is never reused).
+	ids  map[string]uint64
+	next uint64
+}
+
+// numbered gives the part its line's number.
+func (s *workloadSigs) numbered(part workloadSig) workloadSig {
+	if s.ids == nil {
+		s.ids = map[string]uint64{}
+	}
+	id, ok := s.ids[part.line]
+	if !ok {
+		id = s.next
+		s.next++
+		s.ids[part.line] = id
+	}
+	part.id = id
+	return part
+}
+
+// compact forgets the numbers of lines no part has now, once they outnumber the parts:
+// called when a settle starts, as states are compared within one settle only.
+func (s *workloadSigs) compact() {
+	if len(s.ids) <= 2*len(s.byKey)+1024 {
+		return
+	}
+	kept := make(map[string]uint64, len(s.byKey))
+	for _, part := range s.byKey {
+		kept[part.line] = part.id
+	}
+	s.ids = kept
 }
 
 // workloadParts returns every stored Workload's part, in the API server's list order
@@ -46,7 +79,7 @@ func (c *cluster) workloadParts(ctx context.Context) ([]workloadSig, []string, e
 		}
 		s.byKey = make(map[client.ObjectKey]workloadSig, len(list.Items))
 		for i := range list.Items {
-			s.byKey[client.ObjectKeyFromObject(&list.Items[i])] = sigOf(&list.Items[i])
+			s.byKey[client.ObjectKeyFromObject(&list.Items[i])] = s.numbered(sigOf(&list.Items[i]))
 		}
 		s.primed, s.order = true, nil
 	} else {
@@ -65,7 +98,7 @@ func (c *cluster) workloadParts(ctx context.Context) ([]workloadSig, []string, e
 				if _, known := s.byKey[key]; !known {
 					s.order = nil
 				}
-				s.byKey[key] = sigOf(wl)
+				s.byKey[key] = s.numbered(sigOf(wl))
 			}
 		}
 	}
