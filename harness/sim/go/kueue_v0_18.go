@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -51,4 +52,10 @@ func (m *simManager) GetEventRecorder(string) events.EventRecorder { return reco
 func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, reason, msg string,
 	cause kueue.EvictionUnderlyingCause, clk clock.Clock) error {
 	return workload.Evict(ctx, c, recorder{}, wl, reason, msg, cause, clk, false, nil, nil)
+}
+
+// heapInfos: before v0.19 the queue manager hands out no ClusterQueue, so the signature
+// reads its pending workloads (PendingWorkloadsInfo).
+func heapInfos(*qcache.Manager, kueue.ClusterQueueReference, string, string, []workload.Reference) ([]*workload.Info, bool) {
+	return nil, false
 }

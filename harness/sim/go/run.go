@@ -511,7 +511,7 @@ func (c *cluster) signature(ctx context.Context) (state, map[string]string, erro
 		ref := kueue.ClusterQueueReference(name)
 		scans := map[string]string{}
 		queued := refNames(heaps[ref])
-		for _, info := range c.pendingInfo(ref, len(queued)) {
+		for _, info := range c.queuedInfos(ref, heaps[ref]) {
 			if info.LastAssignment != nil {
 				scans[info.Obj.Name] = fmt.Sprint(info.LastAssignment.LastTriedFlavorIdx)
 			}

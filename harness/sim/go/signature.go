@@ -142,11 +142,22 @@ func sigOf(wl *kueue.Workload) workloadSig {
 	return out
 }
 
-// pendingInfo is the queue manager's pending workloads of a ClusterQueue, read only when
-// its heap has some: the signature prints the flavor scans of heap workloads alone.
-func (c *cluster) pendingInfo(ref kueue.ClusterQueueReference, queued int) []*workload.Info {
-	if queued == 0 {
+// queuedInfos is the queue manager's Info of each workload in a ClusterQueue's heap (refs),
+// which is all the signature prints the flavor scans of: read from the heap itself where
+// Kueue has it exported (heapInfos), else from the queue manager's pending workloads
+// (PendingWorkloadsInfo, which sorts every pending workload of the ClusterQueue first).
+func (c *cluster) queuedInfos(ref kueue.ClusterQueueReference, refs []workload.Reference) []*workload.Info {
+	if len(refs) == 0 {
 		return nil
+	}
+	for _, lq := range sortedKeys(c.lqCQ) {
+		if c.lqCQ[lq] != string(ref) {
+			continue
+		}
+		namespace, name, _ := strings.Cut(lq, "/")
+		if infos, ok := heapInfos(c.queues, ref, namespace, name, refs); ok {
+			return infos
+		}
 	}
 	return c.queues.PendingWorkloadsInfo(ref)
 }
