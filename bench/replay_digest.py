@@ -104,6 +104,7 @@ def _on_sim(args: argparse.Namespace) -> int:
     from harness.backends.replay import replay_on
     from harness.backends.sim import SimBackend
 
+    args.out.mkdir(parents=True, exist_ok=True)
     start, children = time.process_time(), _children_cpu()
     backend, count = SimBackend(), 0
     try:

@@ -44,9 +44,10 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	// A plain object tracker: the default one tracks managed fields and rebuilds a REST
 	// mapper of the whole scheme on every call, which would dominate the sim's run time;
 	// server-side apply is emulated below, so no field manager is needed.
-	tracker := clienttesting.NewObjectTracker(scheme, decoder)
-	lister := &indexedLister{tracker: tracker, indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{}}
-	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker), lister}
+	// Reads are answered from a copy of each object made once per write (readcache.go).
+	reads := newReadCache(clienttesting.NewObjectTracker(scheme, decoder))
+	tracker := cachingTracker{ObjectTracker: reads.tracker, cache: reads}
+	b := &builderIndexer{fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker), reads}
 	// The same field indexes Kueue's manager registers at start-up.
 	if err := indexer.Setup(context.Background(), b); err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 	}
 	return b.
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}).
-		WithInterceptorFuncs(writes.interceptors(lister.list)).
+		WithInterceptorFuncs(writes.interceptors(reads)).
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace,
 			Labels: map[string]string{corev1.LabelMetadataName: namespace}}}).
 		Build(), nil
@@ -65,12 +66,12 @@ func newFakeClient(writes *statusWrites) (client.WithWatch, error) {
 // builderIndexer lets indexer.Setup register its indexes on a fake client builder.
 type builderIndexer struct {
 	*fake.ClientBuilder
-	lister *indexedLister
+	reads *readCache
 }
 
 func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
 	b.ClientBuilder = b.WithIndex(obj, field, fn)
-	b.lister.record(obj, field, fn)
+	b.reads.record(obj, field, fn)
 	return nil
 }
 
@@ -85,6 +86,7 @@ type statusWrites struct {
 	stored  []statusWrite
 	refused sets.Set[string]
 	marked  [markReaders]marks // Workloads written in any way, per reader (written.go)
+	reads   *readCache         // the fake client's reads (readcache.go)
 }
 
 // wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).
@@ -149,7 +151,7 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 		return err
 	}
 	old := &kueue.Workload{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), old); err != nil {
+	if err := w.reads.read(ctx, c, client.ObjectKeyFromObject(obj), old); err != nil {
 		return err
 	}
 	var err error

@@ -63,3 +63,9 @@ func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, rea
 func updateClusterQueueSpec(ctx context.Context, m *qcache.Manager, cq *kueue.ClusterQueue) error {
 	return m.UpdateClusterQueue(ctx, cq, true, false)
 }
+
+// heapInfos: before v0.19 the queue manager hands out no ClusterQueue, so the signature
+// reads its pending workloads (PendingWorkloadsInfo).
+func heapInfos(*qcache.Manager, kueue.ClusterQueueReference, string, string, []workload.Reference) ([]*workload.Info, bool) {
+	return nil, false
+}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -74,4 +76,25 @@ func evictWorkload(ctx context.Context, c client.Client, wl *kueue.Workload, rea
 // change (clusterqueue_controller.go Update).
 func updateClusterQueueSpec(ctx context.Context, m *qcache.Manager, cq *kueue.ClusterQueue) error {
 	return m.UpdateClusterQueue(ctx, cq, true)
+}
+
+// heapInfos is the Info of each workload in ClusterQueue ref's heap, found through its
+// LocalQueue namespace/name (ClusterQueueForWorkloadWithoutLock, since v0.19: the queue
+// manager's maps of queues change only when the driver adds or removes one, never during
+// a read here); ok is false when the queue manager does not know that LocalQueue.
+func heapInfos(m *qcache.Manager, ref kueue.ClusterQueueReference, namespace, name string,
+	refs []workload.Reference) ([]*workload.Info, bool) {
+	probe := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: namespace},
+		Spec: kueue.WorkloadSpec{QueueName: kueue.LocalQueueName(name)}}
+	cq := m.ClusterQueueForWorkloadWithoutLock(probe)
+	if cq == nil || cq.GetName() != ref {
+		return nil, false
+	}
+	infos := make([]*workload.Info, 0, len(refs))
+	for _, r := range refs {
+		if info := cq.Info(r); info != nil {
+			infos = append(infos, info)
+		}
+	}
+	return infos, true
 }

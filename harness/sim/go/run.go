@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -420,7 +421,8 @@ func (c *cluster) submit(ctx context.Context, wl *kueue.Workload) (Result, error
 func (c *cluster) settle(ctx context.Context) error {
 	clear(c.notes)
 	c.unstable.Clear()
-	seen := map[string]int{} // state -> the cycle it was first seen before
+	c.sigs.compact()
+	seen := map[state]int{} // state -> the cycle it was first seen before
 	var history []map[string]string
 	recurring, since := 0, 0 // cycles in a row that started from a state seen before; from when
 	idle := 0                // timers fired at rest since the last state not seen before
@@ -461,7 +463,7 @@ func (c *cluster) settle(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.log.V(4).Info("kueue-sim: state before the next scheduling cycle", "state", sig)
+		c.log.V(4).Info("kueue-sim: state before the next scheduling cycle", "state", sig.queues+sig.workloads)
 		if first, ok := seen[sig]; ok {
 			if recurring == 0 || first < since {
 				since = first
@@ -502,14 +504,14 @@ func (c *cluster) settle(ctx context.Context) error {
 // signature is the state a scheduling cycle starts from: per ClusterQueue the workloads it
 // can pop (with the flavor scan each has recorded) and those parked as inadmissible, and
 // every Workload's status. Also returns each workload's pending message.
-func (c *cluster) signature(ctx context.Context) (string, map[string]string, error) {
+func (c *cluster) signature(ctx context.Context) (state, map[string]string, error) {
 	var b strings.Builder
 	heaps, parked := c.queues.Dump(), c.queues.DumpInadmissible()
 	for _, name := range sortedKeys(c.cqs) {
 		ref := kueue.ClusterQueueReference(name)
 		scans := map[string]string{}
 		queued := refNames(heaps[ref])
-		for _, info := range c.pendingInfo(ref, len(queued)) {
+		for _, info := range c.queuedInfos(ref, heaps[ref]) {
 			if info.LastAssignment != nil {
 				scans[info.Obj.Name] = fmt.Sprint(info.LastAssignment.LastTriedFlavorIdx)
 			}
@@ -522,17 +524,28 @@ func (c *cluster) signature(ctx context.Context) (string, map[string]string, err
 	}
 	parts, names, err := c.workloadParts(ctx)
 	if err != nil {
-		return "", nil, err
+		return state{}, nil, err
 	}
+	readable := c.log.V(4).Enabled() // the lines themselves, for the log
+	var workloads []byte
 	messages := map[string]string{}
 	for i, part := range parts {
-		b.WriteString(part.line)
+		if readable {
+			workloads = append(workloads, part.line...)
+		} else {
+			workloads = binary.AppendUvarint(workloads, part.id)
+		}
 		if part.pending {
 			messages[names[i]] = part.message
 		}
 	}
-	return b.String(), messages, nil
+	return state{queues: b.String(), workloads: string(workloads)}, messages, nil
 }
+
+// state is what a scheduling cycle starts from (signature): the queues' part, and every
+// Workload's part as the numbers of their lines (workloadSigs.numbered; the lines when
+// logged), which tell two states apart exactly as the lines do.
+type state struct{ queues, workloads string }
 
 // noteAlternating records, for each workload whose pending message differs between the
 // cycles Kueue keeps repeating, that it alternates: its outcome is then whichever message

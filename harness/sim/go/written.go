@@ -30,11 +30,13 @@ type marks struct {
 	all   bool
 }
 
-// interceptors are the fake client's: status patches go through patch (fakeclient.go);
-// every Workload write is marked.
-func (w *statusWrites) interceptors(list func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error) interceptor.Funcs {
+// interceptors are the fake client's: reads go through the read cache (readcache.go), status
+// patches through patch (fakeclient.go); every Workload write is marked.
+func (w *statusWrites) interceptors(reads *readCache) interceptor.Funcs {
+	w.reads = reads
 	return interceptor.Funcs{
-		List:             list, // indexedlist.go
+		Get:              reads.get,
+		List:             reads.list,
 		SubResourcePatch: w.patch,
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.mark(obj)
