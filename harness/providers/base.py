@@ -7,6 +7,7 @@ stops everything it started. Choosing one is a lookup in PROVIDERS, not an if-la
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -93,6 +94,13 @@ class Provider(Protocol):
         `upgrade-kueue` step); only where can_upgrade_kueue."""
         ...
 
+    def reconfigure_kueue(
+        self, feature_gates: Mapping[str, bool], kueue_overrides: Mapping[str, Any]
+    ) -> bool:
+        """Restart Kueue alone with these gates and Configuration overrides; False when
+        this cluster cannot (the caller then restarts the whole cluster)."""
+        ...
+
     def stop(self) -> None:
         """Stop everything (idempotent); webhooks are removed before Kueue stops."""
         ...
@@ -117,6 +125,11 @@ class ProviderBase:
 
     def upgrade_kueue(self, version: str) -> None:
         raise ClusterError(f"the {self.name} cluster cannot replace its Kueue")
+
+    def reconfigure_kueue(
+        self, feature_gates: Mapping[str, bool], kueue_overrides: Mapping[str, Any]
+    ) -> bool:
+        return False
 
     def log_tail(self, component: str, n: int = 50) -> str:
         logs = self.logs()

@@ -120,13 +120,22 @@ class ClusterBackend:
                 f"feature gates {shown} cannot be set on the {self.name} cluster; run it with "
                 "--cluster=local, or leave featureGates out"
             )
-        if self.provider is not None:
-            logger.info(
-                f"restarting the cluster for feature gates {wanted or '(defaults)'} and "
-                f"kueueConfig {config or '(defaults)'}"
-            )
-            self._stop_provider()
         started = time.monotonic()
+        if self.provider is not None and self.kube is not None:
+            asked = (
+                f"feature gates {wanted or '(defaults)'} and kueueConfig {config or '(defaults)'}"
+            )
+            try:
+                restarted = self.provider.reconfigure_kueue(wanted, config)
+            except ClusterError as err:
+                raise BackendError(f"restarting Kueue for {asked}: {err}") from None
+            if restarted:
+                logger.info(f"restarted Kueue alone for {asked}")
+                self.running_gates, self.running_config = wanted, config
+                self.timings["kueue restart"] = round(time.monotonic() - started, 1)
+                return self.kube
+            logger.info(f"restarting the cluster for {asked}")
+            self._stop_provider()
         self.provider = provider = self._provider(wanted)
         self.kube = Kube(provider.start().kubeconfig)
         self.kueue_version = provider.kueue_version
