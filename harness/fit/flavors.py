@@ -113,7 +113,8 @@ class Assignment:
     """The mode the TAS step set last (Kueue caches it as the representative mode)."""
     before_tas: bool = False
     """`assignFlavors` returned before the TAS step: a pod set asks for resources yet got no
-    flavor and no failure (all skipped as undeclared: IgnoreUndeclared, or zero)."""
+    flavor and no failure (all skipped as undeclared: IgnoreUndeclared, or zero). The groups
+    after it get no assignment at all (`resource_modes` lacks them)."""
 
     def pod_set_mode(self, name: str) -> Mode:
         """`PodSetAssignment.RepresentativeMode`: Fit without reasons (whatever its flavors
