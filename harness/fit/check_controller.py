@@ -63,6 +63,8 @@ def apply(engine: Engine, change: CheckChange) -> None:
         engine.outcomes[name] = replace(outcome, admitted=True, quota_reserved=False, message="")
         engine.binder.admit(w, engine._released(w, held), held.per_leaf, engine.nodes, engine.usage)
         engine._note_unschedulable(name)
+        # Admitted now: a `podsReady: false` workload's start timeout counts from here.
+        engine.readiness.admitted(engine, name)
 
 
 def _pending_message(engine: Engine, name: str, eviction: str) -> str:
