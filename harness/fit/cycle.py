@@ -188,18 +188,15 @@ class Model:
 
     def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
         """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
-        (None where none was assigned to a pod set with a topology request: its pods stay
-        gated)."""
+        (None where none was assigned: its pods stay gated). Only those with a topology
+        assignment: podset.go adds the TAS gate only with one, so the pods of a pod set
+        admitted without (assignFlavors returned before the TAS step) are not gated."""
         cq = self.scenario.cluster_queue(held.cq)
         out: dict[str, str | None] = {}
         for ps in w.pod_sets:
-            if requests_tas(cq, self.scenario, ps):
+            if requests_tas(cq, self.scenario, ps) and ps.name in held.per_leaf:
                 names = held.flavors.get(ps.name, "").split(",")
                 tas = [f for f in names if f and self._is_tas(f)]
-                if not tas and ps.topology is None:
-                    # Implied TAS without a topology assignment: nothing gates its pods
-                    # (podset.go adds the TAS gate only with a TopologyAssignment).
-                    continue
                 out[ps.name] = tas[0] if tas else None
         return out
 

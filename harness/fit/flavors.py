@@ -377,14 +377,13 @@ def assign_flavors(
         for ps in members:
             out.reasons[ps.name] = list(failed if failed is not None else reasons)
             mine = {r: chosen[r] for r in own[ps.name] if r in chosen}
+            # Its requests as Kueue holds them (`Requests.Len()`): resources IgnoreUndeclared
+            # skips count too, so a pod set asking only for those is not one "requesting
+            # nothing" that borrows its group's TAS flavor (resolvePodSetFlavors).
+            asks = bool(own[ps.name]) or bool(pod_quota(scenario, ps))
             if failed is not None:
                 mine = {}
-            elif (
-                not own[ps.name]
-                and ps.topology is not None
-                and ps.topology.group
-                and grouped_borrows
-            ):
+            elif not asks and ps.topology is not None and ps.topology.group and grouped_borrows:
                 mine = _tas_only(scenario, chosen)
             out.flavors[ps.name] = {r: f for r, (f, _) in mine.items()}
             out.resource_modes[ps.name] = {r: m for r, (_, m) in mine.items()}
@@ -396,7 +395,7 @@ def assign_flavors(
                 out.tried[(slot, r)] = looked_at[cq.resource_groups.index(group)]
             slot += 1
             # atLeastOnePodsAssignmentFailed without an error (flavorassigner.go)
-            if failed is None and not mine and pod_quota(scenario, ps):
+            if failed is None and not mine and asks:
                 out.before_tas = True
         if failed is not None or out.before_tas:
             return out
