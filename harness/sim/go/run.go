@@ -451,6 +451,9 @@ func (c *cluster) settle(ctx context.Context) error {
 			}
 			return nil
 		}
+		if c.nothingToPop() && c.hook.landRefused() {
+			continue // Heads waits for the refused admissions' requeue
+		}
 		if c.nothingToPop() && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
@@ -485,6 +488,7 @@ func (c *cluster) settle(ctx context.Context) error {
 				continue
 			}
 			c.noteAlternating(history[since:])
+			c.hook.landRefused() // a refused admission is back in its queue soon after
 			return nil
 		}
 		if n == maxCycles {
@@ -647,9 +651,8 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	}
 	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	msg := ""
-	if c.writes.wasRefused(name) && res.note == "" {
-		res.note = "Kueue admits it with an empty topology assignment, which the API server " +
-			"refuses (slices: Required value), and retries it every scheduling cycle"
+	if why := c.writes.refusal(name); why != "" && res.note == "" {
+		res.note = why
 	}
 	switch {
 	case c.writes.wasRefused(name) && cond == nil:
