@@ -63,3 +63,14 @@ func (c *cluster) anyNodeIn(nodes []string, levels, values []string) bool {
 	}
 	return false
 }
+
+// forgetBindable drops the table once a step changes the nodes or the usage it was computed
+// from: later admissions count as bindable again (the earlier behaviour); a workload already
+// held stays held.
+func (c *cluster) forgetBindable(action string) {
+	switch action {
+	case "node-not-ready", "node-ready", "taint-node", "untaint-node", "cordon", "uncordon",
+		"add-node", "delete-node", "add-usage", "delete-usage":
+		c.bindable = nil
+	}
+}
