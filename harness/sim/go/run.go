@@ -76,6 +76,8 @@ type cluster struct {
 	neverReady  sets.Set[string]
 	podsReady   podsReadyTimers
 	podsReadyOn bool
+	// bindable: where kube-scheduler can bind each pod set's pods (podsbind.go).
+	bindable bindableNodes
 	// blockAdmission (blockadmission.go): the scheduler stopped mid-cycle to wait for
 	// PodsReady; the workloads whose pods a pods-not-ready step holds.
 	waitingPodsReady bool
@@ -112,6 +114,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		podsHeld: map[string]bool{}, queuesUsed: sets.New[string](),
 	}
 	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
+	c.bindable = sc.BindableNodes
 	fail := func(err error) (*cluster, error) {
 		cancel()
 		return nil, err
