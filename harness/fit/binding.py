@@ -234,13 +234,7 @@ class Binder:
         return topology.levels if topology is not None else ()
 
     def _plain_pod(self, workload: str, pod_set: PodSet) -> Pod:
-        """The pod as Kueue starts it: its flavor's nodeLabels and tolerations merged in."""
-        flavor = self._flavor(workload, pod_set)
-        return Pod(
-            requests=from_quantities(pod_set.requests),
-            node_selector={**pod_set.node_selector, **flavor.node_labels},
-            tolerations=pod_set.tolerations + flavor.tolerations,
-        )
+        return plain_pod(pod_set, self._flavor(workload, pod_set))
 
     def _released_pod(self, workload: str, pod_set: PodSet, key: LeafKey) -> tuple[Pod, str]:
         """The pod as the ungater would release it into this domain, or why it cannot."""
@@ -307,6 +301,15 @@ class Binder:
             if b.node in loads:
                 loads[b.node].add(b.pod, b.count)
         return loads
+
+
+def plain_pod(pod_set: PodSet, flavor: Flavor) -> Pod:
+    """The pod as Kueue starts it: its flavor's nodeLabels and tolerations merged in."""
+    return Pod(
+        requests=from_quantities(pod_set.requests),
+        node_selector={**pod_set.node_selector, **flavor.node_labels},
+        tolerations=pod_set.tolerations + flavor.tolerations,
+    )
 
 
 class _Selecting:

@@ -3,8 +3,9 @@ workload controller keeps it, and what a check controller's state changes make K
 (docs/scenario-format-v2.md, "Admission checks"; rules in harness/kueue/admission_checks.py).
 
 - The scheduler reserves quota and topology as usual (`prepareWorkload`); the workload is
-  admitted at once only when every check its admission needs is already listed and Ready
-  (`HasAllRequiredChecks`, `SyncAdmittedCondition`), else it waits holding both.
+  admitted once every check its admission needs is Ready (at once when they are all listed
+  and Ready: `HasAllRequiredChecks`, `SyncAdmittedCondition`; else after the workload
+  controller's sync), else it waits holding both. An admission on no flavor needs none.
 - The workload controller lists the checks it needs (`syncAdmissionCheckConditions`: new ones
   Pending, others dropped); without an admission only those running for every flavor.
 - A Retry check on a workload holding quota evicts it (reason AdmissionCheck): its quota and
@@ -50,12 +51,6 @@ class CheckStates:
     def failed(self, name: str) -> bool:
         """A Retry or Rejected check: the scheduler leaves the workload pending."""
         return any(s in ("Retry", "Rejected") for s in self.states.get(name, {}).values())
-
-    def admits_at_reservation(self, name: str, cq: ClusterQueue, flavors: Collection[str]) -> bool:
-        """`prepareWorkload`: every check the admission needs is listed, and all are Ready."""
-        present = self.states.get(name, {})
-        needed = required_checks(cq, flavors)
-        return needed <= set(present) and all(s == "Ready" for s in present.values())
 
     def all_ready(self, name: str) -> bool:
         return all(s == "Ready" for s in self.states.get(name, {}).values())

@@ -112,9 +112,12 @@ class Cluster(Model):
         w = a.as_workload()
         self.workloads[a.name] = w
         self.queues.push(self._pending(w))
-        # Its admission checks stay listed, reset to Pending by the eviction (evict.go
-        # resetChecksOnEviction), so a check controller may still write them.
-        self.checks.sync(a.name, self.scenario.cluster_queue(a.queue), None)
+        # Its checks as written with the admission, reset to Pending by the eviction
+        # (resetChecksOnEviction), then those of a workload without admission.
+        cq = self.scenario.cluster_queue(a.queue)
+        self.checks.states[a.name] = admitted_states(cq, a)
+        self.checks.reset_on_eviction(a.name)
+        self.checks.sync(a.name, cq, None)
         # Not an `evicted` outcome: that one is what a step evicts (runner/repair.py).
         self._pending_outcome(a.name, inactive_message(self.scenario.cluster_queue(a.queue)))
 

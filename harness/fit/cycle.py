@@ -74,6 +74,10 @@ from harness.scenario.model import (
 SKIPPED = "Workload no longer fits after processing another workload"
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 """Not a requeue reason: the scheduler holds the entry (waitForPodsReadyIfNeeded)."""
+WRITE_REFUSED = "AdmissionWriteRefused"
+"""Not a requeue reason: the API server refused the admission's status write; admit()'s
+goroutine requeues it (FailedAfterNomination) once that answer comes back, after the next
+cycle has taken its heads (`Model.in_flight`)."""
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
@@ -134,6 +138,10 @@ class Model:
         self.outcomes: dict[str, Outcome] = {}
         self.preempted: set[str] = set()
         self.cycle = 0
+        self.in_flight: list[Pending] = []
+        """Workloads whose admission write the API server refused, not yet requeued: on a
+        real cluster its answer takes far longer than the scheduler takes to start the next
+        cycle, so they sit that cycle out (the next workload of their queue is tried)."""
         self.generation = {cq.name: 0 for cq in scenario.cluster_queues}
         self.tick = 0
         submitted = [*scenario.workloads]
@@ -181,18 +189,15 @@ class Model:
 
     def _released(self, w: Workload, held: Holding) -> dict[str, str | None]:
         """The pod sets requesting TAS, whose pods the ungater releases -> their TAS flavor
-        (None where none was assigned to a pod set with a topology request: its pods stay
-        gated)."""
+        (None where none was assigned: its pods stay gated). Only those with a topology
+        assignment: podset.go adds the TAS gate only with one, so the pods of a pod set
+        admitted without (assignFlavors returned before the TAS step) are not gated."""
         cq = self.scenario.cluster_queue(held.cq)
         out: dict[str, str | None] = {}
         for ps in w.pod_sets:
-            if requests_tas(cq, self.scenario, ps):
+            if requests_tas(cq, self.scenario, ps) and ps.name in held.per_leaf:
                 names = held.flavors.get(ps.name, "").split(",")
                 tas = [f for f in names if f and self._is_tas(f)]
-                if not tas and ps.topology is None:
-                    # Implied TAS without a topology assignment: nothing gates its pods
-                    # (podset.go adds the TAS gate only with a TopologyAssignment).
-                    continue
                 out[ps.name] = tas[0] if tas else None
         return out
 
@@ -259,21 +264,36 @@ class Model:
         seen: dict[Hashable, int] = {}
         history: list[Hashable] = []
         for _ in range(MAX_CYCLES):
+            if not any(self.queues.heap.values()):
+                self._land_refused()  # Heads waits for them
             if not any(self.queues.heap.values()) or self.readiness.blocked is not None:
+                self._land_refused()
                 return
             self.run_cycle()
-            state = (self.queues.signature(), tuple(sorted(self.snap.holding)), self._outcome_key())
+            state = (
+                self.queues.signature(),
+                tuple(sorted(p.workload.name for p in self.in_flight)),
+                tuple(sorted(self.snap.holding)),
+                self._outcome_key(),
+            )
             if state in seen:
                 loop = history[seen[state] :]
-                if len({key[2] for key in loop if isinstance(key, tuple)}) > 1:
+                if len({key[3] for key in loop if isinstance(key, tuple)}) > 1:
                     raise Nondeterministic(
                         f"{self.scenario.path}: the cycles repeat without settling (a "
                         f"StrictFIFO scan or a preemption cycle): messages keep changing"
                     )
+                self._land_refused()
                 return
             seen[state] = len(history)
             history.append(state)
         raise HarnessError(f"{self.scenario.path}: no fixpoint after {MAX_CYCLES} cycles")
+
+    def _land_refused(self) -> None:
+        """The refused admissions' requeues come back (requeueAndUpdate: at once)."""
+        for pending in self.in_flight:
+            self.queues.requeue(pending, FAILED_AFTER_NOMINATION)
+        self.in_flight = []
 
     def _outcome_key(self) -> Hashable:
         return tuple(
@@ -286,6 +306,7 @@ class Model:
     def run_cycle(self) -> None:
         self.cycle += 1
         heads = self.queues.heads()
+        self._land_refused()  # once this cycle has its heads
         failed = [p for p in heads if self.checks.failed(p.workload.name)]
         for pending in failed:  # nominate: "The workload has failed admission checks"
             self._pending_outcome(pending.workload.name, FAILED_CHECKS)
@@ -318,7 +339,9 @@ class Model:
                     f"the scheduler waits for PodsReady (blockAdmission): not modelled"
                 )
             reason, message = self.process(entry, claimed, admitted, victims)
-            if reason and reason != WAITING_FOR_PODS_READY:
+            if reason == WRITE_REFUSED:
+                self.in_flight.append(entry.pending)
+            elif reason and reason != WAITING_FOR_PODS_READY:
                 requeue.append((entry, reason))
             if reason and message is not None:
                 if self.outcomes.get(entry.name, NEVER_EVALUATED).message != message:
@@ -607,14 +630,20 @@ class Model:
                 f". Pending the preemption of {len(entry.targets)} workload(s)"
             )
             return PENDING_PREEMPTION, message
-        if any(not entry.per_leaf.get(tr.pod_set.name) for tr in entry.tas):
-            # Kueue admits with a topology assignment holding no domain; the API server
-            # refuses that write (topologyAssignment.slices: Required value), the cache drops
-            # the workload and it is requeued at once, its status unwritten. Dropping it
-            # moves the ClusterQueue's allocatable generation (cache deleteWorkload: v0.18.2
-            # clusterqueue.go:509), so a scan that restarts on that restarts here.
+        if any(not entry.per_leaf.get(tr.pod_set.name) for tr in entry.tas) or (
+            len(a.resource_modes) < len(entry.pending.workload.pod_sets)
+        ):
+            # Kueue admits with a topology assignment holding no domain, or with fewer pod
+            # set assignments than pod sets (assignFlavors returned early: `before_tas`
+            # before the last group); the API server refuses that write (Workload CRD:
+            # topologyAssignment.slices: Required value; "podSetAssignments must have the
+            # same number of podSets as the spec"), the cache drops the workload and it is
+            # requeued (at once, but after the next cycle took its heads: WRITE_REFUSED),
+            # its status unwritten. Dropping it moves the ClusterQueue's
+            # allocatable generation (cache deleteWorkload: v0.18.2 clusterqueue.go:509), so
+            # a scan that restarts on that restarts here.
             self.generation[cq.name] += 1
-            return FAILED_AFTER_NOMINATION, None
+            return WRITE_REFUSED, None
         if self.readiness.blocks(self):
             # waitForPodsReadyIfNeeded: the status is written, then the loop waits.
             self.queues.delete(entry.name)
@@ -648,9 +677,14 @@ class Model:
         flavors = {ps.name: a.pod_set_flavor(ps.name) for ps in w.pod_sets}
         self.queues.delete(w.name)
         self.afs.charge(w)
-        used = flavors_of(flavors)
-        ready = self.checks.admits_at_reservation(w.name, entry.cq, used)
-        self.checks.sync(w.name, entry.cq, used)
+        # prepareWorkload admits at once when the checks listed are all Ready and include
+        # every one the admission needs; else the workload controller syncs the list to those
+        # (a check not needed is dropped) and admits when they are all Ready
+        # (syncAdmissionCheckConditions, SyncAdmittedCondition). Either way it ends admitted
+        # exactly when the needed checks are Ready: none for an admission on no flavor
+        # (admissionChecksForAdmission intersects the checks' flavors with the admission's).
+        self.checks.sync(w.name, entry.cq, flavors_of(flavors))
+        ready = self.checks.all_ready(w.name)
         self.outcomes[w.name] = Outcome(
             admitted=ready,
             placement=placement,

@@ -114,7 +114,8 @@ class Assignment:
     """The mode the TAS step set last (Kueue caches it as the representative mode)."""
     before_tas: bool = False
     """`assignFlavors` returned before the TAS step: a pod set asks for resources yet got no
-    flavor and no failure (all skipped as undeclared: IgnoreUndeclared, or zero)."""
+    flavor and no failure (all skipped as undeclared: IgnoreUndeclared, or zero). The groups
+    after it get no assignment at all (`resource_modes` lacks them)."""
 
     def pod_set_mode(self, name: str) -> Mode:
         """`PodSetAssignment.RepresentativeMode`: Fit without reasons (whatever its flavors
@@ -387,14 +388,13 @@ def assign_flavors(
         for ps in members:
             out.reasons[ps.name] = list(failed if failed is not None else reasons)
             mine = {r: chosen[r] for r in own[ps.name] if r in chosen}
+            # Its requests as Kueue holds them (`Requests.Len()`): resources IgnoreUndeclared
+            # skips count too, so a pod set asking only for those is not one "requesting
+            # nothing" that borrows its group's TAS flavor (resolvePodSetFlavors).
+            asks = bool(own[ps.name]) or bool(pod_quota(scenario, ps))
             if failed is not None:
                 mine = {}
-            elif (
-                not own[ps.name]
-                and ps.topology is not None
-                and ps.topology.group
-                and grouped_borrows
-            ):
+            elif not asks and ps.topology is not None and ps.topology.group and grouped_borrows:
                 mine = _tas_only(scenario, chosen)
             out.flavors[ps.name] = {r: f for r, (f, _) in mine.items()}
             out.resource_modes[ps.name] = {r: m for r, (_, m) in mine.items()}
@@ -406,7 +406,7 @@ def assign_flavors(
                 out.tried[(slot, r)] = looked_at[cq.resource_groups.index(group)]
             slot += 1
             # atLeastOnePodsAssignmentFailed without an error (flavorassigner.go)
-            if failed is None and not mine and pod_quota(scenario, ps):
+            if failed is None and not mine and asks:
                 out.before_tas = True
         if failed is not None or out.before_tas:
             return out

@@ -6,7 +6,8 @@ The shape is what Kueue v0.19.2 writes itself (sigs.k8s.io/kueue@v0.19.2
 pkg/scheduler/flavorassigner/flavorassigner.go: `PodSetAssignment.toAPI`): per pod set its
 name, the flavor of every resource it requests (plus `pods` when its ClusterQueue covers
 `pods`, as `assignFlavors` adds it), `resourceUsage` = count x per-pod request as the
-Configuration's `resources` section counts it (harness.kueue.quota_requests), `count`, and for
+Configuration's `resources` section counts it (harness.kueue.quota_requests), of the
+resources a resource group covers, `count`, and for
 a TAS flavor a v1beta2 `topologyAssignment` (pkg/cache/scheduler/tas_flavor_snapshot.go:
 `buildAssignment`: only the hostname level when it is the lowest level, else every level;
 domains sorted by their level values). The topology assignment uses the plain v1beta2 form
@@ -74,10 +75,16 @@ def _pod_set_assignment(
     }
     if covers_pods:
         usage[PODS] = Fraction(pod_set.count)
+    # resourceUsage only of resources a resource group covers: Kueue's cache counts every
+    # resourceUsage entry against its flavor, and the cohort's quota of it
+    # (FlavorResourceUsage), while Kueue itself never holds quota for a resource no group
+    # covers (IgnoreUndeclared skips it). The flavors stay: the entry's TAS usage is placed
+    # on them (TASUsage), and they are the flavors it was admitted on.
+    held = [r for r in sorted(usage) if cq.group_of(r) is not None]
     out: dict[str, Any] = {
         "name": pod_set.name,
         "flavors": {r: flavor_of(cq, admitted.flavor, r) for r in sorted(usage)},
-        "resourceUsage": {resource: format_quantity(usage[resource]) for resource in sorted(usage)},
+        "resourceUsage": {resource: format_quantity(usage[resource]) for resource in held},
         "count": pod_set.count,
     }
     if admitted.placement is not None:

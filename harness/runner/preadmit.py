@@ -93,7 +93,9 @@ def wait_drained(
     kube: Kube, names: Names, kueue_name: str, t: Timeouts, reason: str = DRAIN_REASON
 ) -> None:
     """Until Kueue has evicted the Workload from its HoldAndDrain ClusterQueue (`reason`
-    LocalQueueStopped: LocalQueue) and its Job has given the quota back
+    LocalQueueStopped: LocalQueue), its Job has given the quota back, and the workload
+    controller has written why it waits over the eviction's message (getQueueBlocker: the
+    queue is inactive; read earlier, a loaded machine showed "The LocalQueue is stopped")
     (harness.kueue.queue_activity, harness.kueue.local_queue_stop)."""
 
     def check(wl: Obj | None) -> tuple[bool, str]:
@@ -101,12 +103,16 @@ def wait_drained(
         reserved = (get_condition(wl, "QuotaReserved") if wl else None) or {}
         seen = (
             f"Evicted={evicted.get('status')} ({evicted.get('reason')}),"
-            f" QuotaReserved={reserved.get('status')}"
+            f" QuotaReserved={reserved.get('status')} ({reserved.get('message', '')})"
         )
-        done = evicted.get("reason") == reason and reserved.get("status") == "False"
+        done = (
+            evicted.get("reason") == reason
+            and reserved.get("status") == "False"
+            and reserved.get("message") != evicted.get("message")
+        )
         return done, seen
 
-    what = f"evicted ({reason}) and its quota released"
+    what = f"evicted ({reason}), its quota released and why it waits written"
     _wait_workload(kube, names, kueue_name, check, what, t)
 
 

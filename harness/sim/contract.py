@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from harness.fit.bindable import bindable_nodes
 from harness.k8s.quantity import format_quantity
 from harness.kueue.admission_status import admitted_status, reservation_times
 from harness.kueue.cluster_queue_spec import cluster_queue_spec
@@ -213,4 +214,11 @@ def scenario_to_dict(
         "localQueues": [_local_queue(lq) for lq in sc.queues()],
         "workloads": [_workload(w) for w in sc.workloads],
         "steps": [step_to_dict(st) for st in sc.steps],
+        "bindableNodes": {w.name: bindable_nodes(sc, w) for w in _submitted(sc)},
     }
+
+
+def _submitted(sc: Scenario) -> list[Workload]:
+    """The workloads the scenario submits, at the start and in its steps."""
+    later = [st.target for st in sc.steps if isinstance(st.target, Workload)]
+    return [*sc.workloads, *later]

@@ -124,7 +124,28 @@ def test_resource_usage_is_kueues_whole_units_per_pod_times_the_count() -> None:
     data = parse_yaml(WORLD, "world.yaml")
     transformation = {"input": "cpu", "outputs": {"example.com/credits": "1"}}
     data["kueueConfig"] = {"resources": {"transformations": [transformation]}}
+    group = data["clusterQueues"][0]["resourceGroups"][0]
+    group["coveredResources"].append("example.com/credits")
+    for flavor in group["flavors"]:
+        flavor["resources"].append({"name": "example.com/credits", "nominalQuota": 64})
     scenario = scenario_from_data(data, "world.yaml")
     (psa,) = admission_status(scenario, scenario.admitted[0])["podSetAssignments"]
     assert psa["resourceUsage"]["example.com/credits"] == "5"
     assert psa["resourceUsage"]["cpu"] == "2500m"
+
+
+def test_a_resource_no_group_covers_keeps_its_flavor_but_holds_no_quota() -> None:
+    """Kueue never holds quota for a resource no resource group covers (IgnoreUndeclared
+    skips it; toAPI writes only resources with a flavor), while its cache counts every
+    resourceUsage entry against its flavor: the entry's resourceUsage leaves it out. Its
+    flavor stays, so the TAS usage is still placed on it (TASUsage reads the flavors)."""
+    data = parse_yaml(WORLD, "world.yaml")
+    data["kueueConfig"] = {"resources": {"quotaCheckStrategy": "IgnoreUndeclared"}}
+    data["admitted"][0]["podSets"][0]["requests"]["example.com/nic"] = 1
+    data["nodes"][0]["allocatable"]["example.com/nic"] = 4
+    data["nodes"][1]["allocatable"]["example.com/nic"] = 4
+    scenario = scenario_from_data(data, "world.yaml")
+    (psa,) = admission_status(scenario, scenario.admitted[0])["podSetAssignments"]
+    assert psa["flavors"]["example.com/nic"] == "h100"
+    assert "example.com/nic" not in psa["resourceUsage"]
+    assert psa["resourceUsage"]["nvidia.com/gpu"] == "5"

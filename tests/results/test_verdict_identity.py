@@ -47,3 +47,16 @@ def test_the_skip_message_counts_for_a_workload_never_preempted() -> None:
 
 def test_another_pending_message_of_a_victim_still_counts() -> None:
     assert len(_compare("couldn't assign flavors to pod set main: insufficient quota")) == 1
+
+
+def test_a_pods_ready_timeout_message_may_name_any_workload_object() -> None:
+    # reconcileNotReadyTimeout: 'Exceeded the PodsReady timeout NS/NAME', the Workload object's
+    # name, which only the cluster (or the sim) gives; the fit model predicts the prefix.
+    predicted = {"w": Outcome(admitted=False, message="Exceeded the PodsReady timeout")}
+    for real in (
+        "Exceeded the PodsReady timeout default/w",
+        "Exceeded the PodsReady timeout ns/job-w-1a2b3",
+    ):
+        assert against_prediction(predicted, {"w": Outcome(admitted=False, message=real)}) == []
+    other = {"w": Outcome(admitted=False, message="Exceeded the PodsReady timeoutX")}
+    assert len(against_prediction(predicted, other)) == 1

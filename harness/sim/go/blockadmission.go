@@ -169,7 +169,8 @@ func (c *cluster) jobPodsStarted(ctx context.Context, old, new *kueue.Workload) 
 	if workload.IsAdmitted(old) || !workload.IsAdmitted(new) || c.podsHeld[new.Name] {
 		return nil
 	}
-	if c.neverReady.Has(new.Name) { // podsReady: false: not ready since admission
+	// podsReady: false, or pods kube-scheduler cannot bind: not ready since admission
+	if c.neverReady.Has(new.Name) || !c.podsCanBind(new) {
 		c.podsHeld[new.Name] = true
 		return c.writePodsReady(ctx, new.Name, metav1.ConditionFalse, kueue.WorkloadWaitForStart, startMsg)
 	}

@@ -7,13 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
@@ -80,20 +80,25 @@ func (b *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 type statusWrite struct{ old, new *kueue.Workload }
 
 // statusWrites records every Workload status write in order, and the Workloads whose
-// admission it refused.
+// admission it refused (with the refusal's note for the outcome).
 type statusWrites struct {
 	mu      sync.Mutex
 	stored  []statusWrite
-	refused sets.Set[string]
+	refused map[string]string
 	marked  [markReaders]marks // Workloads written in any way, per reader (written.go)
 	reads   *readCache         // the fake client's reads (readcache.go)
 }
 
 // wasRefused: an admission of the Workload was refused (see refuseEmptyTopology).
 func (w *statusWrites) wasRefused(name string) bool {
+	return w.refusal(name) != ""
+}
+
+// refusal: the note on why an admission of the Workload was refused, "" when none was.
+func (w *statusWrites) refusal(name string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.refused.Has(name)
+	return w.refused[name]
 }
 
 // refuseEmptyTopology answers as the API server does to a status whose admission holds a
@@ -108,19 +113,43 @@ func (w *statusWrites) refuseEmptyTopology(wl *kueue.Workload) error {
 	}
 	for i, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.TopologyAssignment != nil && len(psa.TopologyAssignment.Slices) == 0 {
-			w.mu.Lock()
-			if w.refused == nil {
-				w.refused = sets.New[string]()
-			}
-			w.refused.Insert(wl.Name)
-			w.mu.Unlock()
+			w.refuse(wl.Name, "Kueue admits it with an empty topology assignment, which the API "+
+				"server refuses (slices: Required value), and retries it every scheduling cycle")
 			path := field.NewPath("status", "admission", "podSetAssignments").Index(i).
 				Child("topologyAssignment", "slices")
-			return apierrors.NewInvalid(schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "Workload"}, wl.Name,
-				field.ErrorList{field.Required(path, "")})
+			return apierrors.NewInvalid(workloadKind, wl.Name, field.ErrorList{field.Required(path, "")})
 		}
 	}
 	return nil
+}
+
+// refuseShortAdmission answers as the API server does to a status reserving quota whose
+// admission has another number of podSetAssignments than the stored Workload has pod sets
+// (the Workload CRD's rule below). Kueue v0.19's assignFlavors returns early when a pod set
+// asks only for resources IgnoreUndeclared skips, so the pod sets after it get no
+// assignment; Kueue then forgets and requeues the workload as for refuseEmptyTopology.
+// `stored` gives the pod sets: a status apply carries no spec.
+func (w *statusWrites) refuseShortAdmission(wl, stored *kueue.Workload) error {
+	const rule = "podSetAssignments must have the same number of podSets as the spec"
+	admission := wl.Status.Admission
+	if admission == nil || !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
+		len(admission.PodSetAssignments) == len(stored.Spec.PodSets) {
+		return nil
+	}
+	w.refuse(wl.Name, "Kueue admits it with fewer pod set assignments than pod sets, which the "+
+		"API server refuses ("+rule+"), and retries it every scheduling cycle")
+	return apierrors.NewInvalid(workloadKind, wl.Name, field.ErrorList{field.Invalid(nil, nil, rule)})
+}
+
+var workloadKind = schema.GroupKind{Group: "kueue.x-k8s.io", Kind: "Workload"}
+
+func (w *statusWrites) refuse(name, note string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refused == nil {
+		w.refused = map[string]string{}
+	}
+	w.refused[name] = note
 }
 
 // record adds a status write made by an update rather than an apply (the workload
@@ -152,6 +181,9 @@ func (w *statusWrites) patch(ctx context.Context, c client.Client, sub string, o
 	}
 	old := &kueue.Workload{}
 	if err := w.reads.read(ctx, c, client.ObjectKeyFromObject(obj), old); err != nil {
+		return err
+	}
+	if err := w.refuseShortAdmission(wl, old); err != nil {
 		return err
 	}
 	var err error

@@ -14,12 +14,14 @@ import (
 // (pkg/scheduler/scheduler.go). The sim steps the scheduler by them: a cycle begins only
 // when the driver says so, and the fake clock moves between two admissions.
 const (
-	msgCycleStarts   = "Scheduling cycle starts"         // schedule(), before Heads()
-	msgAttempting    = "Attempting to schedule workload" // processEntry(), each entry
-	msgAssumed       = "Workload assumed in the cache"   // assumeWorkload(), before the status write
-	msgRequeued      = "Workload re-queued"              // requeueAndUpdate()
-	msgProcessedAll  = "Workload processing done"        // schedule(), after requeueing
-	msgCycleComplete = "Scheduling cycle complete"       // schedule(), deferred
+	msgCycleStarts   = "Scheduling cycle starts"            // schedule(), before Heads()
+	msgObtainedHeads = "Obtained heads"                     // schedule(), after Heads()
+	msgAttempting    = "Attempting to schedule workload"    // processEntry(), each entry
+	msgAssumed       = "Workload assumed in the cache"      // assumeWorkload(), before the status write
+	msgRequeued      = "Workload re-queued"                 // requeueAndUpdate()
+	msgSecondPass    = "Workload re-queued for second pass" // requeueAndUpdate(), instead
+	msgProcessedAll  = "Workload processing done"           // schedule(), after requeueing
+	msgCycleComplete = "Scheduling cycle complete"          // schedule(), deferred
 	// admit()'s goroutine ends with one of these three lines, once its status write returned.
 	msgAdmitWritten = "Workload successfully admitted and assigned flavors"
 	msgAdmitGone    = "Workload not admitted because it was deleted"
@@ -40,7 +42,11 @@ const (
 //   - an admission's status write runs in a goroutine of its own (scheduler.admit); at
 //     the scheduler's next line the hook waits for that write, then moves the fake clock
 //     one second per admission, so every admission gets its own reservation second (Kueue
-//     orders preemption candidates by it) no matter how goroutines interleave.
+//     orders preemption candidates by it) no matter how goroutines interleave;
+//   - a refused write's requeue (admit's goroutine: requeueAndUpdate) waits until the next
+//     cycle has taken its heads (holdRefused, landRefused): on a real cluster the API
+//     server's answer takes far longer than the scheduler takes to start that cycle, so
+//     the refused workload sits it out and the next one of its ClusterQueue is tried.
 type cycleHook struct {
 	clock *clocktesting.FakeClock
 	done  <-chan struct{}
@@ -54,6 +60,11 @@ type cycleHook struct {
 	// with nothing to pop, or Heads blocks.
 	secondPass map[string]bool
 
+	// Refused admissions whose requeue waits for the next cycle's heads (holdRefused), and
+	// those released whose requeue has not been logged yet.
+	inFlight, landing int
+	land              chan struct{} // closed to release the waiting requeues
+
 	boundary chan struct{} // the scheduler reached the start of a cycle
 	release  chan struct{} // the driver lets it run the cycle
 	gate     podsReadyGate // blockAdmission's wait (blockadmission.go)
@@ -61,7 +72,8 @@ type cycleHook struct {
 
 func newCycleHook(clock *clocktesting.FakeClock, done <-chan struct{}, podsReady bool) *cycleHook {
 	h := &cycleHook{clock: clock, done: done, secondPass: map[string]bool{},
-		boundary: make(chan struct{}), release: make(chan struct{}), gate: newPodsReadyGate(podsReady)}
+		boundary: make(chan struct{}), release: make(chan struct{}), gate: newPodsReadyGate(podsReady),
+		land: make(chan struct{})}
 	h.written = sync.NewCond(&h.mu)
 	return h
 }
@@ -72,8 +84,15 @@ func (h *cycleHook) observe(msg string) {
 		h.mu.Lock()
 		h.assumed++
 		h.mu.Unlock()
-	case msgAttempting, msgRequeued, msgProcessedAll, msgCycleComplete:
+	case msgAttempting, msgProcessedAll, msgCycleComplete:
 		h.tick()
+	case msgRequeued:
+		h.tick()
+		h.landed()
+	case msgSecondPass:
+		h.landed()
+	case msgObtainedHeads:
+		h.landRefused()
 	case msgAdmitWritten, msgAdmitGone:
 		h.admissionWritten()
 	case msgCycleStarts:
@@ -98,6 +117,49 @@ func (h *cycleHook) admissionWritten() {
 	h.assumed--
 	h.unticked++
 	h.written.Broadcast()
+	h.mu.Unlock()
+}
+
+// holdRefused runs on admit()'s goroutine once its status write was refused: its requeue
+// waits until landRefused (or the scenario ends).
+func (h *cycleHook) holdRefused() {
+	h.mu.Lock()
+	h.inFlight++
+	land := h.land
+	h.mu.Unlock()
+	select {
+	case <-land:
+	case <-h.done:
+	}
+}
+
+// landRefused lets the refused admissions' requeues run and waits until each is logged; it
+// runs once a cycle has its heads, or from the driver when there is nothing else to pop
+// (Heads would wait for them). It reports whether there were any.
+func (h *cycleHook) landRefused() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inFlight == 0 {
+		return false
+	}
+	h.landing += h.inFlight
+	h.inFlight = 0
+	close(h.land)
+	h.land = make(chan struct{})
+	for h.landing > 0 {
+		h.written.Wait()
+	}
+	return true
+}
+
+// landed counts down a released requeue. Only they log a requeue while landRefused waits:
+// the scheduler is blocked in it, or at a cycle's start.
+func (h *cycleHook) landed() {
+	h.mu.Lock()
+	if h.landing > 0 {
+		h.landing--
+		h.written.Broadcast()
+	}
 	h.mu.Unlock()
 }
 
@@ -224,6 +286,7 @@ func (s *hookSink) Error(err error, msg string, kv ...any) {
 	}
 	if s.lockstep && msg == msgAdmitFailed {
 		s.hook.admissionWritten()
+		s.hook.holdRefused()
 	}
 }
 

@@ -76,6 +76,8 @@ type cluster struct {
 	neverReady  sets.Set[string]
 	podsReady   podsReadyTimers
 	podsReadyOn bool
+	// bindable: where kube-scheduler can bind each pod set's pods (podsbind.go).
+	bindable bindableNodes
 	// blockAdmission (blockadmission.go): the scheduler stopped mid-cycle to wait for
 	// PodsReady; the workloads whose pods a pods-not-ready step holds.
 	waitingPodsReady bool
@@ -112,6 +114,7 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		podsHeld: map[string]bool{}, queuesUsed: sets.New[string](),
 	}
 	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
+	c.bindable = sc.BindableNodes
 	fail := func(err error) (*cluster, error) {
 		cancel()
 		return nil, err
@@ -451,6 +454,9 @@ func (c *cluster) settle(ctx context.Context) error {
 			}
 			return nil
 		}
+		if c.nothingToPop() && c.hook.landRefused() {
+			continue // Heads waits for the refused admissions' requeue
+		}
 		if c.nothingToPop() && !c.hook.secondPassQueued() {
 			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
 			// pass); the clock moves to the earliest one.
@@ -485,6 +491,7 @@ func (c *cluster) settle(ctx context.Context) error {
 				continue
 			}
 			c.noteAlternating(history[since:])
+			c.hook.landRefused() // a refused admission is back in its queue soon after
 			return nil
 		}
 		if n == maxCycles {
@@ -647,9 +654,8 @@ func (c *cluster) read(ctx context.Context, name string) (Result, error) {
 	}
 	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 	msg := ""
-	if c.writes.wasRefused(name) && res.note == "" {
-		res.note = "Kueue admits it with an empty topology assignment, which the API server " +
-			"refuses (slices: Required value), and retries it every scheduling cycle"
+	if why := c.writes.refusal(name); why != "" && res.note == "" {
+		res.note = why
 	}
 	switch {
 	case c.writes.wasRefused(name) && cond == nil:

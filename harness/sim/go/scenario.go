@@ -33,6 +33,8 @@ type Scenario struct {
 	LocalQueues             []LocalQueueSpec     `json:"localQueues"`
 	Workloads               []WorkloadSpec       `json:"workloads"`
 	Steps                   []StepSpec           `json:"steps"`
+	// BindableNodes is the fit model's kube-scheduler filter per pod set (podsbind.go).
+	BindableNodes bindableNodes `json:"bindableNodes"`
 	// SimOptions are knobs of this backend only, not part of the contract.
 	SimOptions SimOptions `json:"simOptions"`
 }

@@ -106,6 +106,7 @@ func (c *cluster) applyStep(ctx context.Context, sc *Scenario, st *StepSpec, out
 	if err := c.ensureFaultModel(ctx); err != nil {
 		return err
 	}
+	c.forgetBindable(st.Action)
 	switch st.Action {
 	case "node-not-ready", "node-ready", "taint-node", "untaint-node":
 		return c.faultNode(ctx, st)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
+)
+
+// bindableNodes: workload -> pod set -> TAS flavor -> the nodes kube-scheduler could bind one
+// of its pods to. The rule is the fit model's (harness/fit/bindable.py), computed in Python
+// from the scenario as it starts, so both engines decide alike which pods never run.
+type bindableNodes map[string]map[string]map[string][]string
+
+// podsCanBind: kube-scheduler finds a node for the pods of every domain Kueue assigned the
+// workload's TAS pod sets. Kueue places by a domain's summed free capacity and checks taints
+// and selectors only at the hostname level (tas_flavor_snapshot.go findTopologyAssignment),
+// so a domain may hold no node a pod can run on; those pods stay Pending, the job
+// reconciler never writes PodsReady=True (generatePodsReadyCondition), and blockAdmission
+// keeps waiting. A workload the table does not list (submitted in a session) counts as
+// bindable.
+func (c *cluster) podsCanBind(wl *kueue.Workload) bool {
+	table, ok := c.bindable[wl.Name]
+	if !ok || wl.Status.Admission == nil {
+		return true
+	}
+	for i := range wl.Status.Admission.PodSetAssignments {
+		psa := &wl.Status.Admission.PodSetAssignments[i]
+		ta := psa.TopologyAssignment
+		if ta == nil || len(ta.Levels) == 0 {
+			continue
+		}
+		for _, f := range psa.Flavors {
+			nodes, listed := table[string(psa.Name)][string(f)]
+			if !listed {
+				continue
+			}
+			for d := range utiltas.InternalSeqFrom(ta) {
+				if !c.anyNodeIn(nodes, ta.Levels, d.Values) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// anyNodeIn: one of the nodes carries the domain's value of every level.
+func (c *cluster) anyNodeIn(nodes []string, levels, values []string) bool {
+	for _, name := range nodes {
+		n, ok := c.nodes[name]
+		if !ok {
+			continue
+		}
+		match := true
+		for i, level := range levels {
+			if n.Labels[level] != values[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetBindable drops the table once a step changes the nodes or the usage it was computed
+// from: later admissions count as bindable again (the earlier behaviour); a workload already
+// held stays held.
+func (c *cluster) forgetBindable(action string) {
+	switch action {
+	case "node-not-ready", "node-ready", "taint-node", "untaint-node", "cordon", "uncordon",
+		"add-node", "delete-node", "add-usage", "delete-usage":
+		c.bindable = nil
+	}
+}
