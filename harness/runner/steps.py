@@ -31,7 +31,7 @@ from harness.runner import (
     shaping,
 )
 from harness.runner.kueuelog import KueueLog
-from harness.runner.reading import admission_placement, state
+from harness.runner.reading import admission_placement, evicted_now, state
 from harness.runner.requeue import retry_window
 from harness.runner.waits import delete_pods, wait_gone
 from harness.scenario.model import (
@@ -97,6 +97,59 @@ def await_start_timeouts(s: Session) -> None:
         repair.settle(watch, KueueLog(s.cluster.kueue_log_path), s.t)
 
     pod_readiness.await_start_timeouts(s, settle)
+
+
+def _admitted_on(s: Session, node: str) -> list[Entry]:
+    """Live admitted workloads whose topology assignment names the node."""
+    found = []
+    for entry in _live(s):
+        wl = s.workload_obj(entry)
+        if wl is None or state(wl).kind != "admitted":
+            continue
+        placement = admission_placement(wl, s.rename(entry))
+        if any(node in nodes for nodes in placement.values()):
+            found.append(entry)
+    return found
+
+
+def _await_node_repair(s: Session, node: str, placed: list[Entry], log: KueueLog) -> None:
+    """Before the deleted node's pods go: until Kueue's node controller has listed the node
+    in each workload placed on it and the second pass has replaced it or evicted (or, with
+    fail-fast off, failed once). Pod GC deletes a vanished node's pods only after its 40 s
+    quarantine, after Kueue's reaction; deleting them at once raced the second pass: their
+    Job's status write re-queued it with a copy still naming the node, and a second
+    replacement moved the pods again (real Kueue v0.19.2, faults-group-node-fails-group-split:
+    cycle 976 replaced gpu-2 by gpu-3, cycle 977 by gpu-4; queue/manager.go
+    QueueSecondPassIfNeeded)."""
+    if not placed or not s.cluster.gates.get(NODE_REPLACEMENT, True):
+        return
+    fail_fast = s.cluster.gates.get(FAIL_FAST, True)
+
+    def repaired() -> tuple[bool, str]:
+        waiting = []
+        for entry in placed:
+            wl = s.workload_obj(entry)
+            if wl is None or state(wl).kind != "admitted" or evicted_now(wl):
+                continue  # gone, evicted or requeued: Kueue has acted
+            listed = node in repair.unhealthy_nodes(wl)
+            placement = admission_placement(wl, s.rename(entry))
+            moved = not any(node in nodes for nodes in placement.values())
+            if moved and not listed:
+                continue
+            if listed and not fail_fast:
+                ns = s.names.namespace_of(entry.workload)
+                if not log.available or log.second_passes_failed(ns, entry.kueue_name):
+                    continue  # fail-fast off: Kueue keeps the node listed while it retries
+            said = "second pass pending" if listed else "not marked unhealthy yet"
+            waiting.append(f"{entry.workload.name}: {said}")
+        return not waiting, "; ".join(waiting) or "all repaired"
+
+    poll_until(
+        repaired,
+        what=f"Kueue to replace or evict around deleted node {node} before its pods go",
+        timeout=s.t.settle + 30,  # the second pass's longest backoff (second_pass_queue.go)
+        interval=s.t.interval,
+    )
 
 
 def _live(s: Session) -> list[Entry]:
@@ -231,8 +284,12 @@ def act(s: Session, step: Step) -> list[str]:
         s.nodes[target.name] = target
     elif action == "delete-node":
         assert isinstance(target, str)
+        placed = _admitted_on(s, target)
+        log = KueueLog(s.cluster.kueue_log_path)
+        log.mark()
         s.kube.delete("v1", "Node", target)
         wait_gone(s.kube, "v1", "Node", target, None, s.t)
+        _await_node_repair(s, target, placed, log)
         faults.delete_bound(s.kube, ns, target, s.names.run_selector, s.t)
         s.nodes.pop(target, None)
         return [target]
