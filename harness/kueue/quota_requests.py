@@ -26,14 +26,19 @@ def quota_requests(config: QuotaResources, requests: Resources) -> Resources:
     the section changes nothing (the common case, without copying)."""
     if not config.exclude_prefixes and not config.transformations:
         return requests
-    kept = {
+    kept = _not_excluded(config, requests)
+    transformed = _transformed(kept, {t.input: t for t in config.transformations})
+    # FloorToZero (totalRequestsFromPodSets): nothing counts below zero.
+    return {name: max(q, Fraction(0)) for name, q in transformed.items()}
+
+
+def _not_excluded(config: QuotaResources, requests: Resources) -> dict[str, Fraction]:
+    """The requests no excludeResourcePrefixes entry names (every Kueue version)."""
+    return {
         name: q
         for name, q in requests.items()
         if not any(name.startswith(prefix) for prefix in config.exclude_prefixes)
     }
-    transformed = _transformed(kept, {t.input: t for t in config.transformations})
-    # FloorToZero (totalRequestsFromPodSets): nothing counts below zero.
-    return {name: max(q, Fraction(0)) for name, q in transformed.items()}
 
 
 def _transformed(
@@ -80,11 +85,7 @@ def quota_requests_before_v0_19(config: QuotaResources, requests: Resources) -> 
     in totalRequestsFromPodSets), or OutputNameClash where Go map order decides."""
     if not config.exclude_prefixes and not config.transformations:
         return requests
-    kept = {
-        name: q
-        for name, q in requests.items()
-        if not any(name.startswith(prefix) for prefix in config.exclude_prefixes)
-    }
+    kept = _not_excluded(config, requests)
     by_input = {t.input: t for t in config.transformations}
     if not any(name in by_input for name in kept):
         return kept
