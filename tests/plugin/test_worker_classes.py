@@ -18,10 +18,10 @@ def _cpu(share_busy: float, share_wait: float) -> dict[str, float]:
 
 def test_scenarios_that_mostly_wait_get_clusters_of_their_own() -> None:
     wall = {**BUSY, **WAIT}
-    found = plan(list(wall), wall, _cpu(0.7, 0.1), cores=2, memory_gib=24)
+    found = plan(list(wall), wall, _cpu(0.7, 0.15), cores=2, memory_gib=24)
     assert found.waiting_items == frozenset(WAIT)
-    assert found.busy == 2  # 1.6 cores of budget at 0.7 each
-    # 0.2 cores left at 0.1 each: 2 clusters; 200 s waiting vs 80 s busy would take 5.
+    assert found.busy == 2  # 1.8 cores of budget at 0.7 each
+    # 0.4 cores left at 0.15 each: 2 clusters; 200 s waiting vs 80 s busy would take 5.
     assert found.waiting == 2
     assert "10 waiting" in found.why
 
