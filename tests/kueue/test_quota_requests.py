@@ -8,19 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from harness.k8s.quantity import parse_quantity
 from harness.kueue.quota_requests import declared_only, pod_set_units, quota_requests
 from harness.scenario.kueue_config import QuotaResources, ResourceTransformation
-
-
-def q(value: str) -> Fraction:
-    return parse_quantity(value)
-
-
-def rule(
-    name: str, outputs: dict[str, str], replace: bool = True, multiply_by: str = ""
-) -> ResourceTransformation:
-    return ResourceTransformation(name, replace, multiply_by, {k: q(v) for k, v in outputs.items()})
+from tests.quota_helpers import q, rule
 
 
 def config(

@@ -9,7 +9,6 @@ from fractions import Fraction
 
 import pytest
 
-from harness.k8s.quantity import parse_quantity
 from harness.kueue.quota_requests import (
     BeyondInt64,
     OutputNameClash,
@@ -17,16 +16,7 @@ from harness.kueue.quota_requests import (
     quota_requests_before_v0_19,
 )
 from harness.scenario.kueue_config import QuotaResources, ResourceTransformation
-
-
-def q(value: str) -> Fraction:
-    return parse_quantity(value)
-
-
-def rule(
-    name: str, outputs: dict[str, str], replace: bool = True, multiply_by: str = ""
-) -> ResourceTransformation:
-    return ResourceTransformation(name, replace, multiply_by, {k: q(v) for k, v in outputs.items()})
+from tests.quota_helpers import q, rule
 
 
 def legacy(cfg: QuotaResources, requests: dict[str, str]) -> dict[str, Fraction]:
