@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from harness.kube import KUEUE_API, has_condition, poll_until, wait_for
+from harness.kube import KUEUE_API, has_condition, wait_for
 from harness.kube import condition as get_condition
 from harness.kueue import local_queue_stop
 from harness.kueue.queue_activity import inactive_message, inactive_reason
+from harness.runner.lq_stop import await_stopped
 from harness.scenario.model import ClusterQueueStopChange
 
 if TYPE_CHECKING:
@@ -64,31 +65,11 @@ def _await_stopped(s: Session, change: ClusterQueueStopChange, entries: list[Ent
         (q.namespace, q.name) for q in s.scenario.queues() if local_queue_stop.held(q.stop_policy)
     }
 
-    def wanted(namespace: str, queue_name: str) -> str:
-        if (namespace, queue_name) in held:  # getQueueBlocker names the LocalQueue first
-            return local_queue_stop.inactive_message(queue_name)
+    def wanted(e: Entry) -> str:
+        if (e.workload.namespace, e.workload.queue_name) in held:
+            # getQueueBlocker names the LocalQueue first
+            return local_queue_stop.inactive_message(e.workload.queue_name)
         return inactive_message(cq)
 
-    def probe() -> tuple[bool, str]:
-        seen = []
-        for e in entries:
-            message = wanted(e.workload.namespace, e.workload.queue_name)
-            wl = s.workload_obj(e)
-            if wl is None:
-                continue
-            admitted = get_condition(wl, "Admitted") or {}
-            if admitted.get("status") == "True" and not drains:
-                continue
-            reserved = get_condition(wl, "QuotaReserved") or {}
-            if reserved.get("status") == "False" and reserved.get("message") == message:
-                continue
-            said = f"QuotaReserved={reserved.get('status')} ({reserved.get('message', '')})"
-            seen.append(f"{e.workload.name}: {said}")
-        return not seen, "; ".join(seen) or "all settled"
-
-    poll_until(
-        probe,
-        what=f"the workloads of ClusterQueue {cq.name} stopped ({change.stop_policy})",
-        timeout=s.t.settle,
-        interval=s.t.interval,
-    )
+    what = f"the workloads of ClusterQueue {cq.name} stopped ({change.stop_policy})"
+    await_stopped(s, entries, wanted, drains, what)

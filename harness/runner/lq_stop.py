@@ -6,6 +6,7 @@ have given their quota back. The step's general settling follows (harness.runner
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from harness.kube import KUEUE_API, Obj, poll_until
@@ -16,7 +17,7 @@ from harness.runner.shaping import await_local_queue
 from harness.scenario.model import StopPolicyChange
 
 if TYPE_CHECKING:
-    from harness.runner.session import Session
+    from harness.runner.session import Entry, Session
 
 
 def apply(s: Session, change: StopPolicyChange) -> None:
@@ -55,20 +56,31 @@ def _await_held(s: Session, change: StopPolicyChange) -> None:
         and (e.workload.namespace, e.workload.queue_name) == (change.namespace, change.local_queue)
     ]
 
+    await_stopped(
+        s,
+        entries,
+        lambda _: wanted,
+        drains,
+        f"the workloads of LocalQueue {change.local_queue} held ({change.stop_policy})",
+    )
+
+
+def await_stopped(
+    s: Session, entries: list[Entry], wanted: Callable[[Entry], str], drains: bool, what: str
+) -> None:
+    """Until each workload of a stopped queue is gone, admitted and (not draining) allowed to
+    keep running, or without quota saying `wanted(entry)` (LocalQueue and ClusterQueue
+    stopPolicy steps alike)."""
+
     def probe() -> tuple[bool, str]:
         seen = []
         for e in entries:
-            ok, said = _settled(s.workload_obj(e), wanted, drains)
+            ok, said = _settled(s.workload_obj(e), wanted(e), drains)
             if not ok:
                 seen.append(f"{e.workload.name}: {said}")
         return not seen, "; ".join(seen) or "all settled"
 
-    poll_until(
-        probe,
-        what=f"the workloads of LocalQueue {change.local_queue} held ({change.stop_policy})",
-        timeout=s.t.settle,
-        interval=s.t.interval,
-    )
+    poll_until(probe, what=what, timeout=s.t.settle, interval=s.t.interval)
 
 
 def _settled(wl: Obj | None, wanted: str, drains: bool) -> tuple[bool, str]:

@@ -44,10 +44,7 @@ func (c *cluster) setClusterQueueStopPolicy(ctx context.Context, st *StopPolicyS
 	if err := c.reactToClusterQueueStop(ctx, cq); err != nil {
 		return err
 	}
-	if err := c.drainStopped(ctx); err != nil {
-		return err
-	}
-	return c.settle(ctx)
+	return c.drainThenSettle(ctx)
 }
 
 // reactToClusterQueueStop: each workload of the ClusterQueue as the workload controller

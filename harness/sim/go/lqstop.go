@@ -88,10 +88,7 @@ func (c *cluster) setStopPolicy(ctx context.Context, st *StopPolicyStep) error {
 			return err
 		}
 	}
-	if err := c.drainStopped(ctx); err != nil {
-		return err
-	}
-	return c.settle(ctx)
+	return c.drainThenSettle(ctx)
 }
 
 // restartDrained: Requeued True, LocalQueueRestarted, on the LocalQueue's workloads it

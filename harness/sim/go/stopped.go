@@ -39,6 +39,15 @@ func (c *cluster) meantInactive(cq *kueue.ClusterQueue) bool {
 	return false
 }
 
+// drainThenSettle: after a stop-policy change of a LocalQueue or a ClusterQueue, what a
+// HoldAndDrain queue evicts, then Kueue at rest again.
+func (c *cluster) drainThenSettle(ctx context.Context) error {
+	if err := c.drainStopped(ctx); err != nil {
+		return err
+	}
+	return c.settle(ctx)
+}
+
 // drainStopped evicts every workload admitted through a HoldAndDrain LocalQueue (reason
 // LocalQueueStopped, lqstop.go) or to a HoldAndDrain ClusterQueue (reason
 // ClusterQueueStopped, "The ClusterQueue is stopped"); deliver then stops its Job.
