@@ -128,11 +128,6 @@ def run(
     return replay_on(scenario, classes, engine).result
 
 
-def replay_timeline(scenario: Scenario, engine: str = "fit") -> Timeline:
-    """The stream's timeline as `engine` decides it."""
-    return replay_on(scenario, None, engine).timeline
-
-
 def _run_all(runs: dict[str, Stream], args: argparse.Namespace) -> dict[str, Replayed]:
     """Each stream on the chosen engine; a cluster or sim is started once for all of them."""
     if args.engine == "fit":

@@ -39,9 +39,6 @@ class CheckStates:
         self.states: dict[str, dict[str, str]] = {}
         self.inactive_workloads: set[str] = set()
 
-    def uses_checks(self) -> bool:
-        return any(cq.admission_checks for cq in self.scenario.cluster_queues)
-
     def sync(self, name: str, cq: ClusterQueue, flavors: Collection[str] | None) -> None:
         """`syncAdmissionCheckConditions`: the checks needed now, new ones Pending."""
         needed = required_checks(cq, flavors)

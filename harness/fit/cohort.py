@@ -222,7 +222,3 @@ class QuotaBook:
         """Usage strictly below nominal for every fr
         (`queueUnderNominalInResourcesNeedingPreemption`)."""
         return all(self.used(cq, fr) < self.nominal(cq, fr) for fr in frs)
-
-    def fits_in_nominal(self, cq: str, requests: Mapping[FlavorResource, int]) -> bool:
-        """`QuantitiesFitInQuota` for a ClusterQueue: every request fits within nominal."""
-        return all(add(self.used(cq, fr), v) <= self.nominal(cq, fr) for fr, v in requests.items())

@@ -215,6 +215,22 @@ def _control_loop_args(port: int, layout: Layout, certs: str) -> list[str]:
     ]
 
 
+CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",  # a deleted Job's Workload and pods (ownerReferences)
+    "pod-garbage-collector-controller",  # pods of a deleted node, terminated pods
+    "node-lifecycle-controller",  # a NotReady node's pods and taints (faults)
+    "taint-eviction-controller",  # NoExecute taints evict pods (faults)
+    "statefulset-controller",  # LeaderWorkerSet's groups
+    "namespace-controller",  # a namespace deleted at the end of a run
+    "ttl-after-finished-controller",
+    "clusterrole-aggregation-controller",  # view/edit roles Kueue's roles aggregate into
+)
+"""kube-controller-manager's controllers a scenario can meet. The rest watch what no
+scenario creates, and two write into every new namespace (a ServiceAccount, the root CA
+ConfigMap); the resource quota controller alone watches every kind."""
+
+
 def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
     return [
         *_control_loop_args(ports.controller_manager, layout, "kcm-certs"),
@@ -222,6 +238,7 @@ def controller_manager_args(ports: Ports, layout: Layout) -> list[str]:
         f"--service-account-private-key-file={layout.pki / 'sa.key'}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--node-monitor-period=5s",
+        f"--controllers={','.join(CONTROLLERS)}",
         # The default 20 QPS makes the Job controller create a 256-pod Job over ~12 s.
         *CLIENT_RATE,
     ]
