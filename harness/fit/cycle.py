@@ -644,7 +644,7 @@ class Model:
             # a scan that restarts on that restarts here.
             self.generation[cq.name] += 1
             return WRITE_REFUSED, None
-        if self.readiness.blocks(self):
+        if self.readiness.blocks(self, assumed=len(admitted)):
             # waitForPodsReadyIfNeeded: the status is written, then the loop waits.
             self.queues.delete(entry.name)
             self.readiness.block(entry, tas_usage)
