@@ -35,14 +35,15 @@ def apply(engine: Engine, change: CheckChange) -> None:
             "waits for PodsReady to admit it (blockAdmission): its admission may overwrite "
             "the state with the copy it popped"
         )
-    if not checks.set(change):
-        return
-    if name in checks.inactive_workloads and name in engine.workloads:
+    written = checks.changes(change)
+    kept = checks.set(change)
+    if written and name in checks.inactive_workloads and name in engine.outcomes:
         # The update handler of a deactivated Workload requeues its cohort's parked
         # workloads on every status write (workload_controller.go Update, `!active`:
-        # QueueAssociatedInadmissibleWorkloadsAfter).
+        # QueueAssociatedInadmissibleWorkloadsAfter), a check it no longer needs too: the
+        # write adds it, and the workload controller's sync drops it again.
         engine.requeue_associated(name, engine.workloads[name].queue)
-    if name not in engine.snap.holding:
+    if not kept or name not in engine.snap.holding:
         return
     rejected, retry = checks.with_state(name, "Rejected"), checks.with_state(name, "Retry")
     outcome = engine.outcomes[name]

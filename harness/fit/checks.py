@@ -57,6 +57,12 @@ class CheckStates:
         if name in self.states:
             self.states[name] = {c: "Pending" for c in self.states[name]}
 
+    def changes(self, change: CheckChange) -> bool:
+        """Whether the controller's write changes status.admissionChecks: a check not listed
+        is added (the workload controller drops it again if not needed), a listed one takes
+        the new state; the same state again writes nothing."""
+        return self.states.get(change.workload, {}).get(change.check) != change.state
+
     def set(self, change: CheckChange) -> bool:
         """The controller's write; False when the workload controller drops it at once (the
         workload does not need that check now)."""

@@ -368,6 +368,11 @@ class Model:
             self.generation[held.cq] += 1
         for victim, entry, why in victims:
             self._evict(victim, entry, why)
+        # The scheduler waits mid-cycle (waitForPodsReadyIfNeeded); a workload it admitted
+        # earlier in this cycle was not ready only until its pods start: once they do, it
+        # admits the waiting entry (they may as well stay not ready: checks, pods that never
+        # run or never pass their probe).
+        self.readiness.unblock(self)
 
     def _namespace_matches(self, w: Workload) -> bool:
         cq = self.scenario.cluster_queue(w.queue)
@@ -644,7 +649,7 @@ class Model:
             # a scan that restarts on that restarts here.
             self.generation[cq.name] += 1
             return WRITE_REFUSED, None
-        if self.readiness.blocks(self):
+        if self.readiness.blocks(self, assumed=len(admitted)):
             # waitForPodsReadyIfNeeded: the status is written, then the loop waits.
             self.queues.delete(entry.name)
             self.readiness.block(entry, tas_usage)

@@ -118,8 +118,17 @@ class PodsReadiness:
                 out.append(name)
         return out
 
-    def blocks(self, model: Model) -> bool:
-        return self.config.enabled and self.config.block_admission and bool(self.not_ready(model))
+    def blocks(self, model: Model, assumed: int = 0) -> bool:
+        """blockAdmission holds an entry that fits: some workload is not ready. `assumed`
+        counts the workloads admitted earlier in this cycle: the scheduler assumes each in
+        the cache at once (scheduler.go admit -> assumeWorkload), and the cache lists one
+        without PodsReady=True as not ready (clusterqueue.go addOrUpdateWorkload), so a
+        second entry that fits in the same cycle waits (upstream scheduler_test.go "Should
+        block admission of one new workload if two are considered in the same scheduling
+        cycle")."""
+        if not (self.config.enabled and self.config.block_admission):
+            return False
+        return assumed > 0 or bool(self.not_ready(model))
 
     def block(self, entry: Entry, tas_usage: TasUsageByFlavor) -> None:
         self.blocked = Blocked(entry, tas_usage)

@@ -17,7 +17,16 @@ from harness.kueue.admission_status import ADMISSION_FIELD_MANAGER, reservation_
 from harness.kueue.local_queue_stop import DRAIN_REASON as LQ_DRAINED
 from harness.kueue.queue_activity import drains
 from harness.results.outcome import Outcome
-from harness.runner import binding, check_controller, faults, objects, preadmit, repair, steps
+from harness.runner import (
+    binding,
+    check_controller,
+    faults,
+    held_admission,
+    objects,
+    preadmit,
+    repair,
+    steps,
+)
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
@@ -139,6 +148,8 @@ class Session:
         entry.may_park = self._may_park(entry)
         sub = Submission(w.name, self._ref(entry), before, entry.may_park)
         seen = settle_submission(self.snapshot, sub, self.t)
+        held_admission.await_held_admission(self)
+        seen = self.state_of(entry) if seen.kind == "pending" else seen
         entry.settled_message = seen.message if seen.kind == "pending" else None
         if not w.pods_ready:
             steps.await_start_timeouts(self)
@@ -509,6 +520,12 @@ class Session:
             return f"{JOB_NAME_LABEL}={name}"
         return f"{JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={pod_set}"
 
+    def settle_pods(self, entry: Entry) -> None:
+        """Wait until the admitted workload's pods are bound, unschedulable or stay gated."""
+        wl = self.workload_obj(entry)
+        if wl is not None:
+            self._watch_pods(entry, wl, admission_placement(wl, self.rename(entry)))
+
     def _watch_pods(
         self, entry: Entry, wl: Obj, placement: dict[str, dict[str, int]]
     ) -> tuple[dict[str, int], dict[str, str], dict[str, dict[str, int]]]:
@@ -609,6 +626,7 @@ class Session:
     def apply(self, step: Step) -> None:
         """Carry out one step on the cluster, then let Kueue react and workloads settle."""
         steps.apply(self, step)
+        held_admission.await_held_admission(self)
 
 
 def _regarding(event: Obj) -> str:

@@ -125,7 +125,7 @@ func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 		return nil
 	}
 	cq, ok := c.cqs[c.clusterQueueOf(wl)]
-	if !ok || !workload.IsActive(wl) {
+	if !ok {
 		return nil
 	}
 	old := wl.DeepCopy()
@@ -135,6 +135,14 @@ func (c *cluster) reconcileChecks(ctx context.Context, name string) error {
 			wl.Status.AdmissionChecks = synced
 			return c.updateStatus(ctx, old, wl)
 		}
+	}
+	if !workload.IsActive(wl) {
+		// A deactivated workload (already evicted) still has its checks synced:
+		// Reconcile's inactive branch writes nothing more and goes on to
+		// reconcileSyncAdmissionChecks, which drops the checks a workload without
+		// admission does not need (those not on every flavor), also after a check
+		// controller writes one again.
+		return nil
 	}
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued); cond != nil &&
 		cond.Status == metav1.ConditionFalse && cond.Reason == kueue.WorkloadEvictedByAdmissionCheck &&
