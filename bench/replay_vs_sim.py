@@ -41,6 +41,7 @@ def main() -> int:
     parser.add_argument("--node-events", action="store_true", help="add node events")
     parser.add_argument("--only", type=int, nargs="*", help="these case indexes alone")
     parser.add_argument("--show", action="store_true", help="print each difference's lines")
+    parser.add_argument("--why", action="store_true", help="print why each case is not compared")
     args = parser.parse_args()
     counts: collections.Counter[str] = collections.Counter()
     differing: list[str] = []
@@ -63,11 +64,15 @@ def main() -> int:
                 data["steps"] = node_events(data, rng)
             plain, times = split_times(data, name)
             scenario = with_times(scenario_from_data(plain, name), times)
+            engine = "fit model"
             try:
                 fit = [j.to_json() for j in replay(scenario).jobs.values()]
+                engine = "sim"
                 sim = replay_on(scenario, backend.session)
-            except Nondeterministic:
+            except Nondeterministic as why:
                 counts["not compared (Nondeterministic)"] += 1
+                if args.why:
+                    print(f"{scenario.name}: not compared ({engine}): {why}", flush=True)
                 continue
             same = fit == [j.to_json() for j in sim.jobs.values()]
             counts["agree" if same else "differ"] += 1

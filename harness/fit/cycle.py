@@ -279,10 +279,15 @@ class Model:
             if state in seen:
                 loop = history[seen[state] :]
                 if len({key[3] for key in loop if isinstance(key, tuple)}) > 1:
-                    raise Nondeterministic(
-                        f"{self.scenario.path}: the cycles repeat without settling (a "
-                        f"StrictFIFO scan or a preemption cycle): messages keep changing"
+                    why = (
+                        "the cycles repeat without settling (a StrictFIFO scan or a "
+                        f"preemption cycle): messages keep changing{_alternating(loop)}"
                     )
+                    extra = self.ties.loop_offset(len(loop), why)
+                    if extra is None:
+                        raise Nondeterministic(f"{self.scenario.path}: {why}")
+                    for _ in range(extra):
+                        self.run_cycle()
                 self._land_refused()
                 return
             seen[state] = len(history)
@@ -767,3 +772,13 @@ MODELLED_EITHER_WAY = (
 )
 """Gates whose off value (an older version's default) is modelled: the driver reads them
 (the last through KueueRules.shares_usage)."""
+
+
+def _alternating(loop: list[Hashable]) -> str:
+    """The first workload whose outcome differs within the repeating cycles, and how."""
+    keys = [key[3] for key in loop if isinstance(key, tuple)]
+    for i, entry in enumerate(keys[0] if keys else ()):
+        seen = list(dict.fromkeys(k[i] for k in keys))
+        if len(seen) > 1:
+            return f": {entry[0]}: " + " | ".join(repr(s[1:]) for s in seen)
+    return ""

@@ -30,6 +30,20 @@ class TieBreak:
 
     reverse: bool = False
     seen: list[str] = field(default_factory=list)
+    offsets: tuple[int, ...] | None = None
+    """Where the scheduler's repeating cycles stand when the next event comes (a replay's:
+    the i-th loop met runs offsets[i] more cycles, 0 past the end); None: a loop whose
+    messages change is Nondeterministic at once."""
+    loops: list[tuple[int, str]] = field(default_factory=list)
+    """The loops met: (how many cycles it repeats, what changes)."""
+
+    def loop_offset(self, period: int, what: str) -> int | None:
+        """How many more cycles to run in a loop of `period` cycles (None: raise)."""
+        if self.offsets is None:
+            return None
+        index = len(self.loops)
+        self.loops.append((period, what))
+        return self.offsets[index] if index < len(self.offsets) else 0
 
     def sort(
         self,

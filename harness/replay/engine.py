@@ -26,6 +26,7 @@ import dataclasses
 import heapq
 from dataclasses import dataclass, field
 
+from harness.fit import pods_ready
 from harness.fit.engine import Engine, check_supported
 from harness.fit.faults import PerLeaf, StepReport
 from harness.fit.snapshot import Holding
@@ -89,17 +90,58 @@ class Timeline:
     moments: list[Moment]
 
 
+LOOP_RUNS = 64
+"""At most this many replays to try where repeating cycles stand at each event."""
+
+
 def replay(scenario: Scenario) -> Timeline:
     """The stream's timeline: every workload's submission, admissions, preemptions, finish."""
-    first = _Clock(scenario, TieBreak()).run()
+    first = _Clock(scenario, TieBreak(offsets=())).run()
+    want = _jobs_json(first[0])
+    if first[1].loops:
+        _every_loop_position(scenario, first[1], want)
     if first[1].seen:
-        again = _Clock(scenario, TieBreak(reverse=True)).run()
-        if _jobs_json(again[0]) != _jobs_json(first[0]):
+        again = _Clock(scenario, TieBreak(reverse=True, offsets=())).run()
+        if _jobs_json(again[0]) != want:
             raise Nondeterministic(
                 f"{scenario.path}: the stream's timeline depends on a tie Kueue breaks at "
                 f"random: {first[1].seen[0]}"
             )
     return first[0]
+
+
+def _every_loop_position(
+    scenario: Scenario, first: TieBreak, want: list[dict[str, object]]
+) -> None:
+    """Kueue retries a StrictFIFO head (or a preemption cycle) every scheduling cycle while
+    nothing else changes, each cycle a little differently (its flavor scan goes on,
+    LastTriedFlavorIdx); where that loop stands when the next event comes depends on how
+    many cycles real time allowed. The stream is replayed from every position of every loop
+    met (depth first, at most LOOP_RUNS replays); a different timeline, or too many to
+    try, is Nondeterministic."""
+    todo: list[tuple[tuple[int, ...], list[tuple[int, str]]]] = [((), first.loops)]
+    runs = 0
+    while todo:
+        offsets, loops = todo.pop()
+        for index in range(len(offsets), len(loops)):
+            period, why = loops[index]
+            for extra in range(1, period):
+                runs += 1
+                if runs > LOOP_RUNS:
+                    raise Nondeterministic(
+                        f"{scenario.path}: the stream's timeline may depend on where Kueue's "
+                        f"repeating cycles stand at an event (more than {LOOP_RUNS} "
+                        f"positions to try): {why}"
+                    )
+                plan = (*offsets, *(0,) * (index - len(offsets)), extra)
+                ties = TieBreak(offsets=plan)
+                timeline, _ = _Clock(scenario, ties).run()
+                if _jobs_json(timeline) != want:
+                    raise Nondeterministic(
+                        f"{scenario.path}: the stream's timeline depends on where Kueue's "
+                        f"repeating cycles stand at an event: {why}"
+                    )
+                todo.append((plan, ties.loops))
 
 
 def _jobs_json(timeline: Timeline) -> list[dict[str, object]]:
@@ -183,6 +225,10 @@ class _Clock:
             while events and events[0][0] == at and events[0][1] == FINISH:
                 finished |= self._finish(at, heapq.heappop(events)[3])
             if finished:
+                # blockAdmission: the scheduler waiting for PodsReady goes on once every
+                # workload left is ready (the Delete handler wakes it), as after a
+                # delete-workload step (harness.fit.engine.Engine.step).
+                self.engine.readiness.unblock(self.engine)
                 self.engine.settle()
                 self._record(at)
             stepped = False
@@ -213,6 +259,7 @@ class _Clock:
         self.engine.changes.clear()
         self.engine.faults.unhealthy.pop(name, None)
         self.engine.delete(name)
+        pods_ready.deleted(self.engine, name)
         self.engine.changes.clear()
         del self.running[name]
         self.jobs[name].finished_at = at
