@@ -283,7 +283,7 @@ class Model:
                         "the cycles repeat without settling (a StrictFIFO scan or a "
                         f"preemption cycle): messages keep changing{_alternating(loop)}"
                     )
-                    extra = self.ties.loop_offset(len(loop), why)
+                    extra = self.ties.loop_offset(len(loop), why, (state, self._placements()))
                     if extra is None:
                         raise Nondeterministic(f"{self.scenario.path}: {why}")
                     for _ in range(extra):
@@ -293,6 +293,12 @@ class Model:
             seen[state] = len(history)
             history.append(state)
         raise HarnessError(f"{self.scenario.path}: no fixpoint after {MAX_CYCLES} cycles")
+
+    def _placements(self) -> str:
+        """Every held workload's leaves, as text (the state signature names only)."""
+        return repr(
+            sorted((n, sorted(map(repr, h.per_leaf.items()))) for n, h in self.snap.holding.items())
+        )
 
     def _land_refused(self) -> None:
         """The refused admissions' requeues come back (requeueAndUpdate: at once)."""

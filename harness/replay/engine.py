@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from harness.fit import pods_ready
 from harness.fit.engine import Engine, check_supported
 from harness.fit.faults import PerLeaf, StepReport
 from harness.fit.snapshot import Holding
-from harness.fit.ties import Nondeterministic, TieBreak
+from harness.fit.ties import Loop, Nondeterministic, TieBreak
 from harness.scenario.model import Scenario, Workload
 
 FINISH, STEP, SUBMIT = 0, 1, 2
@@ -117,14 +118,19 @@ def _every_loop_position(
     nothing else changes, each cycle a little differently (its flavor scan goes on,
     LastTriedFlavorIdx); where that loop stands when the next event comes depends on how
     many cycles real time allowed. The stream is replayed from every position of every loop
-    met (depth first, at most LOOP_RUNS replays); a different timeline, or too many to
-    try, is Nondeterministic."""
-    todo: list[tuple[tuple[int, ...], list[tuple[int, str]]]] = [((), first.loops)]
+    met (depth first, at most LOOP_RUNS replays; a loop met again in the same state at the
+    same moment, after other positions earlier, has the same futures and is not tried
+    again); a different timeline, or too many to try, is Nondeterministic."""
+    todo: list[tuple[tuple[int, ...], list[Loop]]] = [((), first.loops)]
+    expanded: set[Hashable] = set()  # loops whose every position is tried (or queued)
     runs = 0
     while todo:
         offsets, loops = todo.pop()
         for index in range(len(offsets), len(loops)):
-            period, why = loops[index]
+            period, why, key = loops[index].period, loops[index].what, loops[index].key
+            if key in expanded:
+                break  # the same state at the same moment: its futures are being tried
+            expanded.add(key)
             for extra in range(1, period):
                 runs += 1
                 if runs > LOOP_RUNS:
@@ -228,13 +234,16 @@ class _Clock:
                 # blockAdmission: the scheduler waiting for PodsReady goes on once every
                 # workload left is ready (the Delete handler wakes it), as after a
                 # delete-workload step (harness.fit.engine.Engine.step).
+                self._moment(at, FINISH)
                 self.engine.readiness.unblock(self.engine)
                 self.engine.settle()
                 self._record(at)
             stepped = False
             while events and events[0][0] == at and events[0][1] == STEP:
                 self.engine.faults.report = StepReport()
-                self.engine.step(self.steps[heapq.heappop(events)[2]])
+                index = heapq.heappop(events)[2]
+                self._moment(at, STEP, index)
+                self.engine.step(self.steps[index])
                 stepped = True
             if stepped:
                 self._record(at)
@@ -245,10 +254,17 @@ class _Clock:
                 self.engine.submit(self.plain[name])
                 submitted = True
             if submitted:  # created together: their queues order them, as Kueue's do
+                self._moment(at, SUBMIT)
                 self.engine.settle()
                 self._record(at)
             self.moments.append(Moment(at, tuple(self.running), tuple(self.pending)))
         return Timeline(self.jobs, self.moments), self.ties
+
+    def _moment(self, at: float, kind: int, index: int = 0) -> None:
+        """Where the stream is, for the key of a loop met now: the moment, the event, and
+        the finishes the jobs running before it have (the model's state holds the rest)."""
+        finishes = tuple(sorted((n, f) for n, (_, f) in self.running.items()))
+        self.ties.moment = (at, kind, index, finishes)
 
     def _finish(self, at: float, name: str) -> bool:
         """The workload's run ends at `at` unless it was preempted (and maybe readmitted)

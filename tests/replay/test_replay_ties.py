@@ -82,15 +82,16 @@ def test_a_pending_workload_whose_message_alternates_leaves_the_timeline_decided
 
 def test_a_loop_position_runs_that_many_more_cycles_and_is_remembered() -> None:
     """The replay's TieBreak answers, per loop met, the offset it was planned with (0 past
-    the plan); the one-moment model has no plan and raises."""
+    the plan), keyed by where the replay was and the state; the one-moment model has no
+    plan and raises."""
     ties = TieBreak(offsets=(0, 2))
-    assert [ties.loop_offset(3, "x"), ties.loop_offset(3, "y"), ties.loop_offset(2, "z")] == [
-        0,
-        2,
-        0,
-    ]
-    assert ties.loops == [(3, "x"), (3, "y"), (2, "z")]
-    assert TieBreak().loop_offset(2, "x") is None
+    ties.moment = (10.0, "submit")
+    offsets = [ties.loop_offset(3, "x", "s1"), ties.loop_offset(3, "y", "s2")]
+    offsets.append(ties.loop_offset(2, "z", "s3"))
+    assert offsets == [0, 2, 0]
+    assert [(loop.period, loop.what) for loop in ties.loops] == [(3, "x"), (3, "y"), (2, "z")]
+    assert ties.loops[1].key == ((10.0, "submit"), "s2")
+    assert TieBreak().loop_offset(2, "x", "s") is None
 
 
 SCAN_LOOP = REPO / "suites" / "streams" / "stream-strict-fifo-scan-loop-then-fits.yaml"
