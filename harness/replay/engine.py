@@ -17,7 +17,10 @@ also counts the run time from the latest admission). Kueue's 1 s scheduling batc
 added: each decision is taken at the moment of the event that allows it.
 
 Where Kueue breaks a tie at random, the stream is replayed with the ties broken the other
-way; a different timeline raises Nondeterministic, as `fit` does for one moment.
+way; a different timeline raises Nondeterministic, as `fit` does for one moment. Where its
+cycles repeat with changing messages (a StrictFIFO head's flavor scan), the stream is
+replayed from each position the loop may stand at when the next event comes
+(_every_loop_position); only a different timeline raises.
 """
 
 from __future__ import annotations
