@@ -20,6 +20,7 @@ from harness.fit.bindable import bindable_nodes
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
 from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.gates import merged, parse_gates
+from harness.kueue.pods_ready import PodsReadyConfig
 from harness.results.comparison import message_matches
 from harness.results.observation import Observation
 from harness.results.outcome import Outcome
@@ -117,10 +118,13 @@ class SimBackend:
         """The scenario's world kept running on kueue-sim, to be given steps one at a time
         (harness/sim/session.py; a stream replay, harness/replay/onsim.py). `later`: the
         workloads the steps will submit, whose kube-scheduler filter the sim is given from
-        the world as it starts, as for a scenario's own (harness/fit/bindable.py)."""
+        the world as it starts, as for a scenario's own (harness/fit/bindable.py), where
+        waitForPodsReady.blockAdmission makes it matter."""
         process = self._process(scenario, self.kueue_version)
         data = scenario_to_dict(scenario, self.gates)
-        data["bindableNodes"] |= {w.name: bindable_nodes(scenario, w) for w in later}
+        config = PodsReadyConfig.of(scenario.kueue_config.document, scenario.feature_gates)
+        if config.enabled and config.block_admission:
+            data["bindableNodes"] |= {w.name: bindable_nodes(scenario, w) for w in later}
         return SimStepper(SimSession(process, data), scenario)
 
     def _process(self, scenario: Scenario, version: str) -> SimProcess:
