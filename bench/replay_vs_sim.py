@@ -6,9 +6,9 @@ Worlds come from the version-2 fuzzer (harness/fuzz/world_v2.py: cohorts, priori
 preemption, admitted workloads); each workload gets its own submission second (0-59: Kueue
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
-Cases either engine calls Nondeterministic are counted apart, never as agreements (`--why`
-says why); `--repeat N` replays each stream N times on the sim and counts a stream whose
-timelines differ as "sim flaky".
+Cases either engine calls Nondeterministic, or does not model, are counted apart, never as
+agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
+a stream whose timelines differ as "sim flaky".
 
 `--node-events` adds one or two node events to each stream (a node deleted, tainted
 NoExecute and untainted, NotReady and Ready again, or cordoned and uncordoned, at a second
@@ -27,8 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.backends.base import Unsupported
 from harness.backends.sim import SimBackend
-from harness.errors import Nondeterministic
+from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fuzz.world_v2 import generate_v2
 from harness.replay.engine import Timeline, replay
 from harness.replay.onsim import replay_on
@@ -83,6 +84,11 @@ def main() -> int:
                 counts["not compared (Nondeterministic)"] += 1
                 if args.why:
                     print(f"{scenario.name}: not compared ({engine}): {why}", flush=True)
+                continue
+            except (UnsupportedVersionError, Unsupported) as why:  # a rule not modelled
+                counts["not compared (not modelled)"] += 1
+                if args.why:
+                    print(f"{scenario.name}: not modelled ({engine}): {why}", flush=True)
                 continue
             same = fit == _jobs(sim)
             counts["agree" if same else "differ"] += 1
