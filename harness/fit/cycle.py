@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError, UnsupportedVersionError
+from harness.errors import HarnessError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
 from harness.fit.amount import add, sub
@@ -345,10 +345,10 @@ class Model:
         written: list[Pending] = []
         for entry in self._in_order(entries):
             if self.readiness.blocked is not None:
-                raise UnsupportedVersionError(
-                    f"{self.scenario.path}: {entry.name} is considered in the cycle in which "
-                    f"the scheduler waits for PodsReady (blockAdmission): not modelled"
-                )
+                # Kueue's scheduler waits inside processEntry: the later entries of its cycle
+                # stay popped, unevaluated and unwritten until the wait ends.
+                self.readiness.blocked.later.append(entry.name)
+                continue
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason == WRITE_REFUSED:
                 self.in_flight.append(entry.pending)
