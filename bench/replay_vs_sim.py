@@ -6,7 +6,9 @@ Worlds come from the version-2 fuzzer (harness/fuzz/world_v2.py: cohorts, priori
 preemption, admitted workloads); each workload gets its own submission second (0-59: Kueue
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
-Cases either engine calls Nondeterministic are counted apart, never as agreements.
+Cases either engine calls Nondeterministic, or does not model, are counted apart, never as
+agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
+a stream whose timelines differ as "sim flaky".
 
 `--node-events` adds one or two node events to each stream (a node deleted, tainted
 NoExecute and untainted, NotReady and Ready again, or cordoned and uncordoned, at a second
@@ -25,10 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.backends.base import Unsupported
 from harness.backends.sim import SimBackend
-from harness.errors import Nondeterministic
+from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fuzz.world_v2 import generate_v2
-from harness.replay.engine import replay
+from harness.replay.engine import Timeline, replay
 from harness.replay.onsim import replay_on
 from harness.replay.timed_steps import split_times, with_times
 from harness.scenario.loader import scenario_from_data
@@ -41,9 +44,14 @@ def main() -> int:
     parser.add_argument("--node-events", action="store_true", help="add node events")
     parser.add_argument("--only", type=int, nargs="*", help="these case indexes alone")
     parser.add_argument("--show", action="store_true", help="print each difference's lines")
+    parser.add_argument("--why", action="store_true", help="print why each case is not compared")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="replay each stream this many times on the sim"
+    )
     args = parser.parse_args()
     counts: collections.Counter[str] = collections.Counter()
     differing: list[str] = []
+    flaky: list[str] = []
     backend, start = SimBackend(), time.perf_counter()
     try:
         for index in args.only if args.only is not None else range(args.cases):
@@ -63,13 +71,26 @@ def main() -> int:
                 data["steps"] = node_events(data, rng)
             plain, times = split_times(data, name)
             scenario = with_times(scenario_from_data(plain, name), times)
+            engine = "sim"
             try:
-                fit = [j.to_json() for j in replay(scenario).jobs.values()]
                 sim = replay_on(scenario, backend.session)
-            except Nondeterministic:
+                again = [replay_on(scenario, backend.session) for _ in range(args.repeat - 1)]
+                if any(_jobs(a) != _jobs(sim) for a in again):
+                    counts["sim flaky"] += 1
+                    flaky.append(scenario.name)
+                engine = "fit model"
+                fit = _jobs(replay(scenario))
+            except Nondeterministic as why:
                 counts["not compared (Nondeterministic)"] += 1
+                if args.why:
+                    print(f"{scenario.name}: not compared ({engine}): {why}", flush=True)
                 continue
-            same = fit == [j.to_json() for j in sim.jobs.values()]
+            except (UnsupportedVersionError, Unsupported) as why:  # a rule not modelled
+                counts["not compared (not modelled)"] += 1
+                if args.why:
+                    print(f"{scenario.name}: not modelled ({engine}): {why}", flush=True)
+                continue
+            same = fit == _jobs(sim)
             counts["agree" if same else "differ"] += 1
             if not same:
                 differing.append(scenario.name)
@@ -81,7 +102,13 @@ def main() -> int:
     print(f"seed {args.seed}: {dict(counts)} in {took:.1f} s")
     if differing:
         print("differ:", ", ".join(differing[:20]))
-    return 1 if differing else 0
+    if flaky:
+        print("sim flaky:", ", ".join(flaky[:20]))
+    return 1 if differing or flaky else 0
+
+
+def _jobs(timeline: Timeline) -> list[dict[str, object]]:
+    return [j.to_json() for j in timeline.jobs.values()]
 
 
 def show(name: str, fit: list[dict[str, object]], sim: list[dict[str, object]]) -> None:

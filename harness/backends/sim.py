@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from harness.backends.base import BackendError, Unsupported
 from harness.backends.sim_session import SimStepper
 from harness.errors import Nondeterministic
+from harness.fit.bindable import bindable_nodes
 from harness.install.gates import GateNotRegistered, check_gates, registered_gates
 from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.gates import merged, parse_gates
+from harness.kueue.pods_ready import PodsReadyConfig
 from harness.results.comparison import message_matches
 from harness.results.observation import Observation
 from harness.results.outcome import Outcome
-from harness.scenario.model import Expectation, Scenario
+from harness.scenario.model import Expectation, Scenario, Workload
 from harness.sim import upgrade
 from harness.sim.build import build_sim, sim_versions
 from harness.sim.contract import scenario_to_dict
@@ -112,11 +114,18 @@ class SimBackend:
         details = json.dumps({"outcome": answer["outcome"], "notes": answer.get("notes", [])})
         return Observation(outcomes=outcomes, steps=steps, details=details, kueue=version)
 
-    def session(self, scenario: Scenario) -> SimStepper:
+    def session(self, scenario: Scenario, later: Sequence[Workload] = ()) -> SimStepper:
         """The scenario's world kept running on kueue-sim, to be given steps one at a time
-        (harness/sim/session.py; a stream replay, harness/replay/onsim.py)."""
+        (harness/sim/session.py; a stream replay, harness/replay/onsim.py). `later`: the
+        workloads the steps will submit, whose kube-scheduler filter the sim is given from
+        the world as it starts, as for a scenario's own (harness/fit/bindable.py), where
+        waitForPodsReady.blockAdmission makes it matter."""
         process = self._process(scenario, self.kueue_version)
-        return SimStepper(SimSession(process, scenario_to_dict(scenario, self.gates)), scenario)
+        data = scenario_to_dict(scenario, self.gates)
+        config = PodsReadyConfig.of(scenario.kueue_config.document, scenario.feature_gates)
+        if config.enabled and config.block_admission:
+            data["bindableNodes"] |= {w.name: bindable_nodes(scenario, w) for w in later}
+        return SimStepper(SimSession(process, data), scenario)
 
     def _process(self, scenario: Scenario, version: str) -> SimProcess:
         """The kueue-sim built against `version`, once the scenario passed what it cannot run."""
@@ -172,6 +181,20 @@ def _decidable(scenario: Scenario, note: str) -> bool:
         return want is not None
     messages = [json.loads(m) for m in _QUOTED.findall(found["messages"])]
     return len(messages) > 1 and all(message_matches(want.message, m) for m in messages)
+
+
+def pending_throughout(note: str) -> bool:
+    """Whether an alternation Kueue never settles on leaves the workload pending in every
+    cycle it repeats, only its message changing: a TAS failure of a pod set group, or of pod
+    sets on two flavors, names a pod set in Go map order (TASAssignmentsResult.Failure
+    ranges over a map: pkg/cache/scheduler/tas_flavor_snapshot.go), and a StrictFIFO head's
+    flavor scan goes on from cycle to cycle (LastTriedFlavorIdx). A stream's timeline holds
+    no messages; whether where such a loop stands at the next event changes the timeline is
+    what the fit model's replay checks (harness/replay/engine.py _every_loop_position)."""
+    if (found := _ALTERNATING.match(note)) is None:
+        return False
+    messages = [json.loads(m) for m in _QUOTED.findall(found["messages"])]
+    return len(messages) > 1 and all(messages)
 
 
 def _pods_ready_not_run(scenario: Scenario) -> str | None:

@@ -21,9 +21,10 @@ class SimStepper:
     """`with backend.session(world) as s: s.step(step)`: the outcomes the step changed."""
 
     def __init__(self, session: SimSession, scenario: Scenario) -> None:
-        from harness.backends.sim import sim_outcomes
+        from harness.backends.sim import pending_throughout, sim_outcomes
 
         self._outcomes = sim_outcomes
+        self._decided = pending_throughout
         self.session = session
         self.path = scenario.path
         if error := session.opening.get("error"):
@@ -38,8 +39,10 @@ class SimStepper:
         return self._outcomes(answer.get("changed"))
 
     def _check(self, unstable: list[str] | None) -> None:
-        """A stream sets no expectation a step's alternating message could satisfy
-        (harness.backends.sim._decidable): any is a timeline Kueue does not settle on."""
+        """A workload whose admission alternates is a timeline Kueue does not settle on; one
+        pending throughout whose message alternates is not (pending_throughout: the
+        timeline holds no messages)."""
+        unstable = [note for note in unstable or [] if not self._decided(note)]
         if unstable:
             raise Nondeterministic(
                 f"{self.path}: Kueue never settles (rules §8): {'; '.join(unstable)}"

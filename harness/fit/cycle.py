@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
-from harness.errors import HarnessError, UnsupportedVersionError
+from harness.errors import HarnessError
 from harness.fit import explain, fair_victims, fairshare
 from harness.fit.admission_fs import QueueUsage
 from harness.fit.amount import add, sub
@@ -279,15 +279,26 @@ class Model:
             if state in seen:
                 loop = history[seen[state] :]
                 if len({key[3] for key in loop if isinstance(key, tuple)}) > 1:
-                    raise Nondeterministic(
-                        f"{self.scenario.path}: the cycles repeat without settling (a "
-                        f"StrictFIFO scan or a preemption cycle): messages keep changing"
+                    why = (
+                        "the cycles repeat without settling (a StrictFIFO scan or a "
+                        f"preemption cycle): messages keep changing{_alternating(loop)}"
                     )
+                    extra = self.ties.loop_offset(len(loop), why, (state, self._placements()))
+                    if extra is None:
+                        raise Nondeterministic(f"{self.scenario.path}: {why}")
+                    for _ in range(extra):
+                        self.run_cycle()
                 self._land_refused()
                 return
             seen[state] = len(history)
             history.append(state)
         raise HarnessError(f"{self.scenario.path}: no fixpoint after {MAX_CYCLES} cycles")
+
+    def _placements(self) -> str:
+        """Every held workload's leaves, as text (the state signature names only)."""
+        return repr(
+            sorted((n, sorted(map(repr, h.per_leaf.items()))) for n, h in self.snap.holding.items())
+        )
 
     def _land_refused(self) -> None:
         """The refused admissions' requeues come back (requeueAndUpdate: at once)."""
@@ -334,10 +345,10 @@ class Model:
         written: list[Pending] = []
         for entry in self._in_order(entries):
             if self.readiness.blocked is not None:
-                raise UnsupportedVersionError(
-                    f"{self.scenario.path}: {entry.name} is considered in the cycle in which "
-                    f"the scheduler waits for PodsReady (blockAdmission): not modelled"
-                )
+                # Kueue's scheduler waits inside processEntry: the later entries of its cycle
+                # stay popped, unevaluated and unwritten until the wait ends.
+                self.readiness.blocked.later.append(entry.name)
+                continue
             reason, message = self.process(entry, claimed, admitted, victims)
             if reason == WRITE_REFUSED:
                 self.in_flight.append(entry.pending)
@@ -772,3 +783,13 @@ MODELLED_EITHER_WAY = (
 )
 """Gates whose off value (an older version's default) is modelled: the driver reads them
 (the last through KueueRules.shares_usage)."""
+
+
+def _alternating(loop: list[Hashable]) -> str:
+    """The first workload whose outcome differs within the repeating cycles, and how."""
+    keys = [key[3] for key in loop if isinstance(key, tuple)]
+    for i, entry in enumerate(keys[0] if keys else ()):
+        seen = list(dict.fromkeys(k[i] for k in keys))
+        if len(seen) > 1:
+            return f": {entry[0]}: " + " | ".join(repr(s[1:]) for s in seen)
+    return ""

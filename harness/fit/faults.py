@@ -141,14 +141,38 @@ class Faults:
         changed = False
         watched = [n for n in world.assignments() if self._watched(world, n)]
         self._not_watched(world)
+        fresh: dict[str, str] = {}
         for name in watched:
             if name in world.assignments():
-                changed |= self._node_controller(world, name)
-        for name in watched:
+                changed |= self._node_controller(world, name, fresh)
+        for name in self._second_pass_order(world, watched, fresh):
             if name in world.assignments() and self.unhealthy.get(name):
                 changed |= self._second_pass(world, name)
         self._rebind(world)
         return changed
+
+    def _second_pass_order(
+        self, world: World, watched: list[str], fresh: dict[str, str]
+    ) -> list[str]:
+        """The order Kueue repairs them in. Workloads one node failed for at once are a tie
+        Kueue breaks at random: its node controller writes their unhealthyNodes in Go map
+        order (node_controller.go handleUnhealthyNode / reconcileWorkloadsOnNode range over
+        a sets.Set), the workload controller's update handler pre-queues each second pass as
+        it sees the write (workload_controller.go Update -> QueueSecondPassIfNeeded, a 1 s
+        timer each), and the first timer wakes the scheduler alone: the workload written
+        first is repaired first and may take the free node the other one needed."""
+        due = [n for n in watched if n in world.assignments() and self.unhealthy.get(n)]
+        first = {node: i for i, n in reversed(list(enumerate(due))) if (node := fresh.get(n))}
+        return world.ties.sort(
+            due,
+            key=lambda n: (first[fresh[n]] if n in fresh else due.index(n),),
+            order=due.index,
+            what=lambda tied: (
+                f"{' and '.join(tied)} lost node {fresh[tied[0]]} at once: Kueue's node "
+                "controller writes their unhealthyNodes in Go map order, and the workload "
+                "written first gets its second pass first"
+            ),
+        )
 
     def _watched(self, world: World, name: str) -> bool:
         """Kueue's node controller follows the workload's nodes: the gate is on and its
@@ -185,8 +209,9 @@ class Faults:
             if name in assignments and not self._watched(world, name):
                 self.report.note(name, Note("not-watched", why))
 
-    def _node_controller(self, world: World, name: str) -> bool:
-        """Per node of the assignment: failed for this workload, or healthy again."""
+    def _node_controller(self, world: World, name: str, fresh: dict[str, str]) -> bool:
+        """Per node of the assignment: failed for this workload (recorded in `fresh`: the
+        node it failed on now), or healthy again."""
         listed = self.unhealthy.setdefault(name, [])
         changed = False
         for node in _assigned_nodes(world, name):
@@ -200,6 +225,7 @@ class Faults:
                     return True
                 self.report.note(name, Note("failed", health.why, node))
                 listed.append(node)
+                fresh[name] = node
                 self.touched.add(name)
                 changed = True
             elif not failed and node in listed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from harness.fit.binding import Binder
+from harness.fit.ties import TieBreak
 from harness.fit.tree import LeafKey, Tree
 from harness.scenario.model import Flavor, Node, Scenario, Topology, Usage, Workload
 
@@ -20,6 +21,7 @@ class World(Protocol):
     nodes: dict[str, Node]
     usage: list[Usage]
     binder: Binder
+    ties: TieBreak
 
     def workload(self, name: str) -> Workload: ...
 

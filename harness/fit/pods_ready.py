@@ -17,7 +17,7 @@ harness.kueue.pods_ready. In short:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.errors import UnsupportedVersionError
@@ -54,6 +54,8 @@ class Blocked:
 
     entry: Entry
     tas_usage: TasUsageByFlavor
+    later: list[str] = field(default_factory=list)
+    """The entries of its cycle after it: held, unevaluated, until the wait ends."""
 
 
 class PodsReadiness:
@@ -137,6 +139,12 @@ class PodsReadiness:
         """Every workload is ready (or gone): the waiting entry is admitted as assigned."""
         if self.blocked is None or self.blocks(model):
             return
+        if self.blocked.later:
+            raise UnsupportedVersionError(
+                f"{self.path}: {self.blocked.later[0]} is considered in the cycle in which "
+                "the scheduler waits for PodsReady (blockAdmission), after the wait, against "
+                "the snapshot taken before it: not modelled"
+            )
         blocked, self.blocked = self.blocked, None
         held = model._admit(blocked.entry, blocked.tas_usage)
         model._hold(held)

@@ -12,7 +12,7 @@ submission settles share a reservation second.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TypeVar
@@ -21,7 +21,19 @@ from harness.errors import Nondeterministic
 
 T = TypeVar("T")
 
-__all__ = ["Nondeterministic", "TieBreak"]
+__all__ = ["Loop", "Nondeterministic", "TieBreak"]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Scheduling cycles that repeat with changing messages."""
+
+    period: int
+    """How many cycles it repeats."""
+    what: str
+    key: Hashable
+    """The replay's moment and the model's state where it was met: the same key, the same
+    future from there."""
 
 
 @dataclass
@@ -30,6 +42,23 @@ class TieBreak:
 
     reverse: bool = False
     seen: list[str] = field(default_factory=list)
+    offsets: tuple[int, ...] | None = None
+    """Where the scheduler's repeating cycles stand when the next event comes (a replay's:
+    the i-th loop met runs offsets[i] more cycles, 0 past the end); None: a loop whose
+    messages change is Nondeterministic at once."""
+    loops: list[Loop] = field(default_factory=list)
+    """The loops met, in order."""
+    moment: Hashable = None
+    """Where the replay is when the engine settles (its clock sets it): part of a loop's key."""
+
+    def loop_offset(self, period: int, what: str, state: Hashable) -> int | None:
+        """How many more cycles to run in a loop of `period` cycles met in `state` (None:
+        raise)."""
+        if self.offsets is None:
+            return None
+        index = len(self.loops)
+        self.loops.append(Loop(period, what, (self.moment, state)))
+        return self.offsets[index] if index < len(self.offsets) else 0
 
     def sort(
         self,

@@ -17,19 +17,24 @@ also counts the run time from the latest admission). Kueue's 1 s scheduling batc
 added: each decision is taken at the moment of the event that allows it.
 
 Where Kueue breaks a tie at random, the stream is replayed with the ties broken the other
-way; a different timeline raises Nondeterministic, as `fit` does for one moment.
+way; a different timeline raises Nondeterministic, as `fit` does for one moment. Where its
+cycles repeat with changing messages (a StrictFIFO head's flavor scan), the stream is
+replayed from each position the loop may stand at when the next event comes
+(_every_loop_position); only a different timeline raises.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from harness.fit import pods_ready
 from harness.fit.engine import Engine, check_supported
 from harness.fit.faults import PerLeaf, StepReport
 from harness.fit.snapshot import Holding
-from harness.fit.ties import Nondeterministic, TieBreak
+from harness.fit.ties import Loop, Nondeterministic, TieBreak
 from harness.scenario.model import Scenario, Workload
 
 FINISH, STEP, SUBMIT = 0, 1, 2
@@ -89,17 +94,63 @@ class Timeline:
     moments: list[Moment]
 
 
+LOOP_RUNS = 64
+"""At most this many replays to try where repeating cycles stand at each event."""
+
+
 def replay(scenario: Scenario) -> Timeline:
     """The stream's timeline: every workload's submission, admissions, preemptions, finish."""
-    first = _Clock(scenario, TieBreak()).run()
+    first = _Clock(scenario, TieBreak(offsets=())).run()
+    want = _jobs_json(first[0])
+    if first[1].loops:
+        _every_loop_position(scenario, first[1], want)
     if first[1].seen:
-        again = _Clock(scenario, TieBreak(reverse=True)).run()
-        if _jobs_json(again[0]) != _jobs_json(first[0]):
+        again = _Clock(scenario, TieBreak(reverse=True, offsets=())).run()
+        if _jobs_json(again[0]) != want:
             raise Nondeterministic(
                 f"{scenario.path}: the stream's timeline depends on a tie Kueue breaks at "
                 f"random: {first[1].seen[0]}"
             )
     return first[0]
+
+
+def _every_loop_position(
+    scenario: Scenario, first: TieBreak, want: list[dict[str, object]]
+) -> None:
+    """Kueue retries a StrictFIFO head (or a preemption cycle) every scheduling cycle while
+    nothing else changes, each cycle a little differently (its flavor scan goes on,
+    LastTriedFlavorIdx); where that loop stands when the next event comes depends on how
+    many cycles real time allowed. The stream is replayed from every position of every loop
+    met (depth first, at most LOOP_RUNS replays; a loop met again in the same state at the
+    same moment, after other positions earlier, has the same futures and is not tried
+    again); a different timeline, or too many to try, is Nondeterministic."""
+    todo: list[tuple[tuple[int, ...], list[Loop]]] = [((), first.loops)]
+    expanded: set[Hashable] = set()  # loops whose every position is tried (or queued)
+    runs = 0
+    while todo:
+        offsets, loops = todo.pop()
+        for index in range(len(offsets), len(loops)):
+            period, why, key = loops[index].period, loops[index].what, loops[index].key
+            if key in expanded:
+                break  # the same state at the same moment: its futures are being tried
+            expanded.add(key)
+            for extra in range(1, period):
+                runs += 1
+                if runs > LOOP_RUNS:
+                    raise Nondeterministic(
+                        f"{scenario.path}: the stream's timeline may depend on where Kueue's "
+                        f"repeating cycles stand at an event (more than {LOOP_RUNS} "
+                        f"positions to try): {why}"
+                    )
+                plan = (*offsets, *(0,) * (index - len(offsets)), extra)
+                ties = TieBreak(offsets=plan)
+                timeline, _ = _Clock(scenario, ties).run()
+                if _jobs_json(timeline) != want:
+                    raise Nondeterministic(
+                        f"{scenario.path}: the stream's timeline depends on where Kueue's "
+                        f"repeating cycles stand at an event: {why}"
+                    )
+                todo.append((plan, ties.loops))
 
 
 def _jobs_json(timeline: Timeline) -> list[dict[str, object]]:
@@ -183,12 +234,19 @@ class _Clock:
             while events and events[0][0] == at and events[0][1] == FINISH:
                 finished |= self._finish(at, heapq.heappop(events)[3])
             if finished:
+                # blockAdmission: the scheduler waiting for PodsReady goes on once every
+                # workload left is ready (the Delete handler wakes it), as after a
+                # delete-workload step (harness.fit.engine.Engine.step).
+                self._moment(at, FINISH)
+                self.engine.readiness.unblock(self.engine)
                 self.engine.settle()
                 self._record(at)
             stepped = False
             while events and events[0][0] == at and events[0][1] == STEP:
                 self.engine.faults.report = StepReport()
-                self.engine.step(self.steps[heapq.heappop(events)[2]])
+                index = heapq.heappop(events)[2]
+                self._moment(at, STEP, index)
+                self.engine.step(self.steps[index])
                 stepped = True
             if stepped:
                 self._record(at)
@@ -199,10 +257,17 @@ class _Clock:
                 self.engine.submit(self.plain[name])
                 submitted = True
             if submitted:  # created together: their queues order them, as Kueue's do
+                self._moment(at, SUBMIT)
                 self.engine.settle()
                 self._record(at)
             self.moments.append(Moment(at, tuple(self.running), tuple(self.pending)))
         return Timeline(self.jobs, self.moments), self.ties
+
+    def _moment(self, at: float, kind: int, index: int = 0) -> None:
+        """Where the stream is, for the key of a loop met now: the moment, the event, and
+        the finishes the jobs running before it have (the model's state holds the rest)."""
+        finishes = tuple(sorted((n, f) for n, (_, f) in self.running.items()))
+        self.ties.moment = (at, kind, index, finishes)
 
     def _finish(self, at: float, name: str) -> bool:
         """The workload's run ends at `at` unless it was preempted (and maybe readmitted)
@@ -213,6 +278,7 @@ class _Clock:
         self.engine.changes.clear()
         self.engine.faults.unhealthy.pop(name, None)
         self.engine.delete(name)
+        pods_ready.deleted(self.engine, name)
         self.engine.changes.clear()
         del self.running[name]
         self.jobs[name].finished_at = at

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -30,7 +30,7 @@ from harness.replay.engine import (
     Timeline,
 )
 from harness.results.outcome import Outcome
-from harness.scenario.model import Scenario, Step
+from harness.scenario.model import Scenario, Step, Workload
 
 
 class Stepper(Protocol):
@@ -39,8 +39,9 @@ class Stepper(Protocol):
     def step(self, step: Step) -> dict[str, Outcome]: ...
 
 
-Open = Callable[[Scenario], AbstractContextManager[Stepper]]
-"""Opens a world (a scenario without workloads or steps) on the sim: SimBackend.session."""
+Open = Callable[[Scenario, Sequence[Workload]], AbstractContextManager[Stepper]]
+"""Opens a world (a scenario without workloads or steps) on the sim, told the workloads the
+stream will submit: SimBackend.session."""
 Event = tuple[float, int, int, str]
 """(moment, FINISH | STEP | SUBMIT, stream order (a step's: its index), workload or "")."""
 
@@ -57,7 +58,7 @@ def replay_on(scenario: Scenario, open_world: Open) -> Timeline:
     heapq.heapify(events)
     tape = _Tape(scenario)
     world = dataclasses.replace(scenario, workloads=(), steps=(), expect=None, by_version=None)
-    with open_world(world) as sim:
+    with open_world(world, tuple(plain.values())) as sim:
         while events:
             at, kind, index, name = heapq.heappop(events)
             if kind == FINISH and not tape.finishes(name, at):

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,6 +160,26 @@ func (w *statusWrites) record(old, new *kueue.Workload) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stored = append(w.stored, statusWrite{old: old, new: new})
+}
+
+// count returns how many writes are recorded, for sortSince.
+func (w *statusWrites) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.stored)
+}
+
+// sortSince orders the writes recorded after `from` by Workload name, each Workload's own
+// writes kept in their order: for writes whose order is Go map order in Kueue (see
+// cluster.reconcileNodes), so that a run is repeatable.
+func (w *statusWrites) sortSince(from int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if from < len(w.stored) {
+		slices.SortStableFunc(w.stored[from:], func(a, b statusWrite) int {
+			return strings.Compare(a.new.Name, b.new.Name)
+		})
+	}
 }
 
 // take returns the writes recorded since the last call.

@@ -347,13 +347,24 @@ func (c *cluster) stopPods(ctx context.Context, wl string) error {
 // reconcileNodes runs Kueue's node failure controller on each node, in order, as its
 // event handlers would queue them (gated by TASFailedNodeReplacement, as its predicates are).
 // A requeue it asks for is a timer on the fake clock.
+//
+// One Reconcile writes the status of each workload on the node in Go map order (it ranges
+// over a sets.Set: handleUnhealthyNode, reconcileWorkloadsOnNode in
+// pkg/controller/tas/node_controller.go), and the workload controller's update handler
+// pre-queues each workload's second pass in the order it sees those writes, so on a cluster
+// the workload written first is repaired first, alone in its scheduling cycle, and may take
+// the node another one needed: random. The sim delivers one Reconcile's writes in workload
+// name order so that a run is repeatable; the fit model names a stream whose outcome
+// depends on that order Nondeterministic (harness/fit/faults.py).
 func (c *cluster) reconcileNodes(ctx context.Context, names []string) error {
 	if !c.faults.on || !features.Enabled(features.TASFailedNodeReplacement) {
 		return nil
 	}
 	ctx = ctrl.LoggerInto(ctx, controllerLogger(c.hook, c.log))
 	for _, name := range names {
+		from := c.writes.count()
 		res, err := c.faults.nodeRec.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		c.writes.sortSince(from)
 		if err != nil {
 			return fmt.Errorf("Kueue's TAS node controller on node %s: %w", name, err)
 		}

@@ -5,18 +5,19 @@ import (
 	utiltas "sigs.k8s.io/kueue/pkg/util/tas"
 )
 
-// bindableNodes: workload -> pod set -> TAS flavor -> the nodes kube-scheduler could bind one
-// of its pods to. The rule is the fit model's (harness/fit/bindable.py), computed in Python
-// from the scenario as it starts, so both engines decide alike which pods never run.
-type bindableNodes map[string]map[string]map[string][]string
+// bindableNodes: workload -> pod set -> TAS flavor -> node -> how many of its pods
+// kube-scheduler could bind there (nodes that take none are left out). The rule is the fit
+// model's (harness/fit/bindable.py), computed in Python from the scenario as it starts (each
+// node for the pod set alone), so both engines decide alike which pods never run.
+type bindableNodes map[string]map[string]map[string]map[string]int32
 
-// podsCanBind: kube-scheduler finds a node for the pods of every domain Kueue assigned the
-// workload's TAS pod sets. Kueue places by a domain's summed free capacity and checks taints
-// and selectors only at the hostname level (tas_flavor_snapshot.go findTopologyAssignment),
-// so a domain may hold no node a pod can run on; those pods stay Pending, the job
-// reconciler never writes PodsReady=True (generatePodsReadyCondition), and blockAdmission
-// keeps waiting. A workload the table does not list (submitted in a session) counts as
-// bindable.
+// podsCanBind: kube-scheduler finds nodes for all the pods of every domain Kueue assigned
+// the workload's TAS pod sets. Kueue places by a domain's summed free capacity and checks
+// taints and selectors only at the hostname level (tas_flavor_snapshot.go
+// findTopologyAssignment), so a domain may hold fewer pods a node can run than Kueue put
+// there; those pods stay Pending, the job reconciler never writes PodsReady=True
+// (generatePodsReadyCondition), and blockAdmission keeps waiting. A workload the table
+// does not list counts as bindable.
 func (c *cluster) podsCanBind(wl *kueue.Workload) bool {
 	table, ok := c.bindable[wl.Name]
 	if !ok || wl.Status.Admission == nil {
@@ -34,7 +35,7 @@ func (c *cluster) podsCanBind(wl *kueue.Workload) bool {
 				continue
 			}
 			for d := range utiltas.InternalSeqFrom(ta) {
-				if !c.anyNodeIn(nodes, ta.Levels, d.Values) {
+				if c.podsIn(nodes, ta.Levels, d.Values) < d.Count {
 					return false
 				}
 			}
@@ -43,9 +44,10 @@ func (c *cluster) podsCanBind(wl *kueue.Workload) bool {
 	return true
 }
 
-// anyNodeIn: one of the nodes carries the domain's value of every level.
-func (c *cluster) anyNodeIn(nodes []string, levels, values []string) bool {
-	for _, name := range nodes {
+// podsIn: how many pods the nodes carrying the domain's value of every level take.
+func (c *cluster) podsIn(nodes map[string]int32, levels, values []string) int32 {
+	var total int32
+	for name, pods := range nodes {
 		n, ok := c.nodes[name]
 		if !ok {
 			continue
@@ -58,10 +60,10 @@ func (c *cluster) anyNodeIn(nodes []string, levels, values []string) bool {
 			}
 		}
 		if match {
-			return true
+			total += pods
 		}
 	}
-	return false
+	return total
 }
 
 // forgetBindable drops the table once a step changes the nodes or the usage it was computed
