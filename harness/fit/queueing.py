@@ -93,6 +93,8 @@ class Queues:
     """(namespace, name) of the LocalQueues with a stopPolicy: out of the queue manager
     (harness.kueue.local_queue_stop), their workloads kept `aside`, never popped."""
     aside: dict[str, Pending] = field(default_factory=dict)
+    stop_policies: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The stopPolicy a `set-stop-policy` step last gave each LocalQueue it names."""
     requested: set[str] = field(default_factory=set)
     """ClusterQueues whose parked workloads the requeuer is to move back. Kueue batches every
     such flush (inadmissible_workloads.go workqueueRequeuer: AddAfter requeueBatchPeriod,
