@@ -260,7 +260,8 @@ class Model:
 
     def settle(self) -> None:
         """Cycles until one changes nothing; a state seen before whose outcomes differ along
-        the way means Kueue's answer depends on when one looks (rules §8)."""
+        the way means Kueue's answer depends on when one looks (rules §8). The parked
+        workloads a release requeues come back only then (`Queues.requested`)."""
         seen: dict[Hashable, int] = {}
         history: list[Hashable] = []
         for _ in range(MAX_CYCLES):
@@ -268,6 +269,8 @@ class Model:
                 self._land_refused()  # Heads waits for them
             if not any(self.queues.heap.values()) or self.readiness.blocked is not None:
                 self._land_refused()
+                if self.queues.requeue_requested() and self.readiness.blocked is None:
+                    continue
                 return
             self.run_cycle()
             state = (
@@ -289,6 +292,11 @@ class Model:
                     for _ in range(extra):
                         self.run_cycle()
                 self._land_refused()
+                if self.queues.requeue_requested():
+                    seen.clear()
+                    history.clear()
+                    continue
+                self._settle_phase(len(history) - seen[state])
                 return
             seen[state] = len(history)
             history.append(state)
@@ -299,6 +307,17 @@ class Model:
         return repr(
             sorted((n, sorted(map(repr, h.per_leaf.items()))) for n, h in self.snap.holding.items())
         )
+
+    def _settle_phase(self, period: int) -> None:
+        """Kueue retries a head every cycle (a StrictFIFO head, one with flavors left to
+        scan) and its flavor scan goes round with `period` states (rules §4.5): which of
+        them the next event meets is a matter of timing, so the replay takes the next."""
+        if period > 1 and self.ties.pick(
+            (False, True),
+            f"cycle {self.cycle}: the heads retried every cycle go round {period} flavor "
+            "scan states; the next event meets whichever one Kueue is at",
+        ):
+            self.run_cycle()
 
     def _land_refused(self) -> None:
         """The refused admissions' requeues come back (requeueAndUpdate: at once)."""

@@ -24,6 +24,7 @@ def apply(engine: Engine, change: StopPolicyChange) -> None:
     key = (change.namespace, change.local_queue)
     queues = engine.queues
     was_held, now_held = key in queues.stopped, rules.held(change.stop_policy)
+    queues.stop_policies[key] = change.stop_policy
     if now_held and not was_held:
         queues.stop(key)
     members = [n for n, w in engine.workloads.items() if queues.local_queue(w) == key]
@@ -41,6 +42,29 @@ def apply(engine: Engine, change: StopPolicyChange) -> None:
     if was_held and not now_held:
         queues.resume(key)
         _unblocked(engine, members)
+
+
+def admitted_while_held(engine: Engine, name: str) -> None:
+    """waitForPodsReady blockAdmission: once every workload is ready the scheduler admits the
+    entry it waited with, without asking again whether its LocalQueue still takes workloads
+    (scheduler.go schedule: WaitForPodsReady, then admit). Held meanwhile, that LocalQueue
+    gets the workload controller's answer to a hold (reconcileOnLocalQueueActiveState): a
+    reservation waiting for admission checks is taken away, an admission evicted under
+    HoldAndDrain."""
+    key = engine.queues.local_queue(engine.workloads[name])
+    if key not in engine.queues.stopped:
+        return
+    outcome = engine.outcomes[name]
+    if outcome.quota_reserved:
+        _unreserve(engine, name, evict=False)
+    elif outcome.admitted and rules.drains(_policy(engine, key)):
+        _unreserve(engine, name, evict=True)
+
+
+def _policy(engine: Engine, key: tuple[str, str]) -> str:
+    if key in engine.queues.stop_policies:
+        return engine.queues.stop_policies[key]
+    return next(q.stop_policy for q in engine.scenario.queues() if (q.namespace, q.name) == key)
 
 
 def _unblocked(engine: Engine, members: list[str]) -> None:

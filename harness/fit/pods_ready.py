@@ -18,9 +18,10 @@ harness.kueue.pods_ready. In short:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from harness.errors import UnsupportedVersionError
+from harness.fit import lq_stop
 from harness.fit.check_controller import give_back
 from harness.fit.ties import Nondeterministic
 from harness.kueue.pods_ready import (
@@ -149,6 +150,7 @@ class PodsReadiness:
         held = model._admit(blocked.entry, blocked.tas_usage)
         model._hold(held)
         model.generation[held.cq] += 1
+        lq_stop.admitted_while_held(cast("Engine", model), held.name)
 
 
 def pods_not_ready(engine: Engine, name: str) -> None:

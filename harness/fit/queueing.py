@@ -93,6 +93,14 @@ class Queues:
     """(namespace, name) of the LocalQueues with a stopPolicy: out of the queue manager
     (harness.kueue.local_queue_stop), their workloads kept `aside`, never popped."""
     aside: dict[str, Pending] = field(default_factory=dict)
+    stop_policies: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The stopPolicy a `set-stop-policy` step last gave each LocalQueue it names."""
+    requested: set[str] = field(default_factory=set)
+    """ClusterQueues whose parked workloads the requeuer is to move back. Kueue batches every
+    such flush (inadmissible_workloads.go workqueueRequeuer: AddAfter requeueBatchPeriod,
+    1 s) while the scheduler pops what is in the heaps every ~10 ms, so the heads there (a
+    StrictFIFO head, a workload requeued at once) take freed room before the parked ones
+    are back (`flush`, `requeue_requested`)."""
 
     @staticmethod
     def local_queue(w: Workload) -> tuple[str, str]:
@@ -168,6 +176,18 @@ class Queues:
             del self.preemptor[cq]
 
     def flush(self, cqs: Iterable[str]) -> None:
+        """`notifyRetryInadmissibleWithoutLock`: the requeuer will move these ClusterQueues'
+        parked workloads back once the heads in the heaps have had their cycles."""
+        self.requested.update(cqs)
+
+    def requeue_requested(self) -> bool:
+        """The requeuer's batch (`requeueWorkloadsCohort`): whether it moved a workload."""
+        cqs, self.requested = self.requested, set()
+        moved = any(self.parked.get(cq, set()) - self.mismatched for cq in cqs)
+        self._move_parked(cqs)
+        return moved
+
+    def _move_parked(self, cqs: Iterable[str]) -> None:
         """`queueInadmissibleWorkloads`: parked workloads back to their heaps."""
         for cq in cqs:
             parked = self.parked.pop(cq, set())
@@ -200,7 +220,8 @@ class Queues:
         so every pending workload is in its heap again, with no parked hash, preemptor or
         flavor scan progress remembered."""
         self.hashing = hashing
-        self.flush(list(self.parked))
+        self.requested.clear()
+        self._move_parked(list(self.parked))
         self.hashes.clear()
         self.preemptor.clear()
         for pending in self.info.values():

@@ -30,7 +30,11 @@ class Outcome:
 
     `quota_reserved`: not admitted, but holding quota and its topology assignment while an
     admission check is not Ready (QuotaReserved True, Admitted False): `placement` and
-    `flavors` are the reservation's, `message` empty (Kueue writes none)."""
+    `flavors` are the reservation's, `message` empty (Kueue writes none).
+
+    `message_race` (a prediction only): the message Kueue may show instead of `message`,
+    where which one it writes is a race of its controllers (rules §8), e.g. a workload
+    waiting when its ClusterQueue is stopped (harness/fit/cq_stop.py)."""
 
     admitted: bool
     placement: Placement = field(default_factory=dict)
@@ -45,6 +49,7 @@ class Outcome:
     evicted: Eviction | None = None
     drift: Placement = field(default_factory=dict)
     quota_reserved: bool = False
+    message_race: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.admitted:
@@ -67,6 +72,8 @@ class Outcome:
                 result["drift"] = {ps: dict(sorted(d.items())) for ps, d in self.drift.items()}
             return result | self._eviction_json()
         out: dict[str, Any] = {"admitted": False, "message": self.message}
+        if self.message_race is not None:
+            out["messageRace"] = self.message_race
         if self.quota_reserved:
             out["quotaReserved"] = True
             out["placement"] = {ps: dict(sorted(d.items())) for ps, d in self.placement.items()}
@@ -107,6 +114,7 @@ class Outcome:
                 ps: {k: int(v) for k, v in d.items()} for ps, d in (data.get("drift") or {}).items()
             },
             quota_reserved=bool(data.get("quotaReserved", False)),
+            message_race=None if data.get("messageRace") is None else str(data["messageRace"]),
         )
 
 

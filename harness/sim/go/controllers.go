@@ -23,8 +23,8 @@ import (
 // model on, runs the pods of a new or repaired admission or of a node no longer listed
 // as unhealthy, see syncPods); then the job
 // reconciler stops every evicted workload that still holds quota (all victims of a
-// preemption together), whose writes are delivered in the same round; finally the queue
-// manager's requeuer moves the inadmissible workloads those handlers flushed.
+// preemption together), whose writes are delivered in the same round. The inadmissible
+// workloads those handlers flushed wait for the requeuer's batch (settle: requeueBatch).
 func (c *cluster) deliver(ctx context.Context) error {
 	for {
 		writes := c.writes.take()
@@ -61,8 +61,18 @@ func (c *cluster) deliver(ctx context.Context) error {
 			return err
 		}
 	}
-	c.requeuer.ProcessRequeues(ctx)
 	return nil
+}
+
+// requeueBatch is the queue manager's requeuer firing: it moves the inadmissible workloads
+// of every ClusterQueue and cohort flushed since the last batch back to their heaps and
+// reports whether it moved any. Kueue batches those flushes (inadmissible_workloads.go
+// workqueueRequeuer: AddAfter requeueBatchPeriod, 1 s, from the first request) while the
+// scheduler pops what is in the heaps every ~10 ms, so the driver fires it only once the
+// heads in the heaps (a StrictFIFO head, a workload requeued at once) have had their
+// cycles: freed room goes to them before the parked workloads are back.
+func (c *cluster) requeueBatch(ctx context.Context) bool {
+	return c.requeuer.ProcessRequeues(ctx) > 0
 }
 
 // workloadUpdated is pkg/controller/core/workload_controller.go: Update for the transitions

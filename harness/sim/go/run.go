@@ -444,7 +444,9 @@ func (c *cluster) settle(ctx context.Context) error {
 		}
 		if c.waitingPodsReady && n < maxCycles {
 			// The scheduler waits for PodsReady mid-cycle: it goes on once the cache's
-			// check passes; until then Kueue is at rest but for its timers.
+			// check passes; until then Kueue is at rest but for its timers (the requeuer
+			// runs on its own).
+			c.requeueBatch(ctx)
 			went, err := c.wakeIfPodsReady(ctx)
 			if err != nil {
 				return err
@@ -458,8 +460,11 @@ func (c *cluster) settle(ctx context.Context) error {
 			continue // Heads waits for the refused admissions' requeue
 		}
 		if c.nothingToPop() && !c.hook.secondPassQueued() {
-			// Nothing to pop: Kueue is at rest unless a backoff timer is due (a second
-			// pass); the clock moves to the earliest one.
+			// Nothing to pop: Kueue is at rest unless the requeuer's batch or a backoff
+			// timer is due (a second pass); the clock moves to the earliest timer.
+			if c.requeueBatch(ctx) {
+				continue
+			}
 			if n < maxCycles && c.timers.fireNext() {
 				continue
 			}
@@ -480,6 +485,10 @@ func (c *cluster) settle(ctx context.Context) error {
 			recurring, idle = 0, 0
 		}
 		history = append(history, messages)
+		if recurring == restCycles && c.requeueBatch(ctx) {
+			recurring = 0
+			continue
+		}
 		if recurring == restCycles {
 			// A head retried every cycle (StrictFIFO) keeps Kueue busy, but real time still
 			// passes: a backoff timer (a second pass) fires meanwhile. Kueue is at rest when
