@@ -37,6 +37,10 @@ class CheckStates:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.states: dict[str, dict[str, str]] = {}
+        # (workload, check) whose entry carries Kueue's own message ("Reset to Pending after
+        # eviction. Previously: X"): the controller's write of the same state, message "",
+        # still changes it.
+        self.kueue_messages: set[tuple[str, str]] = set()
         self.inactive_workloads: set[str] = set()
 
     def sync(self, name: str, cq: ClusterQueue, flavors: Collection[str] | None) -> None:
@@ -44,6 +48,7 @@ class CheckStates:
         needed = required_checks(cq, flavors)
         old = self.states.get(name, {})
         self.states[name] = {c: old.get(c, "Pending") for c in sorted(needed)}
+        self.kueue_messages -= {(name, c) for c in old if c not in needed}
 
     def failed(self, name: str) -> bool:
         """A Retry or Rejected check: the scheduler leaves the workload pending."""
@@ -55,12 +60,17 @@ class CheckStates:
     def reset_on_eviction(self, name: str) -> None:
         """`resetChecksOnEviction`: every check not Pending goes back to Pending."""
         if name in self.states:
+            reset = {c for c, state in self.states[name].items() if state != "Pending"}
+            self.kueue_messages |= {(name, c) for c in reset}
             self.states[name] = {c: "Pending" for c in self.states[name]}
 
     def changes(self, change: CheckChange) -> bool:
         """Whether the controller's write changes status.admissionChecks: a check not listed
         is added (the workload controller drops it again if not needed), a listed one takes
-        the new state; the same state again writes nothing."""
+        the new state; the same state again writes nothing, unless the entry carries a
+        message of Kueue's the write clears (SetAdmissionCheckState always sets it)."""
+        if (change.workload, change.check) in self.kueue_messages:
+            return True
         return self.states.get(change.workload, {}).get(change.check) != change.state
 
     def set(self, change: CheckChange) -> bool:
@@ -70,6 +80,7 @@ class CheckStates:
         if present is None or change.check not in present:
             return False
         present[change.check] = change.state
+        self.kueue_messages.discard((change.workload, change.check))
         return True
 
     def with_state(self, name: str, state: str) -> list[str]:

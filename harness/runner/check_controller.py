@@ -49,7 +49,12 @@ def set_state(kube: Kube, namespace: str, workload: str, change: CheckChange) ->
     """The check's state in status.admissionChecks (a map keyed by name), applied under a
     field manager of that check's own, as each check has its controller: an apply by one
     manager removes the entries it applied before and leaves out now, so one manager for
-    every check would drop the other checks' states."""
+    every check would drop the other checks' states.
+
+    The same state again keeps its lastTransitionTime, as Kueue's SetAdmissionCheckState
+    (pkg/workload/patching) does for a check controller: the apply then changes nothing and
+    is no update, where a fresh time would be one (and an update of a deactivated workload
+    requeues its cohort's parked workloads)."""
     return kube.apply(
         {
             "apiVersion": KUEUE_API,
@@ -61,7 +66,7 @@ def set_state(kube: Kube, namespace: str, workload: str, change: CheckChange) ->
                         "name": change.check,
                         "state": change.state,
                         "message": "",
-                        "lastTransitionTime": _now(),
+                        "lastTransitionTime": _since(kube, namespace, workload, change),
                     }
                 ]
             },
@@ -69,3 +74,12 @@ def set_state(kube: Kube, namespace: str, workload: str, change: CheckChange) ->
         subresource="status",
         field_manager=f"{CHECK_CONTROLLER_MANAGER}-{change.check}"[:128],
     )
+
+
+def _since(kube: Kube, namespace: str, workload: str, change: CheckChange) -> str:
+    """The check's lastTransitionTime: kept while its state stays, now when it changes."""
+    wl = kube.get_or_none(KUEUE_API, "Workload", workload, namespace) or {}
+    for entry in (wl.get("status") or {}).get("admissionChecks") or []:
+        if entry.get("name") == change.check and entry.get("state") == change.state:
+            return str(entry.get("lastTransitionTime") or _now())
+    return _now()

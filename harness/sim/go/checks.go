@@ -94,8 +94,14 @@ func (c *cluster) setAdmissionCheck(ctx context.Context, st *CheckStep) error {
 	i := slices.IndexFunc(wl.Status.AdmissionChecks, func(s kueue.AdmissionCheckState) bool { return s.Name == state.Name })
 	if i < 0 {
 		wl.Status.AdmissionChecks = append(wl.Status.AdmissionChecks, state)
-	} else if wl.Status.AdmissionChecks[i].State != state.State {
-		wl.Status.AdmissionChecks[i] = state
+	} else if cur := &wl.Status.AdmissionChecks[i]; cur.State != state.State || cur.Message != "" {
+		// The controller's apply sets state, message ("") and the time; the time moves only
+		// with the state (SetAdmissionCheckState), the fields it leaves out stay. Kueue's
+		// "Reset to Pending after eviction" message makes the same state a write.
+		if cur.State != state.State {
+			cur.State, cur.LastTransitionTime = state.State, state.LastTransitionTime
+		}
+		cur.Message = ""
 	} else {
 		return c.settle(ctx)
 	}
