@@ -6,8 +6,9 @@ Worlds come from the version-2 fuzzer (harness/fuzz/world_v2.py: cohorts, priori
 preemption, admitted workloads); each workload gets its own submission second (0-59: Kueue
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
-Cases either engine calls Nondeterministic, or does not model, are counted apart, never as
-agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
+Cases either engine calls Nondeterministic, or does not model, and streams the sim cannot
+decide (a BackendError: Kueue never came to rest) are counted apart as "not compared", never
+as agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
 a stream whose timelines differ as "sim flaky".
 
 `--node-events` adds one or two node events to each stream (a node deleted, tainted
@@ -27,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.backends.base import Unsupported
+from harness.backends.base import BackendError, Unsupported
 from harness.backends.sim import SimBackend
 from harness.errors import Nondeterministic, UnsupportedVersionError
 from harness.fuzz.world_v2 import generate_v2
@@ -52,6 +53,7 @@ def main() -> int:
     counts: collections.Counter[str] = collections.Counter()
     differing: list[str] = []
     flaky: list[str] = []
+    errors: list[str] = []
     backend, start = SimBackend(), time.perf_counter()
     try:
         for index in args.only if args.only is not None else range(args.cases):
@@ -90,6 +92,12 @@ def main() -> int:
                 if args.why:
                     print(f"{scenario.name}: not modelled ({engine}): {why}", flush=True)
                 continue
+            except BackendError as why:  # the sim could not decide the stream (e.g. no rest)
+                counts["not compared (sim error)"] += 1
+                errors.append(scenario.name)
+                if args.why:
+                    print(f"{scenario.name}: not compared ({engine}): {why}", flush=True)
+                continue
             same = fit == _jobs(sim)
             counts["agree" if same else "differ"] += 1
             if not same:
@@ -104,6 +112,8 @@ def main() -> int:
         print("differ:", ", ".join(differing[:20]))
     if flaky:
         print("sim flaky:", ", ".join(flaky[:20]))
+    if errors:
+        print("sim error:", ", ".join(errors[:20]))
     return 1 if differing or flaky else 0
 
 
