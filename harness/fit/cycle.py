@@ -81,6 +81,9 @@ cycle has taken its heads (`Model.in_flight`)."""
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 NEVER_EVALUATED = Outcome(admitted=False, message="")
 """A workload Kueue never looked at (behind a StrictFIFO head): it has no status message."""
+REST_BATCHES = 8
+"""Requeue batches in a row that lead to no new state before a loop counts as rest (the
+sim's restCycles)."""
 MAX_CYCLES = 1_000
 ORDER_STEP = 1_000
 """Room between two creations for evictions that happen between them (Engine.queue_order)."""
@@ -264,6 +267,8 @@ class Model:
         workloads a release requeues come back only then (`Queues.requested`)."""
         seen: dict[Hashable, int] = {}
         history: list[Hashable] = []
+        ever: set[Hashable] = set()  # every state of this settle, across requeue batches
+        batches = 0  # requeue batches taken in a row that led to no state not seen before
         for _ in range(MAX_CYCLES):
             if not any(self.queues.heap.values()):
                 self._land_refused()  # Heads waits for them
@@ -279,6 +284,9 @@ class Model:
                 tuple(sorted(self.snap.holding)),
                 self._outcome_key(),
             )
+            if state not in ever:
+                ever.add(state)
+                batches = 0
             if state in seen:
                 loop = history[seen[state] :]
                 if len({key[3] for key in loop if isinstance(key, tuple)}) > 1:
@@ -292,7 +300,11 @@ class Model:
                     for _ in range(extra):
                         self.run_cycle()
                 self._land_refused()
-                if self.queues.requeue_requested():
+                # The batch comes about once a second while Kueue keeps cycling: a loop that
+                # flushes the parked workloads on every turn (a preemption ping-pong) brings
+                # them back forever; at rest once REST_BATCHES batches led nowhere new.
+                if batches < REST_BATCHES and self.queues.requeue_requested():
+                    batches += 1
                     seen.clear()
                     history.clear()
                     continue

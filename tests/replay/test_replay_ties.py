@@ -118,3 +118,28 @@ def _stream(data: dict[str, object]) -> Scenario:
     data = {k: v for k, v in data.items() if k != "replay"}
     plain, times = split_times(data, "stream.yaml")
     return with_times(scenario_from_data(plain, "stream.yaml"), times)
+
+
+PING_PONG = REPO / "tests" / "data" / "streams" / "reclaim-ping-pong-flushes-parked.yaml"
+"""wl-1 and old-0 preempt each other forever, and every eviction flushes team-a's parked
+workloads, so the requeuer's batch always moves some back (issue 30: both engines ran out
+of cycles)."""
+
+
+def test_a_preemption_ping_pong_that_flushes_parked_workloads_is_nondeterministic() -> None:
+    """The fit model stops taking requeue batches once they lead to no new state and names
+    the loop's position a tie (it used to raise 'no fixpoint after 1000 cycles')."""
+    with pytest.raises(Nondeterministic, match="cycle"):
+        replay(_stream(yaml.safe_load(PING_PONG.read_text())))
+
+
+@pytest.mark.sim
+def test_the_sim_rests_in_a_preemption_ping_pong_that_flushes_parked_workloads(
+    sim_backend: SimBackend,
+) -> None:
+    """The sim counts the batches towards rest (run.go settle) and lists wl-1, whose
+    admission alternates, as unstable, instead of 'did not come to rest within 1000
+    scheduling cycles'."""
+    scenario = _stream(yaml.safe_load(PING_PONG.read_text()))
+    with pytest.raises(Nondeterministic, match=r"wl-1 .*message changes"):
+        replay_on(scenario, sim_backend.session)
