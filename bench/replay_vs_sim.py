@@ -7,7 +7,7 @@ preemption, admitted workloads); each workload gets its own submission second (0
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
 Cases either engine calls Nondeterministic, or does not model, and streams the sim cannot
-decide (a BackendError: Kueue never came to rest) are counted apart as "not compared", never
+decide (any other HarnessError, e.g. Kueue never came to rest) are counted apart as "not compared", never
 as agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
 a stream whose timelines differ as "sim flaky".
 
@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.backends.base import BackendError, Unsupported
+from harness.backends.base import Unsupported
 from harness.backends.sim import SimBackend
-from harness.errors import Nondeterministic, UnsupportedVersionError
+from harness.errors import HarnessError, Nondeterministic, UnsupportedVersionError
 from harness.fuzz.world_v2 import generate_v2
 from harness.replay.engine import Timeline, replay
 from harness.replay.onsim import replay_on
@@ -92,9 +92,9 @@ def main() -> int:
                 if args.why:
                     print(f"{scenario.name}: not modelled ({engine}): {why}", flush=True)
                 continue
-            except BackendError as why:  # the sim could not decide the stream (e.g. no rest)
-                counts["not compared (sim error)"] += 1
-                errors.append(scenario.name)
+            except HarnessError as why:  # an engine could not decide it (e.g. never at rest)
+                counts[f"not compared ({engine} error)"] += 1
+                errors.append(f"{scenario.name} ({engine})")
                 if args.why:
                     print(f"{scenario.name}: not compared ({engine}): {why}", flush=True)
                 continue
@@ -113,7 +113,7 @@ def main() -> int:
     if flaky:
         print("sim flaky:", ", ".join(flaky[:20]))
     if errors:
-        print("sim error:", ", ".join(errors[:20]))
+        print("engine error:", ", ".join(errors[:20]))
     return 1 if differing or flaky else 0
 
 
