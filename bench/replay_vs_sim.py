@@ -6,9 +6,9 @@ Worlds come from the version-2 fuzzer (harness/fuzz/world_v2.py: cohorts, priori
 preemption, admitted workloads); each workload gets its own submission second (0-59: Kueue
 orders same-second creations by UID) and a run time of 5-60 s plus a unique millisecond
 (the sim settles after every step, the fit model once per moment: no two events share one).
-Cases either engine calls Nondeterministic, or does not model, and streams the sim cannot
-decide (any other HarnessError, e.g. Kueue never came to rest) are counted apart as "not compared", never
-as agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
+Cases either engine calls Nondeterministic, or does not model, or cannot decide (any other
+HarnessError, e.g. Kueue never came to rest) are counted apart as "not compared", never as
+agreements (`--why` says why); `--repeat N` replays each stream N times on the sim and counts
 a stream whose timelines differ as "sim flaky".
 
 `--node-events` adds one or two node events to each stream (a node deleted, tainted
