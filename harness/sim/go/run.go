@@ -466,12 +466,6 @@ func (c *cluster) settle(ctx context.Context) error {
 				continue
 			}
 			if n < maxCycles && c.timers.fireNext() {
-				// Real time passed at rest (a timeout, a backoff): a state seen before it
-				// is no sign of a head Kueue retries every cycle, so recurrence counts
-				// afresh; otherwise a timer could fire while heads Kueue pops within
-				// milliseconds are still in the heap.
-				clear(seen)
-				recurring = 0
 				continue
 			}
 			return nil
