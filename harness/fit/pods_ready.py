@@ -175,12 +175,20 @@ def time_out(engine: Engine, name: str) -> None:
     config, count = readiness.config, readiness.requeues.get(name, 0)
     preempted = engine.outcomes[name].preempted
     if config.deactivates(count):
+        held = engine.snap.holding.get(name)
         engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
         give_back(engine, name)
         engine.queues.delete(name)
         message = engine.blocked_message(name, LIMIT_MESSAGE)
         engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
         readiness.unblock(engine)
+        if held is not None:
+            # The job reconciler clears the reservation once the Job stopped, after the
+            # requeue batch of the `!active` update that freed the quota; that write is one
+            # more update of a deactivated Workload, so the parked workloads are requeued
+            # again, after the freed room was taken (workload_controller.go Update).
+            engine.settle()
+            engine.requeue_associated(name, held.cq)
         return
     readiness.requeues[name] = count + 1
     backoff = config.backoff(count + 1)
