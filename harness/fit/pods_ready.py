@@ -176,7 +176,7 @@ def time_out(engine: Engine, name: str) -> None:
     preempted = engine.outcomes[name].preempted
     if config.deactivates(count):
         held = engine.snap.holding.get(name)
-        engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
+        engine.faults.report.evicted.setdefault(name, Eviction("Deactivated", LIMIT_MESSAGE))
         give_back(engine, name)
         engine.queues.delete(name)
         message = engine.blocked_message(name, LIMIT_MESSAGE)
@@ -198,7 +198,7 @@ def time_out(engine: Engine, name: str) -> None:
             f"backoff of {backoff:g}s after the timeout outlasts the step ({TIMER_HORIZON:g}s); "
             "not modelled"
         )
-    engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
+    engine.faults.report.evicted.setdefault(name, Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE))
     give_back(engine, name)
     message = engine.blocked_message(name, TIMEOUT_MESSAGE)
     engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
