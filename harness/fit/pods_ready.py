@@ -175,12 +175,20 @@ def time_out(engine: Engine, name: str) -> None:
     config, count = readiness.config, readiness.requeues.get(name, 0)
     preempted = engine.outcomes[name].preempted
     if config.deactivates(count):
-        engine.faults.report.evicted[name] = Eviction("Deactivated", LIMIT_MESSAGE)
+        held = engine.snap.holding.get(name)
+        engine.faults.report.evicted.setdefault(name, Eviction("Deactivated", LIMIT_MESSAGE))
         give_back(engine, name)
         engine.queues.delete(name)
         message = engine.blocked_message(name, LIMIT_MESSAGE)
         engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
         readiness.unblock(engine)
+        if held is not None:
+            # The job reconciler clears the reservation once the Job stopped, after the
+            # requeue batch of the `!active` update that freed the quota; that write is one
+            # more update of a deactivated Workload, so the parked workloads are requeued
+            # again, after the freed room was taken (workload_controller.go Update).
+            engine.settle()
+            engine.requeue_associated(name, held.cq)
         return
     readiness.requeues[name] = count + 1
     backoff = config.backoff(count + 1)
@@ -190,7 +198,7 @@ def time_out(engine: Engine, name: str) -> None:
             f"backoff of {backoff:g}s after the timeout outlasts the step ({TIMER_HORIZON:g}s); "
             "not modelled"
         )
-    engine.faults.report.evicted[name] = Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE)
+    engine.faults.report.evicted.setdefault(name, Eviction("PodsReadyTimeout", TIMEOUT_MESSAGE))
     give_back(engine, name)
     message = engine.blocked_message(name, TIMEOUT_MESSAGE)
     engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)

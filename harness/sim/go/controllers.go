@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -53,6 +54,9 @@ func (c *cluster) deliver(ctx context.Context) error {
 			}
 		}
 		for _, name := range evicted {
+			if c.stopLater(ctx, name) {
+				continue
+			}
 			if err := c.stopEvicted(ctx, name); err != nil {
 				return err
 			}
@@ -123,6 +127,28 @@ func (c *cluster) workloadUpdated(ctx context.Context, old, new *kueue.Workload)
 // (pkg/controller/jobframework/reconciler.go: ReconcileGenericJob) once the Job has
 // stopped, which is at once here (no pods run): mark the Workload Requeued and give its
 // quota back (QuotaReserved=False with the eviction message, admission cleared).
+// stopLater: a workload deactivated past the PodsReady backoffLimitCount already left the
+// cache with its `!active` update; the job reconciler clears its reservation once the Job
+// stopped, about a second later on a cluster, after the requeuer's batch (1 s) for that
+// update: a timer, so the parked workloads it requeues again are evaluated after the
+// first batch's (workload_controller.go Update, `!active`).
+func (c *cluster) stopLater(ctx context.Context, name string) bool {
+	wl := &kueue.Workload{}
+	if err := c.client.Get(ctx, c.key(name), wl); err != nil || workload.IsActive(wl) {
+		return false
+	}
+	cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+	if cond == nil || cond.Reason != kueue.WorkloadDeactivated+"DueTo"+kueue.WorkloadRequeuingLimitExceeded {
+		return false
+	}
+	c.timers.AfterFunc(time.Second, func() {
+		if err := c.stopEvicted(ctx, name); err != nil {
+			c.log.Error(err, "kueue-sim: stopping a deactivated workload", "workload", name)
+		}
+	})
+	return true
+}
+
 func (c *cluster) stopEvicted(ctx context.Context, name string) error {
 	wl := &kueue.Workload{}
 	if err := c.client.Get(ctx, c.key(name), wl); err != nil {

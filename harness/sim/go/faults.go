@@ -405,7 +405,12 @@ func (c *cluster) noteRepair(old, new *kueue.Workload) {
 		if strings.HasPrefix(reason, kueue.WorkloadDeactivated+"DueTo") {
 			reason = kueue.WorkloadDeactivated
 		}
-		c.faults.evicted[new.Name] = &Eviction{Reason: reason, Message: cond.Message}
+		// The first eviction of the step, as the cluster runner reads it (repair.py
+		// new_eviction): a workload evicted by its PodsReady timeout and then deactivated
+		// within one step reports the timeout.
+		if _, seen := c.faults.evicted[new.Name]; !seen {
+			c.faults.evicted[new.Name] = &Eviction{Reason: reason, Message: cond.Message}
+		}
 	}
 	if old.Status.Admission == nil || new.Status.Admission == nil ||
 		equality.Semantic.DeepEqual(old.Status.Admission, new.Status.Admission) {
