@@ -36,7 +36,8 @@ faster than two (bench/cluster.py --workers 0,2,3, 27 scenarios: 126 / 107 / 111
 contention the CPU seconds alone do not show."""
 WORKERS_PER_CORE = 3
 """At most this many clusters per core in all: the runner's deadlines assume a cluster gets
-its share of a core within a settle window."""
+its share of a core within a settle window. Seven clusters on 2 cores were no faster than
+six (make e2e, 524 items, 2026-12-07: 733 s on 7, 693 s on 6): the CPU bounds the gate."""
 
 
 @dataclass(frozen=True)
