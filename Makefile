@@ -7,7 +7,7 @@ RUN_DIR ?= run
 TOOLS ?=
 PYTEST_ARGS ?=
 # Kueue version of the embedded cluster for e2e (v0.17.1, v0.18.2, v0.19.2; empty: each
-# scenario's kueue:, else v0.19.2). `make binaries` builds v0.19.2 only; e2e builds this one.
+# scenario's kueue:, else v0.19.2). `make binaries` builds every one of them.
 KUEUE_VERSION ?=
 # What e2e runs (suite folders or files).
 E2E_PATHS ?= suites
@@ -24,9 +24,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## binaries: build (or reuse) the pinned upstream binaries and the in-process Kueue, with progress
+## binaries: build (or reuse) the pinned upstream binaries and the in-process Kueue (the sim),
+## with progress, for every Kueue version the suites run (v0.19.2 first; each version's Kueue
+## before its sim, which reuses its compiled packages): ahead of the tests, so no test worker
+## waits minutes for a build while its queue of scenarios waits behind it
 binaries: venv
-	$(PY) -m harness build binaries sim
+	$(PY) -m harness build binaries sim --kueue-version all
 
 ## test: the gate (what CI runs): own-tests, then every suite on the embedded cluster, once
 ## (e2e with E2E_WORKERS clusters). Each pass prints its 10 slowest items (scenarios with

@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     build.add_argument(
         "--kueue-version",
         default=None,
-        help="build Kueue, its JobSet and the sim at this version (v0.17.1, v0.18.2, v0.19.2); "
+        help="build Kueue, its JobSet and the sim at this version (v0.17.1, v0.18.2, v0.19.2), "
+        "or `all`: each of them, the default first (what the suites run; `make binaries`); "
         "the other components are shared by every version (default: v0.19.2)",
     )
     build.add_argument(
@@ -46,34 +47,61 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from harness.toolchain import components, pins_for
-    from harness.toolchain.tools import TOOLS
+    from harness.toolchain import pins_for
 
     progress.show_on_stderr()
     # SIGTERM unwinds like Ctrl-C: the running go command is killed and the half-built
     # temporary directory removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    pins = pins_for(args.kueue_version)
+    done: set[str] = set()
+    for version in _versions(args.kueue_version):
+        _build_version(args.what or DEFAULT, pins_for(version), args.paths, done)
+    return 0
+
+
+def _versions(asked: str | None) -> list[str | None]:
+    """`all`: every Kueue version the embedded cluster runs, the default first. Each version's
+    Kueue binary is built before its sim, which then reuses most of its compiled packages
+    (same module versions): built here, ahead of the tests, no test worker waits minutes
+    for a build while the others queue behind it."""
+    from harness.toolchain import KUEUE_JOBSET, PINS
+
+    if asked != "all":
+        return [asked]
+    return [PINS.kueue, *(v for v in KUEUE_JOBSET if v != PINS.kueue)]
+
+
+def _build_version(what: list[str], pins: Any, paths: bool, done: set[str]) -> None:
+    """Build `what` at `pins`; `done` holds the builds already listed (a component or tool
+    every Kueue version shares is listed once)."""
+    from harness.toolchain import components
+    from harness.toolchain.tools import TOOLS
+
     table = components(pins)
-    for name in args.what or DEFAULT:
+
+    def once(key: str, name: str, make: tuple[Callable[[], Path], bool]) -> None:
+        if key not in done:
+            done.add(key)
+            _one(name, make)
+
+    for name in what:
         if name == "binaries":
-            for component in table:
-                _one(component, _component(component, pins, args.paths))
+            for c in table:
+                once(table[c].dirname, c, _component(c, pins, paths))
         elif name == "sim":
-            _one("sim", _sim(pins.kueue, args.paths))
+            once(f"sim-{pins.kueue}", "sim", _sim(pins.kueue, paths))
         elif name == "tools":
             for tool in TOOLS:
-                _one(tool, _tool(tool, args.paths))
+                once(tool, tool, _tool(tool, paths))
         elif name in table:
-            _one(name, _component(name, pins, args.paths))
+            once(table[name].dirname, name, _component(name, pins, paths))
         elif name in TOOLS:
-            _one(name, _tool(name, args.paths))
+            once(name, name, _tool(name, paths))
         else:
             from harness.toolchain import ToolchainError
 
             known = [*GROUPS, *table, *TOOLS]
             raise ToolchainError(f"build: unknown {name!r}; known: {', '.join(known)}")
-    return 0
 
 
 def _one(name: str, make: tuple[Callable[[], Path], bool]) -> None:

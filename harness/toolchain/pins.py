@@ -48,8 +48,8 @@ KUEUE_JOBSET: dict[str, str] = {
 }
 """The Kueue versions the embedded cluster runs -> the sigs.k8s.io/jobset version each one's
 go.mod requires. One Kubernetes (v1.36.1) serves them all: v0.17.1 is built on client-go
-v0.35.3, one minor behind the API server, within the supported client skew. Only v0.19.2
-(PINS) is built by default; the others are built on first use (~9 min each on 2 cores)."""
+v0.35.3, one minor behind the API server, within the supported client skew. `make binaries`
+builds each (`build --kueue-version all`); elsewhere a version is built on first use."""
 
 
 class KueueVersionError(ToolchainError):
