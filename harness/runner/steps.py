@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.backends.base import BackendError, Unsupported
-from harness.kube import KUEUE_API, Obj, events, pause, poll_until
+from harness.kube import KUEUE_API, Obj, events, interval_after, pause, poll_until
 from harness.kube import condition as get_condition
 from harness.kueue.keys import TAS_POD_ANNOTATIONS
 from harness.runner import (
@@ -376,13 +376,14 @@ def after_step(s: Session, *, freed_non_tas: bool = True, restarted: bool = Fals
     for entry in waiting:
         entry.settled_message = None  # re-evaluated after the step: read it afresh
     long = freed_non_tas or restarted or any(e.unschedulable for e in waiting)
-    deadline = time.monotonic() + (s.t.step_window if long else retry_window(s.t))
+    started = time.monotonic()
+    deadline = started + (s.t.step_window if long else retry_window(s.t))
     while time.monotonic() < deadline:
         if all(s.state_of(e).kind == "admitted" for e in waiting) and not any(
             _unbound(s, e) for e in waiting if e.unschedulable
         ):
             return
-        pause(max(s.t.interval, 0.25))
+        pause(interval_after(max(s.t.interval, 0.25), time.monotonic() - started))
     if not long:
         _unchanged(s, waiting)
 
