@@ -9,7 +9,7 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ def _versions(asked: str | None) -> list[str | None]:
     return [PINS.kueue, *(v for v in KUEUE_JOBSET if v != PINS.kueue)]
 
 
-def _build_version(what: list[str], pins: Any, paths: bool, done: set[str]) -> None:
+def _build_version(what: Sequence[str], pins: Any, paths: bool, done: set[str]) -> None:
     """Build `what` at `pins`; `done` holds the builds already listed (a component or tool
     every Kueue version shares is listed once)."""
     from harness.toolchain import components
