@@ -388,8 +388,25 @@ class Session:
         ns = self.names.namespace_of(entry.workload)
         return self.kube.get_or_none(KUEUE_API, "Workload", entry.kueue_name, ns)
 
+    def workload_objs(self, entries: Sequence[Entry]) -> dict[str, Obj | None]:
+        """The entries' Workloads by Kueue name, one LIST per namespace instead of a GET
+        each: a step's waits read every live workload on each poll."""
+        by_namespace: dict[str, list[Entry]] = {}
+        for entry in entries:
+            by_namespace.setdefault(self.names.namespace_of(entry.workload), []).append(entry)
+        found: dict[str, Obj | None] = {}
+        for ns, group in by_namespace.items():
+            listed = {o["metadata"]["name"]: o for o in self.kube.list(KUEUE_API, "Workload", ns)}
+            found.update({e.kueue_name: listed.get(e.kueue_name) for e in group})
+        return found
+
     def state_of(self, entry: Entry) -> State:
         return state(self.workload_obj(entry))
+
+    def states_of(self, entries: Sequence[Entry]) -> list[State]:
+        """state_of for each entry, in order, read with workload_objs."""
+        objs = self.workload_objs(entries)
+        return [state(objs.get(e.kueue_name)) for e in entries]
 
     # -- reading -------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from harness import progress
 from harness.kube import (
     KUEUE_API,
     RUN_LABEL,
@@ -15,6 +16,8 @@ from harness.kube import (
     Kube,
     KubeError,
     NotFound,
+    WaitTimeout,
+    absent,
     has_condition,
     node_ready,
     wait_for,
@@ -28,6 +31,8 @@ from harness.runner import check_controller, objects, world
 from harness.runner.objects import Names, Obj
 from harness.runner.waits import Timeouts
 from harness.scenario.model import Node, Scenario, Usage
+
+logger = progress.logger("runner")
 
 
 def create_nodes(kube: Kube, nodes: Iterable[Node], names: Names, t: Timeouts) -> None:
@@ -126,13 +131,14 @@ def shape(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     shape_world(kube, scenario, names, t)
 
 
-def create_or_keep(kube: Kube, obj: Obj, names: Names) -> None:
+def create_or_keep(kube: Kube, obj: Obj, names: Names) -> bool:
     """Create a cluster-scoped object; one of that name may stay only if this run made it
     (the previous scenario's, kept by clear_run) and it is identical. Anything else there
     is an error: on a cluster someone else runs, their object of the same name is never
-    used nor changed."""
+    used nor changed. True when kept."""
     try:
         kube.create(obj)
+        return False
     except Conflict:
         meta = obj["metadata"]
         there = kube.get(obj["apiVersion"], obj["kind"], meta["name"])
@@ -147,20 +153,25 @@ def create_or_keep(kube: Kube, obj: Obj, names: Names) -> None:
                 f"{obj['kind']} {meta['name']} exists and differs from the scenario's "
                 f"(being deleted, or changed since): {content(there)}"
             ) from None
+        return True
 
 
 def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> None:
     """Every Topology, ResourceFlavor, WorkloadPriorityClass and ClusterQueue (kept when
     identical), then one LocalQueue per ClusterQueue, held when it has `admitted` entries
     (harness.runner.preadmit); returns once Kueue shows them all ready and empty."""
+    kept = set()
     for obj in world.cluster_objects(scenario, names):
-        create_or_keep(kube, obj, names)
+        if create_or_keep(kube, obj, names):
+            kept.add((obj["kind"], obj["metadata"]["name"]))
     check_controller.report_active(kube, scenario.admission_checks)
     held = world.held_queues(scenario)
     for lq in scenario.queues():
         kube.create(world.scenario_local_queue(lq, names, hold=lq.cluster_queue in held))
     for cq in scenario.cluster_queues:
         inactive = inactive_reason(cq, scenario.admission_checks)
+        if ("ClusterQueue", cq.name) in kept:
+            _empty_or_replaced(kube, cq.name, world.cluster_objects(scenario, names), t)
         wait_for(
             kube,
             KUEUE_API,
@@ -184,6 +195,32 @@ def shape_world(kube: Kube, scenario: Scenario, names: Names, t: Timeouts) -> No
                 timeout=t.settle,
                 interval=t.interval,
             )
+
+
+def _empty_or_replaced(kube: Kube, name: str, objs: list[Obj], t: Timeouts) -> None:
+    """A kept ClusterQueue that still counts a workload `kept_queue` seconds after the
+    previous scenario's workloads are gone is deleted and made again. Kueue v0.19.2 can keep
+    a pending Workload deleted in the middle of a scheduling cycle in its queue (a ClusterQueue
+    counted 1 pending for minutes, `make e2e` 2026-12-07, suites/fair-sharing); a new
+    ClusterQueue starts from the workloads Kueue's informer still has."""
+    try:
+        wait_for(kube, KUEUE_API, "ClusterQueue", name, _counts_nothing,
+                 what="holding no workload", timeout=t.kept_queue, interval=t.interval)  # fmt: skip
+        return
+    except WaitTimeout as stale:
+        logger.info(f"ClusterQueue {name} made again: {stale}")
+    kube.delete(KUEUE_API, "ClusterQueue", name)
+    wait_for(kube, KUEUE_API, "ClusterQueue", name, absent, what="deleted",
+             timeout=t.settle, interval=t.interval)  # fmt: skip
+    kube.create(
+        next(o for o in objs if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == name)
+    )
+
+
+def _counts_nothing(obj: Obj | None) -> tuple[bool, str]:
+    status = (obj or {}).get("status") or {}
+    counts = (status.get("reservingWorkloads", 0), status.get("pendingWorkloads", 0))
+    return counts == (0, 0), f"reserving/pending {counts}"
 
 
 def _inactive_and_empty(reason: str) -> Callable[[Obj | None], tuple[bool, str]]:

@@ -65,7 +65,7 @@ def apply(s: Session, step: Step) -> None:
     stuck_before = late_repair.stuck_pods(s, tas_pod)
     touched = act(s, step)
     watch = repair.Watch(
-        read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
+        read=lambda: s.workload_objs(_live(s)),
         nodes=touched,
         namespace=s.names.namespace,
         fail_fast=s.cluster.gates.get(FAIL_FAST, True),
@@ -88,7 +88,7 @@ def await_start_timeouts(s: Session) -> None:
 
     def settle() -> None:
         watch = repair.Watch(
-            read=lambda: {e.kueue_name: s.workload_obj(e) for e in _live(s)},
+            read=lambda: s.workload_objs(_live(s)),
             nodes=[],
             namespace=s.names.namespace,
             fail_fast=s.cluster.gates.get(FAIL_FAST, True),
@@ -379,7 +379,7 @@ def after_step(s: Session, *, freed_non_tas: bool = True, restarted: bool = Fals
     started = time.monotonic()
     deadline = started + (s.t.step_window if long else retry_window(s.t))
     while time.monotonic() < deadline:
-        if all(s.state_of(e).kind == "admitted" for e in waiting) and not any(
+        if all(seen.kind == "admitted" for seen in s.states_of(waiting)) and not any(
             _unbound(s, e) for e in waiting if e.unschedulable
         ):
             return
@@ -391,12 +391,12 @@ def after_step(s: Session, *, freed_non_tas: bool = True, restarted: bool = Fals
 def _unchanged(s: Session, waiting: list[Entry]) -> None:
     """The workloads' states stay the same for `pending_window`: a retry that landed at the
     end of the window has been decided."""
-    last = [s.state_of(e) for e in waiting]
+    last = s.states_of(waiting)
     since = time.monotonic()
     deadline = since + s.t.settle
     while time.monotonic() - since < s.t.pending_window:
         pause(s.t.interval)
-        now = [s.state_of(e) for e in waiting]
+        now = s.states_of(waiting)
         if now != last:
             if time.monotonic() >= deadline:
                 raise BackendError(

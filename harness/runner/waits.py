@@ -36,6 +36,9 @@ class Timeouts:
     pending_window: float = 0.75
     step_window: float = 12.0
     park_window: float = 3.0
+    # How long a kept ClusterQueue may count the previous scenario's workloads before it is
+    # made again (harness.runner.shaping).
+    kept_queue: float = 10.0
     # After a step, how long every Workload must stay unchanged once Kueue has nothing left
     # to do for it (harness.runner.repair.settle).
     fault_quiet: float = 1.5
