@@ -7,8 +7,9 @@ harness.kueue.pods_ready. In short:
   timeout within the step horizon runs out: the workload is evicted (PodsReadyTimeout), its
   quota and domain released at once, its cohort's parked workloads requeued; after the
   backoff it is queued again (ordered by its eviction time with timestamp Eviction) and
-  placed afresh. Past backoffLimitCount it is deactivated instead. A longer timeout never
-  runs out: the workload stays admitted, not ready.
+  placed afresh. Past backoffLimitCount it is deactivated instead, which requeues the
+  parked workloads twice: evaluated once or twice is a race (`requeued_twice`). A longer
+  timeout never runs out: the workload stays admitted, not ready.
 - blockAdmission: an entry that fits while a workload holding quota is not ready (held not
   Ready, pods that can never run, or waiting for admission checks) gets "waiting for all
   admitted workloads to be in PodsReady condition", and the scheduler stops until none is;
@@ -17,7 +18,7 @@ harness.kueue.pods_ready. In short:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, cast
 
 from harness.errors import UnsupportedVersionError
@@ -183,12 +184,7 @@ def time_out(engine: Engine, name: str) -> None:
         engine.outcomes[name] = Outcome(admitted=False, message=message, preempted=preempted)
         readiness.unblock(engine)
         if held is not None:
-            # The job reconciler clears the reservation once the Job stopped, after the
-            # requeue batch of the `!active` update that freed the quota; that write is one
-            # more update of a deactivated Workload, so the parked workloads are requeued
-            # again, after the freed room was taken (workload_controller.go Update).
-            engine.settle()
-            engine.requeue_associated(name, held.cq)
+            requeued_twice(engine, name, held.cq)
         return
     readiness.requeues[name] = count + 1
     backoff = config.backoff(count + 1)
@@ -215,6 +211,43 @@ def time_out(engine: Engine, name: str) -> None:
     if config.timestamp == "Eviction":  # GetQueueOrderTimestamp: the eviction time
         engine.created[name] = max(engine.created.values()) + 1
     engine.queues.push(engine._pending(engine.workloads[name]))
+
+
+def requeued_twice(engine: Engine, name: str, cq: str) -> None:
+    """A deactivation requeues the cohort's parked workloads twice, and whether they are
+    evaluated once or twice is a race in Kueue (docs/dev/kueue-v0.19.2-rules-v2.md §11).
+
+    Kueue v0.19.2: the `spec.active: false` update that freed the quota requeues them
+    (workload_controller.go Update, `!active`: QueueAssociatedInadmissibleWorkloadsAfter);
+    the job reconciler's write clearing the reservation once the Job stopped (about 1.1 s
+    later on the embedded cluster) is one more `!active` update, which requeues them again.
+    The requeuer batches by a second (pkg/cache/queue/inadmissible_workloads.go
+    requeueBatchPeriod): a second update after the first batch has them evaluated again,
+    against what the first evaluation left (predicted here, and what the sim does); one
+    within the first batch (a loaded machine) has them evaluated once. A workload still
+    pending whose message changed carries the one evaluation's message as `message_race`;
+    only while the second evaluation admits nothing new (the same room: it never should),
+    else the outcome stays as predicted."""
+    from harness.fit.cycle import Model  # cycle imports this module
+
+    engine.settle()
+    once = {n: o.message for n, o in engine.outcomes.items() if not o.admitted}
+    taken = _taken(engine)
+    engine.requeue_associated(name, cq)
+    # Only the cycles of this requeue: a start timeout due runs out later (Engine.settle).
+    Model.settle(engine)
+    if _taken(engine) != taken:
+        return
+    for n, message in once.items():
+        now = engine.outcomes.get(n)
+        if now is not None and not now.admitted and now.message != message:
+            engine.outcomes[n] = replace(now, message_race=message)
+
+
+def _taken(engine: Engine) -> tuple[set[str], set[str]]:
+    """The admitted workloads, and those holding quota (a reservation waiting for checks)."""
+    admitted = {n for n, o in engine.outcomes.items() if o.admitted}
+    return admitted, set(engine.snap.holding)
 
 
 def run_due(engine: Engine) -> bool:

@@ -1,6 +1,7 @@
 """waitForPodsReady in the fit model: timers it cannot time against a cluster are refused in
 one line; a held workload blocks the next admission under blockAdmission; a test that can
-fail: without the step nothing is evicted."""
+fail: without the step nothing is evicted; a deactivation's parked workloads evaluated once or
+twice (a race in Kueue) carry the one evaluation's message as the race."""
 
 from __future__ import annotations
 
@@ -101,3 +102,46 @@ workloads: [{name: w, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu
     with pytest.raises(UnsupportedVersionError, match="never all run"):
         _fit(text)
     assert _fit(text.replace("timeout: 5s", "timeout: 10m")).outcomes["w"].admitted
+
+
+TWO_EVALUATIONS = """
+name: twice
+kueueConfig: {waitForPodsReady: {timeout: 5s, requeuingStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 3}}}
+topologies: [{name: t, levels: [kubernetes.io/hostname]}]
+resourceFlavors: [{name: h100, nodeLabels: {gpu: h100}, topologyName: t}]
+workloadPriorityClasses: [{name: low, value: 10}, {name: mid, value: 100}, {name: high, value: 1000}]
+clusterQueues:
+  - name: a
+    preemption: {withinClusterQueue: LowerPriority}
+    resourceGroups:
+      - coveredResources: [nvidia.com/gpu]
+        flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]
+nodes: [{name: n1, labels: {gpu: h100}, allocatable: {nvidia.com/gpu: 8, pods: 110}}]
+workloads:
+  - {name: fill, priorityClass: high, podSets: [{name: main, count: 2, requests: {nvidia.com/gpu: 1}}]}
+  - {name: victim, priorityClass: low, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu: 1}}]}
+  - {name: big, priorityClass: mid, podSets: [{name: main, count: 3, requests: {nvidia.com/gpu: 1}}]}
+steps:
+  - submit: {name: hog, priorityClass: high, podsReady: false, podSets: [{name: main, count: 2, requests: {nvidia.com/gpu: 1}}]}
+"""
+NEEDED = "insufficient unused quota for nvidia.com/gpu in flavor h100, {} more needed"
+
+
+def test_a_deactivation_evaluates_the_parked_workloads_once_or_twice() -> None:
+    # hog deactivated: big is evaluated against hog's 2 GPUs ("1 more needed"), victim takes
+    # one, and the second requeue evaluates big against the 1 left ("2 more needed"); one
+    # evaluation only is Kueue's other order (pods_ready.requeued_twice).
+    after = _fit(TWO_EVALUATIONS).steps[0]
+    assert after["hog"].message.startswith("The workload is deactivated")
+    assert after["victim"].admitted and after["fill"].admitted
+    big = after["big"]
+    assert not big.admitted
+    assert big.message.endswith(NEEDED.format(2))
+    assert big.message_race is not None and big.message_race.endswith(NEEDED.format(1))
+    assert after["hog"].message_race is None
+
+
+def test_a_deactivation_with_nothing_parked_leaves_no_race() -> None:
+    text = BASE.replace("backoffBaseSeconds: 3", "backoffBaseSeconds: 3, backoffLimitCount: 0")
+    after = _fit(text + "steps: [{pods-not-ready: w}]\n").steps[0]["w"]
+    assert after.message_race is None
