@@ -5,6 +5,8 @@ twice (a race in Kueue) carry the one evaluation's message as the race."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.errors import UnsupportedVersionError
@@ -104,26 +106,11 @@ workloads: [{name: w, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu
     assert _fit(text.replace("timeout: 5s", "timeout: 10m")).outcomes["w"].admitted
 
 
-TWO_EVALUATIONS = """
-name: twice
-kueueConfig: {waitForPodsReady: {timeout: 5s, requeuingStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 3}}}
-topologies: [{name: t, levels: [kubernetes.io/hostname]}]
-resourceFlavors: [{name: h100, nodeLabels: {gpu: h100}, topologyName: t}]
-workloadPriorityClasses: [{name: low, value: 10}, {name: mid, value: 100}, {name: high, value: 1000}]
-clusterQueues:
-  - name: a
-    preemption: {withinClusterQueue: LowerPriority}
-    resourceGroups:
-      - coveredResources: [nvidia.com/gpu]
-        flavors: [{name: h100, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]
-nodes: [{name: n1, labels: {gpu: h100}, allocatable: {nvidia.com/gpu: 8, pods: 110}}]
-workloads:
-  - {name: fill, priorityClass: high, podSets: [{name: main, count: 2, requests: {nvidia.com/gpu: 1}}]}
-  - {name: victim, priorityClass: low, podSets: [{name: main, count: 1, requests: {nvidia.com/gpu: 1}}]}
-  - {name: big, priorityClass: mid, podSets: [{name: main, count: 3, requests: {nvidia.com/gpu: 1}}]}
-steps:
-  - submit: {name: hog, priorityClass: high, podsReady: false, podSets: [{name: main, count: 2, requests: {nvidia.com/gpu: 1}}]}
-"""
+TWO_HEADS = (
+    Path(__file__).resolve().parents[2]
+    / "suites/fuzz-regressions/fuzz-pods-ready-deactivated-requeues-twice-two-heads.yaml"
+)
+"""The regression this rule came from: fill, victim and big before hog times out thrice."""
 NEEDED = "insufficient unused quota for nvidia.com/gpu in flavor h100, {} more needed"
 
 
@@ -131,7 +118,7 @@ def test_a_deactivation_evaluates_the_parked_workloads_once_or_twice() -> None:
     # hog deactivated: big is evaluated against hog's 2 GPUs ("1 more needed"), victim takes
     # one, and the second requeue evaluates big against the 1 left ("2 more needed"); one
     # evaluation only is Kueue's other order (pods_ready.requeued_twice).
-    after = _fit(TWO_EVALUATIONS).steps[0]
+    after = _fit(TWO_HEADS.read_text()).steps[0]
     assert after["hog"].message.startswith("The workload is deactivated")
     assert after["victim"].admitted and after["fill"].admitted
     big = after["big"]
