@@ -27,6 +27,7 @@ from harness.runner import (
     repair,
     steps,
 )
+from harness.runner.kueuelog import KueueLog, UnwrittenLoop
 from harness.runner.objects import JOB_NAME_LABEL, Names, Obj
 from harness.runner.reading import (
     NO_CONDITION,
@@ -142,19 +143,37 @@ class Session:
         workload it preempted is released and evaluated again (harness.runner.settling)."""
         self.let_requeue_pass()
         before = {name: evictions(wl) for name, wl in self.snapshot().items()}
+        log = KueueLog(self.cluster.kueue_log_path)  # marked before Kueue hears of it
         entry = self._create(w)
         if entry.rejected is not None:
             return
         entry.may_park = self._may_park(entry)
-        sub = Submission(w.name, self._ref(entry), before, entry.may_park)
+        unwritten = self._unwritten(entry, log)
+        sub = Submission(w.name, self._ref(entry), before, entry.may_park, unwritten)
         seen = settle_submission(self.snapshot, sub, self.t)
         held_admission.await_held_admission(self)
-        seen = self.state_of(entry) if seen.kind == "pending" else seen
+        seen = self._pending_again(entry, seen)
         entry.settled_message = seen.message if seen.kind == "pending" else None
         if not w.pods_ready:
             steps.await_start_timeouts(self)
-            seen = self.state_of(entry)
+            seen = self._pending_again(entry, seen)
             entry.settled_message = seen.message if seen.kind == "pending" else None
+
+    def _pending_again(self, entry: Entry, settled: State) -> State:
+        """A pending workload's state read again after others were let pass. One Kueue still
+        has not written keeps its settle verdict (pending, ""): read as unsettled, `read()`
+        would wait out the unwritten window a second time."""
+        if settled.kind != "pending":
+            return settled
+        seen = self.state_of(entry)
+        return settled if seen.kind == "unsettled" and seen.message == NO_CONDITION else seen
+
+    def _unwritten(self, entry: Entry, log: KueueLog) -> Callable[[], bool] | None:
+        """Kueue's log read on from `log`'s mark for a loop that keeps the workload without a
+        status (kueuelog.UnwrittenLoop); None where Kueue's log is not at hand."""
+        if not log.available or not entry.kueue_name:
+            return None
+        return UnwrittenLoop(log, self.names.namespace_of(entry.workload), entry.kueue_name)
 
     def create(self, w: Workload) -> Entry:
         """Create the workload without waiting for Kueue's decision: a stream's submissions
@@ -378,7 +397,11 @@ class Session:
 
     def _settle(self, entry: Entry) -> State:
         return settle(
-            lambda: self.state_of(entry), what=self._ref(entry), t=self.t, may_park=entry.may_park
+            lambda: self.state_of(entry),
+            what=self._ref(entry),
+            t=self.t,
+            may_park=entry.may_park,
+            unwritten=self._unwritten(entry, KueueLog(self.cluster.kueue_log_path)),
         )
 
     def _ref(self, entry: Entry) -> str:

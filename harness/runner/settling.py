@@ -29,7 +29,7 @@ from harness.runner.reading import (
     evictions,
     state,
 )
-from harness.runner.waits import Timeouts
+from harness.runner.waits import Timeouts, kept_unwritten
 
 RELEASED = "released, not evaluated again yet"
 Snapshot = Mapping[str, Obj | None]
@@ -45,6 +45,8 @@ class Submission:
     ref: str
     evictions_before: Mapping[str, int]
     may_park: bool = False
+    # Kueue's log says it keeps the workload without a status (waits.kept_unwritten).
+    unwritten: Callable[[], bool] | None = None
 
 
 def victims(sub: Submission, seen: Snapshot) -> list[str]:
@@ -102,7 +104,8 @@ def settle_submission(read: Callable[[], Snapshot], sub: Submission, t: Timeouts
         mine = state(seen.get(sub.name))
         if mine.kind == "unsettled" and mine.message == NO_CONDITION:
             window = t.park_window if sub.may_park else t.unwritten_window
-            if now - started >= window:
+            waited = now - started
+            if waited >= window or kept_unwritten(sub.unwritten, waited, t):
                 mine = State("pending", "")  # parked unevaluated, or never written
         others = problems(sub, seen)
         # A released victim Kueue never evaluates again (parked with an identical pending

@@ -71,6 +71,7 @@ def settle(
     t: Timeouts,
     may_park: bool = False,
     not_before: float = 0.0,
+    unwritten: Callable[[], bool] | None = None,
 ) -> State:
     """Poll until admitted, or pending for `pending_window` without a change of mind.
 
@@ -83,7 +84,9 @@ def settle(
     hashToBulkMoveReason). After `park_window` without any condition it counts as pending
     with an empty message. Any workload gets the same verdict after `unwritten_window`:
     Kueue can keep one at the head forever without storing a status (an admission the API
-    server refuses, or one skipped by the final Fits check), and everything behind it too."""
+    server refuses, or one skipped by the final Fits check), and everything behind it too;
+    `unwritten` (Kueue's log says it keeps doing so: harness.runner.kueuelog.UnwrittenLoop)
+    ends that wait once `pending_window` has passed."""
     started = time.monotonic()
     pending_since: float | None = None
     seen = State("unsettled", NO_CONDITION)
@@ -101,8 +104,10 @@ def settle(
         else:
             pending_since = None
             window = t.park_window if may_park else t.unwritten_window
-            if seen.message == NO_CONDITION and now - started >= window and now >= not_before:
-                return State("pending", "")
+            if seen.message == NO_CONDITION and now >= not_before:
+                waited = now - started
+                if waited >= window or kept_unwritten(unwritten, waited, t):
+                    return State("pending", "")
         return None
 
     return poll_for(
@@ -115,6 +120,13 @@ def settle(
             f"{seen.kind}: {seen.message}"
         ),
     )
+
+
+def kept_unwritten(unwritten: Callable[[], bool] | None, waited: float, t: Timeouts) -> bool:
+    """A workload without any status counts as pending before the unwritten window when
+    Kueue's log shows it keeps it so (it loops without writing); never before the pending
+    window, which every pending verdict holds."""
+    return unwritten is not None and waited >= t.pending_window and unwritten()
 
 
 def find_workload(kube: Kube, namespace: str, kind: str, job: str, t: Timeouts) -> str:
