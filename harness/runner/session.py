@@ -152,21 +152,20 @@ class Session:
         sub = Submission(w.name, self._ref(entry), before, entry.may_park, unwritten)
         seen = settle_submission(self.snapshot, sub, self.t)
         held_admission.await_held_admission(self)
-        seen = self._pending_again(entry, seen)
+        seen = self._read_again(entry, seen) if seen.kind == "pending" else seen
         entry.settled_message = seen.message if seen.kind == "pending" else None
         if not w.pods_ready:
             steps.await_start_timeouts(self)
-            seen = self._pending_again(entry, seen)
+            seen = self._read_again(entry, seen)
             entry.settled_message = seen.message if seen.kind == "pending" else None
 
-    def _pending_again(self, entry: Entry, settled: State) -> State:
-        """A pending workload's state read again after others were let pass. One Kueue still
-        has not written keeps its settle verdict (pending, ""): read as unsettled, `read()`
-        would wait out the unwritten window a second time."""
-        if settled.kind != "pending":
-            return settled
+    def _read_again(self, entry: Entry, settled: State) -> State:
+        """The workload's state read again after others were let pass. A pending one Kueue
+        still has not written keeps its settle verdict (pending, ""): read as unsettled,
+        `read()` would wait out the unwritten window a second time."""
         seen = self.state_of(entry)
-        return settled if seen.kind == "unsettled" and seen.message == NO_CONDITION else seen
+        unwritten = seen.kind == "unsettled" and seen.message == NO_CONDITION
+        return settled if unwritten and settled.kind == "pending" else seen
 
     def _unwritten(self, entry: Entry, log: KueueLog) -> Callable[[], bool] | None:
         """Kueue's log read on from `log`'s mark for a loop that keeps the workload without a
