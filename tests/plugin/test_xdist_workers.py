@@ -109,7 +109,8 @@ class WhereRan:
         gates = ",".join(f"{k}={v}" for k, v in sorted(scenario.feature_gates.items()))
         config = ",".join(sorted(scenario.kueue_config.document))
         raise Unsupported(
-            f"ran on {os.environ['PYTEST_XDIST_WORKER']} gates [{gates}] config [{config}]"
+            f"ran on {os.environ['PYTEST_XDIST_WORKER']} gates [{gates}] config [{config}] "
+            f"version {scenario.kueue}"
         )
 
     def close(self):
@@ -171,6 +172,37 @@ def test_each_kueue_config_runs_on_one_worker(pytester: pytest.Pytester) -> None
     ):
         workers.setdefault(config, set()).add(worker)
     assert len(workers["fairSharing"]) == 1, workers
+
+
+def test_every_scenario_of_another_kueue_version_runs_on_one_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    """A version change starts a new cluster, a gate or kueueConfig change restarts Kueue
+    alone: the scenarios of another version run on one worker whatever their gates and
+    configurations, not each as a unit of its own (which took a cluster start each)."""
+    fair = {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
+    strict = {"resources": {"quotaCheckStrategy": "IgnoreUndeclared"}}
+    variants = {"d": ({}, None), "o": ({"kueue": "v0.18.2"}, None)}
+    for i, extra in enumerate([{"kueueConfig": fair}, {"kueueConfig": strict},
+                               {"featureGates": {"TASBalancedPlacement": True}}, {}]):  # fmt: skip
+        variants[f"o{i}"] = ({"kueue": "v0.18.2", **extra}, None)
+    for prefix, (fields, _) in variants.items():
+        for i in range(1 if prefix.startswith("o") else 6):
+            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+            data["name"] = f"{prefix}{i}"
+            data.update(fields)
+            path = pytester.path / "suites" / f"{data['name']}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+    pytester.makeconftest(STAND_IN_BACKEND)
+    result = pytester.runpytest_subprocess(
+        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
+    )
+    result.assert_outcomes(skipped=11)
+    ran = re.findall(r"SKIPPED \[(\d+)\].* ran on (gw\d) .* version (v[\d.]+)", result.stdout.str())
+    on_other = {worker for _, worker, version in ran if version == "v0.18.2"}
+    assert sum(int(n) for n, _, version in ran if version == "v0.18.2") == 5, ran
+    assert len(on_other) == 1, ran
 
 
 def _own_processes(root: Path) -> list[str]:
