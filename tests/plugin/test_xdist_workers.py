@@ -15,6 +15,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -180,20 +181,23 @@ def test_every_scenario_of_another_kueue_version_runs_on_one_worker(
     """A version change starts a new cluster, a gate or kueueConfig change restarts Kueue
     alone: the scenarios of another version run on one worker whatever their gates and
     configurations, not each as a unit of its own (which took a cluster start each)."""
+    other: dict[str, Any] = {"kueue": "v0.18.2"}
     fair = {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
     strict = {"resources": {"quotaCheckStrategy": "IgnoreUndeclared"}}
-    variants = {"d": ({}, None), "o": ({"kueue": "v0.18.2"}, None)}
-    for i, extra in enumerate([{"kueueConfig": fair}, {"kueueConfig": strict},
-                               {"featureGates": {"TASBalancedPlacement": True}}, {}]):  # fmt: skip
-        variants[f"o{i}"] = ({"kueue": "v0.18.2", **extra}, None)
-    for prefix, (fields, _) in variants.items():
-        for i in range(1 if prefix.startswith("o") else 6):
-            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
-            data["name"] = f"{prefix}{i}"
-            data.update(fields)
-            path = pytester.path / "suites" / f"{data['name']}.yaml"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(yaml.safe_dump(data, sort_keys=False))
+    variants: dict[str, dict[str, Any]] = {f"d{i}": {} for i in range(6)}
+    variants |= {
+        "o0": other,
+        "o1": other,
+        "o2": {**other, "kueueConfig": fair},
+        "o3": {**other, "kueueConfig": strict},
+        "o4": {**other, "featureGates": {"TASBalancedPlacement": True}},
+    }
+    for name, fields in variants.items():
+        data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+        data |= {"name": name, **fields}
+        path = pytester.path / "suites" / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
     pytester.makeconftest(STAND_IN_BACKEND)
     result = pytester.runpytest_subprocess(
         "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
