@@ -54,15 +54,7 @@ class KueueLog:
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """The JSON log entries written since the mark (other lines are skipped)."""
-        if self.path is None:
-            return
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return
-        for raw in data.splitlines():
+        for raw in read_from(self.path, self.offset).splitlines():
             try:
                 entry = json.loads(raw)
             except ValueError:
@@ -97,6 +89,18 @@ class KueueLog:
         )
 
 
+def read_from(path: Path | None, offset: int) -> bytes:
+    """What the log holds past `offset` (nothing when there is no log, or it cannot be read)."""
+    if path is None:
+        return b""
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _name(ref: Any) -> str:
     return str(ref.get("name", "")) if isinstance(ref, dict) else ""
 
@@ -122,14 +126,7 @@ class UnwrittenLoop:
         return self.attempted == 0 and self.cycles >= self.limit
 
     def _read_on(self) -> None:
-        if self.path is None:
-            return
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return
+        data = read_from(self.path, self.offset)
         whole = data.rfind(b"\n") + 1  # a line still being written is read next time
         self.offset += whole
         for raw in data[:whole].splitlines():
