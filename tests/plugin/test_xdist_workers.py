@@ -122,25 +122,34 @@ harness.plugin.hooks.create_backend = lambda cluster, **options: WhereRan()
 """
 
 
+def _scenarios(pytester: pytest.Pytester, variants: dict[str, dict[str, Any]]) -> None:
+    """The guide's required-host scenario once per name, with these top-level fields."""
+    for name, fields in variants.items():
+        data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
+        data |= {"name": name, **fields}
+        path = pytester.path / "suites" / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _on_two_workers(pytester: pytest.Pytester) -> pytest.RunResult:
+    pytester.makeconftest(STAND_IN_BACKEND)
+    return pytester.runpytest_subprocess(
+        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
+    )
+
+
 def test_each_gate_set_runs_on_one_worker(pytester: pytest.Pytester) -> None:
     """Each gate change restarts a worker's cluster, so with -n and no --dist each gate set
     runs on one worker, while default-gate scenarios spread over both. (With --dist load the
     sets are split: this fails.)"""
-    gate_sets = {"": None, "b": {"TASBalancedPlacement": True},
-                 "v": {"VectorizedResourceRequests": False}}  # fmt: skip
-    for prefix, gates in gate_sets.items():
-        for i in range(6):
-            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
-            data["name"] = f"{prefix or 'd'}{i}"
-            if gates:
-                data["featureGates"] = gates
-            path = pytester.path / "suites" / f"{data['name']}.yaml"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(yaml.safe_dump(data, sort_keys=False))
-    pytester.makeconftest(STAND_IN_BACKEND)
-    result = pytester.runpytest_subprocess(
-        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
-    )
+    gate_sets: dict[str, dict[str, Any]] = {
+        "d": {},
+        "b": {"featureGates": {"TASBalancedPlacement": True}},
+        "v": {"featureGates": {"VectorizedResourceRequests": False}},
+    }
+    _scenarios(pytester, {f"{p}{i}": fields for p, fields in gate_sets.items() for i in range(6)})
+    result = _on_two_workers(pytester)
     result.assert_outcomes(skipped=18)
     workers: dict[str, set[str]] = {}
     for worker, gates in re.findall(r"ran on (gw\d) gates \[([^\]]*)\]", result.stdout.str()):
@@ -153,19 +162,11 @@ def test_each_kueue_config_runs_on_one_worker(pytester: pytest.Pytester) -> None
     """A kueueConfig change restarts Kueue as a gate change does: scenarios with the same
     configuration run together, on one worker."""
     fair = {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
-    for prefix, config in {"d": None, "f": fair}.items():
-        for i in range(6):
-            data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
-            data["name"] = f"{prefix}{i}"
-            if config:
-                data["kueueConfig"] = config
-            path = pytester.path / "suites" / f"{data['name']}.yaml"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(yaml.safe_dump(data, sort_keys=False))
-    pytester.makeconftest(STAND_IN_BACKEND)
-    result = pytester.runpytest_subprocess(
-        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
+    _scenarios(
+        pytester,
+        {f"d{i}": {} for i in range(6)} | {f"f{i}": {"kueueConfig": fair} for i in range(6)},
     )
+    result = _on_two_workers(pytester)
     result.assert_outcomes(skipped=12)
     workers: dict[str, set[str]] = {}
     for worker, config in re.findall(
@@ -192,16 +193,8 @@ def test_every_scenario_of_another_kueue_version_runs_on_one_worker(
         "o3": {**other, "kueueConfig": strict},
         "o4": {**other, "featureGates": {"TASBalancedPlacement": True}},
     }
-    for name, fields in variants.items():
-        data = yaml.safe_load((GUIDE / "guide-required-host.yaml").read_text())
-        data |= {"name": name, **fields}
-        path = pytester.path / "suites" / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-    pytester.makeconftest(STAND_IN_BACKEND)
-    result = pytester.runpytest_subprocess(
-        "--cluster=local", "-n", "2", "-rs", "-p", "no:cacheprovider", "--kth-report="
-    )
+    _scenarios(pytester, variants)
+    result = _on_two_workers(pytester)
     result.assert_outcomes(skipped=11)
     ran = re.findall(r"SKIPPED \[(\d+)\].* ran on (gw\d) .* version (v[\d.]+)", result.stdout.str())
     on_other = {worker for _, worker, version in ran if version == "v0.18.2"}
