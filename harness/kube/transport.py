@@ -67,6 +67,28 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class HandshakeFailed(urllib3.exceptions.NewConnectionError):
+    """A new connection's TLS handshake broke off (the server closed it, or reset it) before
+    any request was written. urllib3 counts a bare SSLError as an "other" error, never
+    retried, because it cannot tell a handshake from a response read; as a connection error
+    it is retried like a refused connection, which is safe for a POST too. A certificate
+    that fails verification is not retried: the next handshake would fail the same way."""
+
+
+class _HandshakeRetriedConnection(urllib3.connection.HTTPSConnection):
+    def connect(self) -> None:
+        try:
+            super().connect()
+        except ssl.SSLCertVerificationError:
+            raise
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError) as err:
+            raise HandshakeFailed(self, f"TLS handshake: {err}") from err
+
+
+class _HandshakeRetriedPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _HandshakeRetriedConnection
+
+
 def pool(
     access: Access,
     cert: tuple[bytes, bytes] | None,
@@ -89,7 +111,7 @@ def pool(
             options["assert_hostname"] = access.tls_server_name
     proxy = proxy_for(access)
     if proxy is None:
-        return urllib3.PoolManager(**options)  # type: ignore[arg-type]
+        return _handshake_retried(urllib3.PoolManager(**options))  # type: ignore[arg-type]
     parsed = urlsplit(proxy)
     if parsed.scheme == "socks5":
         raise KubeError(
@@ -101,7 +123,17 @@ def pool(
         auth = f"{unquote(parsed.username)}:{unquote(parsed.password or '')}"
         headers = urllib3.make_headers(proxy_basic_auth=auth)
         proxy = proxy.replace(f"{parsed.netloc.rsplit('@', 1)[0]}@", "", 1)
-    return urllib3.ProxyManager(proxy, proxy_headers=headers, **options)  # type: ignore[arg-type]
+    return _handshake_retried(
+        urllib3.ProxyManager(proxy, proxy_headers=headers, **options)  # type: ignore[arg-type]
+    )
+
+
+def _handshake_retried(manager: urllib3.PoolManager) -> urllib3.PoolManager:
+    manager.pool_classes_by_scheme = {
+        **manager.pool_classes_by_scheme,
+        "https": _HandshakeRetriedPool,
+    }
+    return manager
 
 
 def unreachable(err: urllib3.exceptions.HTTPError) -> str:
@@ -113,6 +145,8 @@ def unreachable(err: urllib3.exceptions.HTTPError) -> str:
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
         host = str(reason).split("'")[1] if str(reason).count("'") >= 2 else "(unknown)"
         return f"cannot resolve host {host}"  # "Failed to resolve 'HOST' (...)"
+    if isinstance(reason, HandshakeFailed):
+        return f"TLS: {_plain(reason.__cause__ or reason)}"
     if isinstance(reason, urllib3.exceptions.NewConnectionError):
         cause = reason.__cause__
         if isinstance(cause, OSError) and cause.strerror:
