@@ -5,6 +5,7 @@ through here, so they all read alike."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,30 @@ def last_lines(text: str, n: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-n:]) if n > 0 else ""
 
 
+TAIL_BLOCK = 64 * 1024
+"""Bytes read at a time from a log's end."""
+
+
 def tail(path: Path, n: int = TAIL_LINES) -> str:
-    """The last n lines of a text file ("" when it cannot be read, e.g. not written yet)."""
+    """The last n lines of a text file ("" when it cannot be read, e.g. not written yet).
+    Read from the end, block by block: a runner waiting on gated pods asks for the last 500
+    lines of Kueue's log at each look, and reading the whole log (15 MB by the end of a
+    make e2e worker) cost 40 ms a look."""
+    if n <= 0:
+        return ""
     try:
-        return last_lines(path.read_text(errors="replace"), n)
+        with path.open("rb") as log:
+            start = log.seek(0, os.SEEK_END)
+            data = b""
+            # More than n newlines: the first line read may be cut, the last n are whole.
+            while start > 0 and data.count(b"\n") <= n:
+                step = min(TAIL_BLOCK, start)
+                start -= step
+                log.seek(start)
+                data = log.read(step) + data
     except OSError:
         return ""
+    return last_lines(data.decode(errors="replace"), n)
 
 
 def quoted_tail(path: Path, n: int = TAIL_LINES) -> str:

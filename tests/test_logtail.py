@@ -24,6 +24,21 @@ def test_tail_is_the_last_lines_and_empty_for_a_missing_file(tmp_path: Path) -> 
     assert quoted_tail(log, 1) == f"last lines of {log}:\nline 99"
 
 
+def test_tail_read_from_the_end_is_the_whole_files_tail(tmp_path: Path) -> None:
+    """Read block by block from the end: across block boundaries, with multi-byte characters
+    cut by a block, with and without a last newline, the same lines as the whole file's."""
+    from harness.logtail import TAIL_BLOCK, last_lines
+
+    lines = [f"{i} {'é' * (i % 7)}{'x' * (i * 37 % 900)}" for i in range(700)]
+    for ending in ("\n", ""):
+        log = tmp_path / "kueue.log"
+        log.write_text("\n".join(lines) + ending, encoding="utf-8")
+        assert log.stat().st_size > 3 * TAIL_BLOCK
+        text = log.read_text(encoding="utf-8")
+        for n in (1, 2, 50, 150, 500, 699, 700, 5000):
+            assert tail(log, n) == last_lines(text, n), n
+
+
 def test_lines_about_names_or_everything() -> None:
     text = "a wl-1 admitted\nb other\nc wl-2 pending"
     assert lines_about(text, ["wl-1", "wl-2"]) == "a wl-1 admitted\nc wl-2 pending"

@@ -102,8 +102,10 @@ def ungate_errors(log: str, pod_names: Sequence[str]) -> dict[str, str]:
     release."""
     found: dict[str, str] = {}
     for line in log.splitlines():
+        if "ungat" not in line:
+            continue
         named = [name for name in pod_names if name in line]
-        if "ungat" not in line or not named:
+        if not named:
             continue
         try:
             entry = json.loads(line)
