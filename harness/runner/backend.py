@@ -38,8 +38,9 @@ from harness.runner import evidence, incidents, shaping
 from harness.runner.incidents import Incident
 from harness.runner.kueuelog import KueueLog
 from harness.runner.objects import Names, namespaces_for
-from harness.runner.requeue import RequeueWave
+from harness.runner.requeue import RequeueWave, freed_recently
 from harness.runner.session import ClusterSide, Session
+from harness.runner.steps import tas_pod
 from harness.runner.waits import Timeouts
 from harness.runner.world import namespaces_problem
 from harness.scenario.model import Scenario
@@ -93,10 +94,11 @@ class ClusterBackend:
         self.jobset_pods = False
         self.lws = False  # Kueue manages LeaderWorkerSets and their controller runs
         self.dirty = True  # until a cluster the harness started says it holds nothing
-        # Nodes the last scenario's usage pods ran on, and when clearing deleted them
-        # (Kueue may retry inadmissible workloads for such a node up to 10 s later).
-        self.usage_nodes: set[str] = set()
-        self.usage_freed: tuple[float, set[str]] = (0.0, set())
+        # When each recent clear deleted non-TAS pods, and the nodes they were bound to:
+        # Kueue's non-TAS usage drainer ticks every 10 s whatever happens, so a retry of
+        # inadmissible workloads for a node of that name can come up to one tick later,
+        # after two or three short scenarios (requeue.freed_recently).
+        self.freed_usage: list[tuple[float, frozenset[str]]] = []
         root = os.environ.get("KTH_ARTIFACTS")
         self.artifacts = Path(root) if root else Path(tempfile.gettempdir()) / "kth-runs"
         self.artifacts = self.artifacts / f"run-{self.run_id}"
@@ -218,11 +220,24 @@ class ClusterBackend:
         if self.dirty:
             reuse = shaping.reusable(scenario, names)
             keep = not self.provider.shared  # the cluster goes, and its namespaces with it
+            freed = self._non_tas_nodes()
             clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse, keep_namespaces=keep)
-            self.usage_freed = (time.time(), self.usage_nodes)
-        self.usage_nodes = {u.node for u in scenario.usage}
+            now = time.time()
+            margin = self.timeouts.requeue_margin
+            self.freed_usage = freed_recently([*self.freed_usage, (now, freed)], now, margin)
         self.dirty = True
         return names
+
+    def _non_tas_nodes(self) -> frozenset[str]:
+        """The nodes the run's non-TAS pods are bound to (usage pods, workloads without a
+        TAS flavor), before a clear frees them; finished ones too, freed moments ago."""
+        assert self.kube is not None
+        pods = self.kube.list("v1", "Pod", None, f"{RUN_LABEL}={self.run_id}")
+        return frozenset(
+            str(p["spec"]["nodeName"])
+            for p in pods
+            if (p.get("spec") or {}).get("nodeName") and not tas_pod(p)
+        )
 
     def run(self, scenario: Scenario) -> Observation:
         """Run the scenario; an attempt under which the infrastructure failed (a component
@@ -322,8 +337,8 @@ class ClusterBackend:
         out_dir.mkdir(parents=True, exist_ok=True)
         slicer = evidence.LogSlicer(self.provider.logs() if self.provider else {})
         wave = RequeueWave(KueueLog(self._live_kueue_log()), self.timeouts.requeue_margin)
-        freed_at, freed = self.usage_freed
-        wave.after_usage_freed(freed_at, freed & {n.name for n in scenario.nodes})
+        for freed_at, freed in self.freed_usage:
+            wave.after_usage_freed(freed_at, set(freed) & {n.name for n in scenario.nodes})
         session = Session(
             kube,
             scenario,

@@ -18,6 +18,7 @@ shaping can still be due.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import datetime
 
 from harness.kube import poll_until
@@ -53,12 +54,14 @@ class RequeueWave:
         self.drained: tuple[float, str] | None = None
 
     def after_usage_freed(self, freed_at: float, nodes: set[str]) -> None:
-        """Usage pods on `nodes` were deleted at `freed_at`, and nodes of those names exist
-        again: the drainer's retry can be due until its interval and the batch have passed."""
+        """Non-TAS pods on `nodes` were deleted at `freed_at`, and nodes of those names exist
+        again: the drainer's retry can be due until its interval and the batch have passed
+        (the latest of several such clears counts)."""
         if nodes:
             until = freed_at + NON_TAS_DRAIN_INTERVAL + REQUEUE_BATCH_PERIOD + self.margin
             why = f"usage pods on {', '.join(sorted(nodes))} freed at {_clock(freed_at)}"
-            self.drained = (until, why)
+            if self.drained is None or self.drained[0] < until:
+                self.drained = (until, why)
 
     def shaped(self) -> None:
         """Nodes are Ready and every Kueue object exists: no later change comes from shaping."""
@@ -104,6 +107,14 @@ class RequeueWave:
             interval=t.interval,
         )
         self.passed = True
+
+
+def freed_recently(
+    freed: Sequence[tuple[float, frozenset[str]]], now: float, margin: float
+) -> list[tuple[float, frozenset[str]]]:
+    """The clears whose freed non-TAS usage Kueue's drainer may still act on at `now`."""
+    horizon = now - (NON_TAS_DRAIN_INTERVAL + REQUEUE_BATCH_PERIOD + margin)
+    return [(at, nodes) for at, nodes in freed if at >= horizon and nodes]
 
 
 def _clock(epoch: float) -> str:

@@ -16,6 +16,7 @@ from harness.runner.requeue import (
     REQUEUE_BATCH_PERIOD,
     UPDATES_BATCH_PERIOD,
     RequeueWave,
+    freed_recently,
     retry_window,
 )
 from harness.runner.steps import tas_pod
@@ -103,6 +104,33 @@ def test_usage_freed_on_nodes_gone_for_good_adds_nothing() -> None:
     wave.shaped()
     wave.after_usage_freed(time.time(), set())
     assert "usage pods" not in wave.due_until()[1]
+
+
+def test_the_latest_of_several_clears_that_freed_usage_counts() -> None:
+    """Seen in make e2e: a scenario's usage pods on gpu-1..gpu-4 were cleared, two short
+    scenarios later gpu-1..gpu-4 existed again when the drainer ticked, and a pending
+    workload was re-evaluated against usage submitted after it."""
+    wave = RequeueWave(KueueLog(None), MARGIN)
+    wave.shaped()
+    assert wave.shaped_at is not None
+    later, earlier = wave.shaped_at - 2.0, wave.shaped_at - 7.0
+    wave.after_usage_freed(later, {"gpu-1"})
+    wave.after_usage_freed(earlier, {"gpu-3"})
+    until, seen = wave.due_until()
+    assert abs(until - (later + NON_TAS_DRAIN_INTERVAL + REQUEUE_BATCH_PERIOD + MARGIN)) < 0.01
+    assert "usage pods on gpu-1 freed" in seen
+
+
+def test_freed_usage_is_remembered_for_one_drainer_tick_and_its_batch() -> None:
+    now = 1000.0
+    window = NON_TAS_DRAIN_INTERVAL + REQUEUE_BATCH_PERIOD + MARGIN
+    freed = [
+        (now - window - 0.5, frozenset({"gpu-1"})),  # its retry is over
+        (now - window + 0.5, frozenset({"gpu-2"})),  # two scenarios back: still due
+        (now - 3.0, frozenset()),  # freed nothing
+        (now, frozenset({"gpu-4"})),
+    ]
+    assert freed_recently(freed, now, MARGIN) == [freed[1], freed[3]]
 
 
 def test_retry_window_covers_both_batch_periods() -> None:
