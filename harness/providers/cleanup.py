@@ -95,7 +95,7 @@ def clear_run(
                 kube.delete_all(api, kind, ns, _selector(kind, sel))
         _force_pods(kube, ns, sel)
     kube.delete_all("v1", "Node", labels=sel)  # Kueue's kinds: _replace_kueue_objects
-    awaited = _replace_kueue_objects(kube, sel, reuse)
+    awaited = _replace_kueue_objects(kube, sel, reuse, timeout)
     for ns in namespaces:
         if keep_namespaces and not everything:
             labels = {CLEARED_LABEL: "true"}
@@ -104,7 +104,7 @@ def clear_run(
             kube.delete("v1", "Namespace", ns)
 
     gone = Leftovers(kube, namespaces, sel, awaited, everything)
-    poll_until(gone, what=f"run {run_id}'s objects to be deleted", timeout=timeout, interval=0.2)
+    poll_until(gone, what=f"run {run_id}'s objects to be deleted", timeout=timeout, interval=0.1)
 
 
 def _emptied(namespace: Obj) -> bool:
@@ -112,12 +112,15 @@ def _emptied(namespace: Obj) -> bool:
     return bool(meta.get("deletionTimestamp")) or CLEARED_LABEL in (meta.get("labels") or {})
 
 
-def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[tuple[str, str]]:
+def _replace_kueue_objects(
+    kube: Kube, sel: str, reuse: Sequence[Obj], timeout: float
+) -> list[tuple[str, str]]:
     """Delete the run's Kueue objects except identical ones in `reuse` (a flavor only
     together with its Topology, a ClusterQueue only with all its flavors); returns the
     (kind, name) to wait for: every deleted Topology and flavor, and a deleted ClusterQueue
     or WorkloadPriorityClass whose name `reuse` creates again."""
     wanted = {(o["kind"], o["metadata"]["name"]): content(o) for o in reuse}
+    naming: dict[str, str] = {}  # flavor -> the Topology it names
     doomed: list[tuple[str, str]] = []
     kept: set[tuple[str, str]] = set()
     for kind in KEPT_KINDS:
@@ -126,6 +129,7 @@ def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[t
             spec = obj.get("spec") or {}
             same = key in wanted and content(obj) == wanted[key]
             if kind == "ResourceFlavor" and spec.get("topologyName") is not None:
+                naming[obj["metadata"]["name"]] = spec["topologyName"]
                 same = same and ("Topology", spec["topologyName"]) in kept
             if kind == "ClusterQueue":
                 flavors = {
@@ -139,13 +143,36 @@ def _replace_kueue_objects(kube: Kube, sel: str, reuse: Sequence[Obj]) -> list[t
                 kept.add(key)
             else:
                 doomed.append(key)
-    for kind, name in doomed:  # Kueue's finalizers hold a flavor and Topology while in use
-        kube.delete(KUEUE_API, kind, name)
+    # Kueue's finalizers hold a flavor while a ClusterQueue uses it and a Topology while a
+    # flavor names it.
+    for kind, name in doomed:
+        if kind != "Topology":
+            kube.delete(KUEUE_API, kind, name)
+    topologies = [name for kind, name in doomed if kind == "Topology"]
+    if topologies:
+        _await_flavors_gone(kube, [f for f, t in naming.items() if t in topologies], timeout)
+        for name in topologies:
+            kube.delete(KUEUE_API, "Topology", name)
     return [
         (kind, name)
         for kind, name in doomed
         if kind in ("Topology", "ResourceFlavor", "AdmissionCheck") or (kind, name) in wanted
     ]
+
+
+def _await_flavors_gone(kube: Kube, flavors: Sequence[str], timeout: float) -> None:
+    """Wait until these flavors are deleted, before their Topology is. A Topology deleted
+    first waits on Kueue's timer: its own update finds the flavors in Kueue's cache, and a
+    flavor's delete event reconciles it only after UpdatesBatchPeriod, 1 s
+    (pkg/controller/tas/topology_controller.go resourceFlavorHandler.Delete, v0.17-v0.19),
+    in 45 of the 114 clears of suites/kueue-cases. Deleted once its flavors are gone, its
+    own update event removes the finalizer at once."""
+
+    def gone() -> tuple[bool, str]:
+        left = [f for f in flavors if kube.get_or_none(KUEUE_API, "ResourceFlavor", f)]
+        return not left, f"still there: {', '.join(left)}"
+
+    poll_until(gone, what="the deleted flavors to go", timeout=timeout, interval=0.05)
 
 
 def content(obj: Obj) -> Obj:

@@ -98,3 +98,42 @@ def test_clear_run_leaves_nothing_of_the_run_and_keeps_the_namespace(kube: Count
     assert kube.list("v1", "Node", labels=SEL) == []
     namespace = kube.get("v1", "Namespace", "looks-b")
     assert namespace["metadata"]["labels"]["kueue-tas-harness/cleared"] == "true"
+
+
+@pytest.mark.cluster
+def test_a_topology_is_deleted_after_its_flavors_are_gone(
+    apiserver_only: Callable[[], AbstractContextManager[Any]],
+) -> None:
+    """Kueue removes a deleted Topology's finalizer when a reconcile finds no flavor naming
+    it; the one a flavor's deletion triggers runs 1 s later (UpdatesBatchPeriod), the one
+    the Topology's own deletion triggers at once. So the clear deletes the Topology only
+    once it has seen its flavors gone (here no Kueue holds them: a GET answers 404)."""
+    from harness import toolchain
+    from harness.install import kueue as kueue_install
+    from harness.install import manifests
+    from harness.kube import KUEUE_API
+
+    with apiserver_only() as api:
+        kube = CountingKube(api.kubeconfig)
+        try:
+            crds = manifests.crds(toolchain.kueue_module_dir(), "https://127.0.0.1:1", "")
+            kueue_install.install_crds(
+                kube,
+                [c for c in crds if c["spec"]["names"]["kind"] in ("Topology", "ResourceFlavor")],
+            )
+            levels = [{"nodeLabel": "kubernetes.io/hostname"}]
+            kube.create({"apiVersion": KUEUE_API, "kind": "Topology", "spec": {"levels": levels},
+                         "metadata": {"name": "t", "labels": {RUN_LABEL: RUN}}})  # fmt: skip
+            spec = {"nodeLabels": {"pool": "a"}, "topologyName": "t"}
+            kube.create({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "spec": spec,
+                         "metadata": {"name": "f", "labels": {RUN_LABEL: RUN}}})  # fmt: skip
+            kube.sent.clear()
+            clear_run(kube, RUN, timeout=30)
+            flavor, topology = "/resourceflavors/f", "/topologies/t"
+            order = [s for s in kube.sent if s.endswith((flavor, topology))]
+            api = f"/apis/{KUEUE_API}"
+            assert order[:3] == [f"DELETE {api}{flavor}", f"GET {api}{flavor}",
+                                 f"DELETE {api}{topology}"], order  # fmt: skip
+            assert kube.get_or_none(KUEUE_API, "Topology", "t") is None
+        finally:
+            kube.close()
