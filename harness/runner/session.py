@@ -565,6 +565,20 @@ class Session:
         if wl is not None:
             self._watch_pods(entry, wl, admission_placement(wl, self.rename(entry)))
 
+    def settle_admitted_pods(self) -> None:
+        """Wait until the pods of every admitted workload are bound, unschedulable or known to
+        stay gated, as `read` does: a step's late repairs (harness.runner.late_repair) start
+        from pods the ungater has released. Judged before, an admission the step made looked
+        repaired while its pods still waited for the ungater's batch (1.7 s under load: a
+        pod released onto a node that bars it, and Kueue's second pass, came after)."""
+        for entry in self.entries.values():
+            if entry.rejected is not None or not entry.kueue_name or not self.has_pods(entry):
+                continue
+            wl = self.workload_obj(entry)
+            if wl is None or state(wl).kind != "admitted":
+                continue
+            self._watch_pods(entry, wl, self.admission_of(entry, wl)[1])
+
     def _watch_pods(
         self, entry: Entry, wl: Obj, placement: dict[str, dict[str, int]]
     ) -> tuple[dict[str, int], dict[str, str], dict[str, dict[str, int]]]:

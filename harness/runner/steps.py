@@ -76,6 +76,7 @@ def apply(s: Session, step: Step) -> None:
         await_start_timeouts(s)
     restarted = step.action == "upgrade-kueue"
     after_step(s, freed_non_tas=non_tas_freed(s, s.before.non_tas_pods), restarted=restarted)
+    s.settle_admitted_pods()
     stuck = late_repair.new_stuck_nodes(s, tas_pod, stuck_before)
     if late_repair.needs_settling(stuck, watch, log):
         late_repair.settle(stuck, watch, log, s)
