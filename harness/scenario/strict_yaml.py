@@ -14,7 +14,11 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import Any, cast
 
 import yaml
-from yaml._yaml import CParser
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml: _load reads everything on the Python parser
+    CParser = object  # type: ignore[assignment,misc]
 
 from harness.errors import ScenarioError
 from harness.gcpause import without_gc_pauses

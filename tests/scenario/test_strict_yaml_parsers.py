@@ -44,3 +44,12 @@ def test_a_refused_text_gets_the_python_parsers_words(text: str, message: str) -
     with pytest.raises(ScenarioError) as err:
         parse_yaml(text, "f.yaml")
     assert str(err.value) == f"f.yaml: {message}"
+
+
+def test_without_libyaml_the_python_parser_reads_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PyYAML built without libyaml: nothing reaches for its parser."""
+    import yaml
+
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)
+    monkeypatch.setattr(strict_yaml, "_StrictCLoader", None)
+    assert parse_yaml("a: [1, 2]\nb: {c: d}\n", "f.yaml") == {"a": [1, 2], "b": {"c": "d"}}
