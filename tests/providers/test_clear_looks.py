@@ -101,13 +101,13 @@ def test_clear_run_leaves_nothing_of_the_run_and_keeps_the_namespace(kube: Count
 
 
 @pytest.mark.cluster
-def test_a_topology_is_deleted_after_its_flavors_are_gone(
+def test_a_deleted_topology_is_nudged_after_its_flavors_are_gone(
     apiserver_only: Callable[[], AbstractContextManager[Any]],
 ) -> None:
     """Kueue removes a deleted Topology's finalizer when a reconcile finds no flavor naming
     it; the one a flavor's deletion triggers runs 1 s later (UpdatesBatchPeriod), the one
-    the Topology's own deletion triggers at once. So the clear deletes the Topology only
-    once it has seen its flavors gone (here no Kueue holds them: a GET answers 404)."""
+    an update of the Topology triggers at once. So once the clear has seen the flavors gone
+    (here no Kueue holds them: a GET answers 404) it patches the deleted Topology."""
     from harness import toolchain
     from harness.install import kueue as kueue_install
     from harness.install import manifests
@@ -132,8 +132,8 @@ def test_a_topology_is_deleted_after_its_flavors_are_gone(
             flavor, topology = "/resourceflavors/f", "/topologies/t"
             order = [s for s in kube.sent if s.endswith((flavor, topology))]
             api = f"/apis/{KUEUE_API}"
-            assert order[:3] == [f"DELETE {api}{flavor}", f"GET {api}{flavor}",
-                                 f"DELETE {api}{topology}"], order  # fmt: skip
+            assert order[:4] == [f"DELETE {api}{topology}", f"DELETE {api}{flavor}",
+                                 f"GET {api}{flavor}", f"PATCH {api}{topology}"], order  # fmt: skip
             assert kube.get_or_none(KUEUE_API, "Topology", "t") is None
         finally:
             kube.close()
