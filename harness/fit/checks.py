@@ -5,7 +5,8 @@ workload controller keeps it, and what a check controller's state changes make K
 - The scheduler reserves quota and topology as usual (`prepareWorkload`); the workload is
   admitted once every check its admission needs is Ready (at once when they are all listed
   and Ready: `HasAllRequiredChecks`, `SyncAdmittedCondition`; else after the workload
-  controller's sync), else it waits holding both. An admission on no flavor needs none.
+  controller's sync), else it waits holding both. An admission on no flavor needs none
+  (every check in v0.17: KueueRules.flavorless_admission_needs_no_checks).
 - The workload controller lists the checks it needs (`syncAdmissionCheckConditions`: new ones
   Pending, others dropped); without an admission only those running for every flavor.
 - A Retry check on a workload holding quota evicts it (reason AdmissionCheck): its quota and
@@ -43,9 +44,15 @@ class CheckStates:
         self.kueue_messages: set[tuple[str, str]] = set()
         self.inactive_workloads: set[str] = set()
 
-    def sync(self, name: str, cq: ClusterQueue, flavors: Collection[str] | None) -> None:
+    def sync(
+        self,
+        name: str,
+        cq: ClusterQueue,
+        flavors: Collection[str] | None,
+        flavorless_needs_all: bool = False,
+    ) -> None:
         """`syncAdmissionCheckConditions`: the checks needed now, new ones Pending."""
-        needed = required_checks(cq, flavors)
+        needed = required_checks(cq, flavors, flavorless_needs_all)
         old = self.states.get(name, {})
         self.states[name] = {c: old.get(c, "Pending") for c in sorted(needed)}
         self.kueue_messages -= {(name, c) for c in old if c not in needed}

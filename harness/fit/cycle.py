@@ -729,8 +729,10 @@ class Model:
         # (a check not needed is dropped) and admits when they are all Ready
         # (syncAdmissionCheckConditions, SyncAdmittedCondition). Either way it ends admitted
         # exactly when the needed checks are Ready: none for an admission on no flavor
-        # (admissionChecksForAdmission intersects the checks' flavors with the admission's).
-        self.checks.sync(w.name, entry.cq, flavors_of(flavors))
+        # (admissionChecksForAdmission intersects the checks' flavors with the admission's),
+        # every one in v0.17.
+        every = not self.rules.flavorless_admission_needs_no_checks
+        self.checks.sync(w.name, entry.cq, flavors_of(flavors), every)
         ready = self.checks.all_ready(w.name)
         self.outcomes[w.name] = Outcome(
             admitted=ready,

@@ -148,6 +148,12 @@ class KueueRules:
     is factor x the multiplied input's Value() (rounded up); nothing is floored, and a request
     kept under an output's name is assigned, not added, so whether it overwrites the output
     or the output adds to it is Go map order (refused as Nondeterministic)."""
+    flavorless_admission_needs_no_checks: bool = True
+    """v0.18 (pkg/workload/workload.go admissionChecksForAdmission intersects the checks'
+    flavors with the admission's): an admission on no flavor (a workload requesting
+    nothing) needs no check and is admitted at once. v0.17.1 gives such an admission every
+    check of its ClusterQueue (:1541-1549, "Admission has no Flavors; assigning all
+    checks", kueue#10316): it holds quota until they are all Ready."""
     namespace_mismatch_lowercase: bool = True
     """v0.19 (pkg/workload/resources.go ErrNamespaceMismatch): "workload namespace doesn't
     match ClusterQueue selector". Before, the scheduler's nominate wrote "Workload namespace
@@ -301,6 +307,7 @@ RULES: dict[str, KueueRules] = {
         transformations_kept_apart=False,
         quota_check_strategy_field=False,
         namespace_mismatch_lowercase=False,
+        flavorless_admission_needs_no_checks=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",

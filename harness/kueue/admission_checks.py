@@ -41,14 +41,23 @@ def rule_flavors(cq: ClusterQueue) -> dict[str, frozenset[str]]:
     return {r.name: frozenset(r.on_flavors) or every for r in cq.admission_checks}
 
 
-def required_checks(cq: ClusterQueue, admitted_flavors: Collection[str] | None) -> set[str]:
+def required_checks(
+    cq: ClusterQueue,
+    admitted_flavors: Collection[str] | None,
+    flavorless_needs_all: bool = False,
+) -> set[str]:
     """The checks a workload of `cq` must pass: with an admission on `admitted_flavors`,
-    those running for one of them; without one (None), those running for every flavor."""
+    those running for one of them; without one (None), those running for every flavor.
+    An admission on no flavor (it requests nothing) needs none, or every check with
+    `flavorless_needs_all` (Kueue v0.17: `admissionChecksForAdmission` "Admission has no
+    Flavors; assigning all checks", kueue#10316; harness.fit.versions)."""
     every = frozenset(cq_flavors(cq))
     rules = rule_flavors(cq)
     if admitted_flavors is None:
         return {name for name, fl in rules.items() if fl >= every}
     used = set(admitted_flavors)
+    if not used and flavorless_needs_all:
+        return set(rules)
     return {name for name, fl in rules.items() if fl & used}
 
 
