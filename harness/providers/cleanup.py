@@ -8,7 +8,8 @@ until they are gone); a provider on someone else's cluster clears the same way w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 import tenacity
 
@@ -151,7 +152,7 @@ def _replace_kueue_objects(
     if topologies:
         _await_flavors_gone(kube, [f for f, t in naming.items() if t in topologies], timeout)
         for name in topologies:
-            _nudge(kube, name)
+            _nudge(kube, name, 1)
     return [
         (kind, name)
         for kind, name in doomed
@@ -170,10 +171,13 @@ def _await_flavors_gone(kube: Kube, flavors: Sequence[str], timeout: float) -> N
 
 
 NUDGED = "kueue-tas-harness/flavors-gone"
-"""Annotation the clear writes on a deleted Topology once its flavors are gone."""
+"""Annotation the clear writes on a deleted Topology once its flavors are gone: the number
+of the nudge, so that each one is an update (an unchanged value writes nothing)."""
+RENUDGE_EVERY = 1.0
+"""Seconds between further nudges of a deleted Topology that is still there (Leftovers)."""
 
 
-def _nudge(kube: Kube, topology: str) -> None:
+def _nudge(kube: Kube, topology: str, count: int) -> None:
     """Make Kueue reconcile a deleted Topology now that its flavors are gone. Kueue removes
     its finalizer when a reconcile finds no flavor naming it; the reconcile a flavor's
     delete event sets off comes UpdatesBatchPeriod (1 s) later
@@ -182,9 +186,14 @@ def _nudge(kube: Kube, topology: str) -> None:
     at once. Still deleted in the same order as before: deleting the Topology only after its
     flavors were gone lost that later reconcile when Kueue's cache still held a flavor at
     the Topology's own event (make e2e, 6 Topologies never deleted on a loaded machine).
-    If this reconcile comes too early, the 1 s one still follows."""
+    If this reconcile comes too early, the 1 s one still follows, and Leftovers nudges again
+    while the Topology stays: Kueue's ResourceFlavor controller drops a deleted flavor from
+    the cache the Topology's reconcile reads (resourceflavor_controller.go Delete) in its own
+    event handler, which on a loaded machine ran after both reconciles (make e2e, 5
+    Topologies never deleted in one run: nothing reconciles them again)."""
+    patch = {"metadata": {"annotations": {NUDGED: str(count)}}}
     with contextlib.suppress(NotFound):
-        kube.patch(KUEUE_API, "Topology", topology, {"metadata": {"annotations": {NUDGED: "true"}}})
+        kube.patch(KUEUE_API, "Topology", topology, patch)
 
 
 def content(obj: Obj) -> Obj:
@@ -241,7 +250,8 @@ class Leftovers:
     namespaces, the awaited Kueue objects) is listed until seen empty, then no more; with six
     clusters on two cores a clear takes 5-8 looks, and listing every kind on each look was
     most of a scenario's requests. A pod left is taken off again (one whose node went away
-    stays Terminating)."""
+    stays Terminating). A deleted Topology still there is nudged again every RENUDGE_EVERY
+    seconds (_nudge)."""
 
     def __init__(
         self,
@@ -250,8 +260,12 @@ class Leftovers:
         sel: str,
         awaited: Iterable[tuple[str, str]],
         everything: bool,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.kube, self.sel = kube, sel
+        self.kube, self.sel, self.clock = kube, sel, clock
+        started = clock()
+        self.nudged = {name: (1, started) for kind, name in awaited if kind == "Topology"}
+        """Topology -> (nudges so far, when the last one was)."""
         self.looks: list[tuple[str, str, str | None, str | None]] = [
             (api, kind, ns, None) for ns in namespaces for api, kind in NAMESPACED
         ]
@@ -274,8 +288,17 @@ class Leftovers:
                 self.done.add(look)
             if found and kind == "Pod" and ns is not None:
                 _force_pods(self.kube, ns, self.sel)
+            if found and kind == "Topology" and name in self.nudged:
+                self._nudge_again(name)
             left += found
         return not left, f"still there: {', '.join(left[:12])}"
+
+    def _nudge_again(self, topology: str) -> None:
+        count, last = self.nudged[topology]
+        now = self.clock()
+        if now - last >= RENUDGE_EVERY:
+            _nudge(self.kube, topology, count + 1)
+            self.nudged[topology] = (count + 1, now)
 
     def _find(self, api: str, kind: str, ns: str | None, name: str | None) -> list[str]:
         if name is not None:

@@ -26,7 +26,7 @@ from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import lws as lws_install
-from harness.kube import RUN_LABEL, Kube, KubeError, watchdog
+from harness.kube import RUN_LABEL, Kube, KubeError, WaitTimeout, watchdog
 from harness.kueue.gates import merged, parse_gates
 from harness.kueue.versions import version_key
 from harness.logtail import lines_about, log_lines_about
@@ -207,7 +207,8 @@ class ClusterBackend:
     def fresh_names(self, scenario: Scenario) -> Names:
         """Names for the scenario's objects, in a namespace of its own, once the previous
         scenario's objects are cleared (identical Kueue objects stay: shaping.reusable).
-        Raises Unsupported when the provider cannot run the scenario."""
+        Raises Unsupported when the provider cannot run the scenario, Incident when the
+        clear does not finish."""
         assert self.kube is not None and self.provider is not None
         problem = self.provider.scenario_problem(scenario)
         if problem is not None:
@@ -221,7 +222,14 @@ class ClusterBackend:
             reuse = shaping.reusable(scenario, names)
             keep = not self.provider.shared  # the cluster goes, and its namespaces with it
             freed = self._non_tas_nodes()
-            clear_run(self.kube, self.run_id, self.timeouts.cleanup, reuse, keep_namespaces=keep)
+            timeout = self.timeouts.cleanup
+            try:
+                clear_run(self.kube, self.run_id, timeout, reuse, keep_namespaces=keep)
+            except WaitTimeout as err:
+                # What an earlier scenario left says nothing about this one: Kueue can keep a
+                # deleted Topology's finalizer for good when its reconciles race its cache
+                # (harness.providers.cleanup._nudge). A fresh cluster runs the scenario.
+                raise Incident(f"clearing the previous scenario: {err}") from None
             now = time.time()
             margin = self.timeouts.requeue_margin
             self.freed_usage = freed_recently([*self.freed_usage, (now, freed)], now, margin)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.kube import RUN_LABEL, Kube
-from harness.providers.cleanup import Leftovers, clear_run
+from harness.kube import KUEUE_API, RUN_LABEL, Kube
+from harness.providers.cleanup import NUDGED, RENUDGE_EVERY, Leftovers, clear_run
 
 RUN = "looks-1"
 SEL = f"{RUN_LABEL}={RUN}"
@@ -100,40 +100,77 @@ def test_clear_run_leaves_nothing_of_the_run_and_keeps_the_namespace(kube: Count
     assert namespace["metadata"]["labels"]["kueue-tas-harness/cleared"] == "true"
 
 
+@pytest.fixture(scope="module")
+def tas_kube(apiserver_only: Callable[[], AbstractContextManager[Any]]) -> Iterator[CountingKube]:
+    """A bare API server serving Kueue's Topology and ResourceFlavor (no Kueue: only the
+    test removes a finalizer)."""
+    from harness import toolchain
+    from harness.install import kueue as kueue_install
+    from harness.install import manifests
+
+    with apiserver_only() as api:
+        kube = CountingKube(api.kubeconfig)
+        crds = manifests.crds(toolchain.kueue_module_dir(), "https://127.0.0.1:1", "")
+        wanted = ("Topology", "ResourceFlavor")
+        kueue_install.install_crds(kube, [c for c in crds if c["spec"]["names"]["kind"] in wanted])
+        yield kube
+        kube.close()
+
+
+def topology(name: str, **meta: Any) -> dict[str, Any]:
+    levels = [{"nodeLabel": "kubernetes.io/hostname"}]
+    metadata = {"name": name, "labels": {RUN_LABEL: RUN}, **meta}
+    return {"apiVersion": KUEUE_API, "kind": "Topology", "metadata": metadata,
+            "spec": {"levels": levels}}  # fmt: skip
+
+
 @pytest.mark.cluster
-def test_a_deleted_topology_is_nudged_after_its_flavors_are_gone(
-    apiserver_only: Callable[[], AbstractContextManager[Any]],
-) -> None:
+def test_a_deleted_topology_is_nudged_after_its_flavors_are_gone(tas_kube: CountingKube) -> None:
     """Kueue removes a deleted Topology's finalizer when a reconcile finds no flavor naming
     it; the one a flavor's deletion triggers runs 1 s later (UpdatesBatchPeriod), the one
     an update of the Topology triggers at once. So once the clear has seen the flavors gone
     (here no Kueue holds them: a GET answers 404) it patches the deleted Topology."""
-    from harness import toolchain
-    from harness.install import kueue as kueue_install
-    from harness.install import manifests
-    from harness.kube import KUEUE_API
+    kube = tas_kube
+    kube.create(topology("t"))
+    spec = {"nodeLabels": {"pool": "a"}, "topologyName": "t"}
+    kube.create({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "spec": spec,
+                 "metadata": {"name": "f", "labels": {RUN_LABEL: RUN}}})  # fmt: skip
+    kube.sent.clear()
+    clear_run(kube, RUN, timeout=30)
+    flavor, path = "/resourceflavors/f", "/topologies/t"
+    order = [s for s in kube.sent if s.endswith((flavor, path))]
+    api = f"/apis/{KUEUE_API}"
+    assert order[:4] == [f"DELETE {api}{path}", f"DELETE {api}{flavor}",
+                         f"GET {api}{flavor}", f"PATCH {api}{path}"], order  # fmt: skip
+    assert kube.get_or_none(KUEUE_API, "Topology", "t") is None
 
-    with apiserver_only() as api:
-        kube = CountingKube(api.kubeconfig)
-        try:
-            crds = manifests.crds(toolchain.kueue_module_dir(), "https://127.0.0.1:1", "")
-            kueue_install.install_crds(
-                kube,
-                [c for c in crds if c["spec"]["names"]["kind"] in ("Topology", "ResourceFlavor")],
-            )
-            levels = [{"nodeLabel": "kubernetes.io/hostname"}]
-            kube.create({"apiVersion": KUEUE_API, "kind": "Topology", "spec": {"levels": levels},
-                         "metadata": {"name": "t", "labels": {RUN_LABEL: RUN}}})  # fmt: skip
-            spec = {"nodeLabels": {"pool": "a"}, "topologyName": "t"}
-            kube.create({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "spec": spec,
-                         "metadata": {"name": "f", "labels": {RUN_LABEL: RUN}}})  # fmt: skip
-            kube.sent.clear()
-            clear_run(kube, RUN, timeout=30)
-            flavor, topology = "/resourceflavors/f", "/topologies/t"
-            order = [s for s in kube.sent if s.endswith((flavor, topology))]
-            api = f"/apis/{KUEUE_API}"
-            assert order[:4] == [f"DELETE {api}{topology}", f"DELETE {api}{flavor}",
-                                 f"GET {api}{flavor}", f"PATCH {api}{topology}"], order  # fmt: skip
-            assert kube.get_or_none(KUEUE_API, "Topology", "t") is None
-        finally:
-            kube.close()
+
+@pytest.mark.cluster
+def test_a_deleted_topology_still_there_is_nudged_again_each_second(
+    tas_kube: CountingKube,
+) -> None:
+    """When Kueue's reconciles all came before its cache forgot the flavors, nothing
+    reconciles the Topology again: the clear's wait patches it anew (a new value, so the
+    patch is an update) every RENUDGE_EVERY seconds while it is there."""
+    kube = tas_kube
+    kube.create(topology("held", finalizers=["kth.test/hold"]))
+    kube.delete(KUEUE_API, "Topology", "held")  # held by its finalizer, as Kueue's would
+    now = [100.0]
+    look = Leftovers(kube, [], SEL, [("Topology", "held")], everything=False, clock=lambda: now[0])
+
+    def nudge() -> str | None:
+        annotations = kube.get(KUEUE_API, "Topology", "held")["metadata"].get("annotations")
+        return (annotations or {}).get(NUDGED)
+
+    assert look() == (False, "still there: Topology held") and nudge() is None
+    now[0] += RENUDGE_EVERY
+    look()
+    assert nudge() == "2"
+    now[0] += RENUDGE_EVERY / 2
+    look()
+    assert nudge() == "2"
+    now[0] += RENUDGE_EVERY / 2
+    look()
+    assert nudge() == "3"
+    kube.patch(KUEUE_API, "Topology", "held", {"metadata": {"finalizers": None}})
+    assert look() == (True, "still there: ")

@@ -151,3 +151,32 @@ def test_a_disagreement_on_a_healthy_cluster_is_not_retried(runner: ClusterBacke
     assert runner.seq == before + 1, "the scenario ran more than once"
     assert observed.incidents == ()
     assert expectation_lines(planted, observed.outcomes, observed.steps), "a wrong expect passed"
+
+
+@pytest.mark.cluster
+def test_a_clear_that_does_not_finish_reruns_the_next_scenario_on_a_fresh_cluster(
+    runner: ClusterBackend,
+) -> None:
+    """What a scenario leaves behind says nothing about the next: a clear that times out
+    (here a node held by a finalizer nobody removes, as Kueue can hold a deleted Topology)
+    discards the attempt, and the scenario runs on a fresh cluster."""
+    scenario = load_scenario(GUIDE_REQUIRED)
+    runner.run(scenario)
+    assert runner.kube is not None and runner.provider is not None
+    first = runner.provider
+    held = scenario.nodes[0].name
+    runner.kube.patch("v1", "Node", held, {"metadata": {"finalizers": ["kth.test/hold"]}})
+    saved = runner.timeouts
+    runner.timeouts = dataclasses.replace(saved, cleanup=3.0)
+    try:
+        observed = runner.run(scenario)
+    finally:
+        runner.timeouts = saved
+    assert len(observed.incidents) == 1, observed.incidents
+    assert observed.incidents[0].startswith("clearing the previous scenario: waited 3"), (
+        observed.incidents
+    )
+    assert f"Node {held}" in observed.incidents[0], observed.incidents
+    assert runner.provider is not first, "the rerun did not get a fresh cluster"
+    lines = expectation_lines(scenario, observed.outcomes, observed.steps)
+    assert not lines, "\n".join([*lines, observed.details])
