@@ -41,8 +41,10 @@ def expectation_data(outcomes: Mapping[str, Outcome], flavors: bool = True) -> E
         if outcome.quota_reserved:  # waiting for admission checks: it holds its placement
             entry["quotaReserved"] = True
         if outcome.admitted or outcome.quota_reserved:
-            if flavors and as_json.get("flavors"):
-                entry["flavors"] = as_json["flavors"]
+            # A pod set admitted on no flavor (it requests nothing) has none to state.
+            named = {ps: f for ps, f in (as_json.get("flavors") or {}).items() if f}
+            if flavors and named:
+                entry["flavors"] = named
             if as_json.get("placement"):
                 entry["placement"] = as_json["placement"]
             if as_json.get("unschedulable"):
