@@ -472,7 +472,14 @@ class Model:
         ):
             scan = None
         base = Preemptor(
-            w.name, cq, pending.priority, pending.created, {}, frozenset(), fair=self.fair
+            w.name,
+            cq,
+            pending.priority,
+            pending.created,
+            {},
+            frozenset(),
+            rules=self.rules,
+            fair=self.fair,
         )
         a = assign_flavors(
             self.scenario,

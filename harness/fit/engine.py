@@ -81,11 +81,6 @@ def check_supported(scenario: Scenario) -> KueueRules:
             f"{scenario.path}: kueueConfig.{unmodelled[0]}: not modelled by the fit model "
             "(the embedded cluster runs it: --cluster=local)"
         )
-    if scenario.kueue_config.fair_sharing is not None and rules.version != DEFAULT_KUEUE:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: kueueConfig.fairSharing: modelled for Kueue {DEFAULT_KUEUE} "
-            f"only, not {rules.version} (the sim and the embedded cluster run it)"
-        )
     if why := resources_not_modelled(scenario, rules.version):
         raise UnsupportedVersionError(f"{scenario.path}: kueueConfig.resources.{why}")
     if "admissionFairSharing" in scenario.kueue_config.document:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.errors import UnsupportedVersionError
 from harness.fit import fairshare, victims
 from harness.fit.cohort_tree import COHORT, CQ, Node
 from harness.fit.fairshare import Share
@@ -60,7 +61,7 @@ class _Ordering:
         pre = self.search.pre.cq.name
         if self.pre_node not in tree.parent:
             if pre in self.pruned or not self.per_cq.get(pre):
-                self.done = True
+                self._end_without_cohort()
                 return None
             return pre
         root = tree.root(self.pre_node)
@@ -69,6 +70,17 @@ class _Ordering:
                 return cq
         self.done = True
         return None
+
+    def _end_without_cohort(self) -> None:
+        rules = self.search.pre.rules
+        if not rules.cohortless_fair_ordering_ends:
+            raise UnsupportedVersionError(
+                f"kueue: {rules.version}: fair-sharing preemption for {self.search.pre.name} "
+                f"takes every candidate of ClusterQueue {self.search.pre.cq.name}, which has "
+                "no Cohort, without making room: Kueue then reads the missing Cohort and "
+                "panics (fairsharing/ordering.go Iter, fixed in v0.18 by kueue#10891)"
+            )
+        self.done = True
 
     def _next(self, cohort: Node) -> str | None:
         """`nextTarget`: among the cohort's queues, the unpruned one of the highest share

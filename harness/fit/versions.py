@@ -148,6 +148,13 @@ class KueueRules:
     is factor x the multiplied input's Value() (rounded up); nothing is floored, and a request
     kept under an output's name is assigned, not added, so whether it overwrites the output
     or the output adds to it is Go map order (refused as Nondeterministic)."""
+    cohortless_fair_ordering_ends: bool = True
+    """v0.18 (kueue#10891, fairsharing/ordering.go Iter `return` after the loop over the
+    preemptor's own ClusterQueue): fair-sharing preemption in a ClusterQueue without a
+    Cohort ends when its own candidates do. v0.17.1 (ordering.go:89-105) goes on to
+    `preemptorCq.Parent().Root()`, a nil parent: Kueue panics while it nominates a workload
+    whose own queue's candidates all go without making room (refused). Fair sharing is
+    otherwise the same in the three versions (strategies, shares, target order)."""
     flavorless_admission_needs_no_checks: bool = True
     """v0.18 (pkg/workload/workload.go admissionChecksForAdmission intersects the checks'
     flavors with the admission's): an admission on no flavor (a workload requesting
@@ -308,6 +315,7 @@ RULES: dict[str, KueueRules] = {
         quota_check_strategy_field=False,
         namespace_mismatch_lowercase=False,
         flavorless_admission_needs_no_checks=False,
+        cohortless_fair_ordering_ends=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
