@@ -73,7 +73,11 @@ class PodsReadyConfig:
 
     def backoff(self, count: int) -> float:
         """UpdateRequeueState: base * 2^(count-1), capped at the max (a 0 max: no cap), in
-        seconds, without the 0.0001 jitter."""
+        seconds, without the 0.0001 jitter. The first is the base even above the max:
+        pkg/util/wait Backoff.WaitTime steps apimachinery's wait.Backoff, whose first Step
+        returns the initial duration and caps only the ones after it (delay, backoff.go)."""
+        if count <= 1:
+            return float(self.backoff_base)
         wait = float(self.backoff_base) * 2.0 ** (count - 1)
         return min(wait, float(self.backoff_max)) if self.backoff_max else wait
 

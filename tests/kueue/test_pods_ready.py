@@ -40,6 +40,12 @@ def test_backoff_doubles_and_caps() -> None:
     assert [c.backoff(n) for n in (1, 2, 3)] == [3, 6, 10]
 
 
+def test_the_first_backoff_is_the_base_even_above_the_max() -> None:
+    section = {"requeuingStrategy": {"backoffBaseSeconds": 20, "backoffMaxSeconds": 5}}
+    c = PodsReadyConfig.of({"waitForPodsReady": section}, {})
+    assert [c.backoff(n) for n in (1, 2, 3)] == [20, 5, 5]
+
+
 def test_deactivation_after_the_limit() -> None:
     c = PodsReadyConfig.of(
         {"waitForPodsReady": {"requeuingStrategy": {"backoffLimitCount": 1}}}, {}
