@@ -26,6 +26,7 @@ from harness.fit.ties import Nondeterministic, TieBreak
 from harness.fit.tree import Tree
 from harness.fit.versions import MODELLED_KUEUE_VERSIONS as MODELLED_KUEUE_VERSIONS
 from harness.fit.versions import KueueRules, rules_for, upgraded_rules
+from harness.k8s.duration import seconds
 from harness.kueue.admission_fair_sharing import not_run as afs_not_run
 from harness.kueue.versions import DEFAULT_KUEUE
 from harness.results.outcome import Outcome
@@ -93,6 +94,8 @@ def check_supported(scenario: Scenario) -> KueueRules:
                 "cluster runs it: --cluster=local)"
             )
     PodsReadiness(scenario).check_supported()
+    if why := _pods_ready_not_run(scenario, rules):
+        raise UnsupportedVersionError(f"{scenario.path}: kueueConfig.waitForPodsReady: {why}")
     held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
     if held and rules.version != DEFAULT_KUEUE:
         raise UnsupportedVersionError(
@@ -106,6 +109,26 @@ def check_supported(scenario: Scenario) -> KueueRules:
                 f"fit model"
             )
     return rules
+
+
+def _pods_ready_not_run(scenario: Scenario, rules: KueueRules) -> str | None:
+    """Why the section cannot be predicted on this version (KueueRules
+    pods_ready_timeout_defaulted, pods_ready_with_faults), else None."""
+    section = scenario.kueue_config.document.get("waitForPodsReady")
+    if section is None:
+        return None
+    if not rules.pods_ready_timeout_defaulted and not seconds(str(section.get("timeout", "0"))):
+        return (
+            f"Kueue {rules.version} refuses to start without a timeout (validateWaitForPodsReady: "
+            '"timeout: must be specified"; v0.19 defaults it to 30m)'
+        )
+    if not rules.pods_ready_with_faults and scenario.fault_features():
+        return (
+            f"beside node faults ({scenario.fault_features()[0]}) is not modelled for Kueue "
+            f"{rules.version}: blockAdmission also holds the repair of a workload on a failed "
+            "node there (fixed in v0.19 by kueue#13736)"
+        )
+    return None
 
 
 def fit(scenario: Scenario, trace: Trace | None = None) -> FitResult:

@@ -155,6 +155,18 @@ class KueueRules:
     `preemptorCq.Parent().Root()`, a nil parent: Kueue panics while it nominates a workload
     whose own queue's candidates all go without making room (refused). Fair sharing is
     otherwise the same in the three versions (strategies, shares, target order)."""
+    pods_ready_timeout_defaulted: bool = True
+    """v0.19 (apis/config/v1beta2 defaults.go): a waitForPodsReady section without a
+    timeout (or 0) waits 30 minutes. v0.17.1 and v0.18.2 refuse to start with it
+    (pkg/config/validation.go validateWaitForPodsReady, "timeout: must be specified", 17:207,
+    18:242): refused."""
+    pods_ready_with_faults: bool = True
+    """v0.19 (scheduler.go:581-584, kueue#13736): blockAdmission does not hold the second
+    pass that repairs a workload on a failed node. v0.18.2 (:526-539) and v0.17.1 (:383-396)
+    take the repaired workload's admission away while any workload is not ready, and
+    v0.17.1 skips the PodsReady timeout while a workload has unhealthyNodes
+    (workload_controller.go:263-266, fixed by kueue#10666): waitForPodsReady beside node
+    faults is not modelled there (refused)."""
     flavorless_admission_needs_no_checks: bool = True
     """v0.18 (pkg/workload/workload.go admissionChecksForAdmission intersects the checks'
     flavors with the admission's): an admission on no flavor (a workload requesting
@@ -316,6 +328,8 @@ RULES: dict[str, KueueRules] = {
         namespace_mismatch_lowercase=False,
         flavorless_admission_needs_no_checks=False,
         cohortless_fair_ordering_ends=False,
+        pods_ready_timeout_defaulted=False,
+        pods_ready_with_faults=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -332,6 +346,8 @@ RULES: dict[str, KueueRules] = {
         not_ready_timer_gated=False,
         replacement_domain_by_id=False,
         balanced_ties_by_level_values=False,
+        pods_ready_timeout_defaulted=False,
+        pods_ready_with_faults=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }

@@ -197,10 +197,16 @@ def test_sections_the_fit_model_runs(section: str) -> None:
     check_supported(load({section: FULL[section]}))
 
 
+@pytest.mark.parametrize("version", ["v0.17.1", "v0.18.2", "v0.19.2"])
+def test_fair_sharing_runs_on_every_version(version: str) -> None:
+    check_supported(
+        scenario_from_data({**base({"fairSharing": FULL["fairSharing"]}), "kueue": version}, FILE)
+    )
+
+
 @pytest.mark.parametrize(
     ("extra", "error"),
     [
-        ({"kueue": "v0.18.2"}, "kueueConfig.fairSharing: modelled for Kueue v0.19.2 only, not v0.18.2"),
         (
             {"featureGates": {"FairSharingPreemptWithinNominal": False}},
             "featureGates.FairSharingPreemptWithinNominal: False is not modelled",
