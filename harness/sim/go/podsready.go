@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kwait "sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -56,17 +57,12 @@ func podsReadyConfig(sc *Scenario) (podsReadyTimers, bool) {
 	return t, true
 }
 
-// backoff is UpdateRequeueState's wait: base * 2^(count-1), capped (a 0 cap: none); the
-// 0.0001 jitter is left out.
+// backoff is UpdateRequeueState's wait, computed by Kueue's own Backoff without its 0.0001
+// jitter: base * 2^(count-1), capped (a 0 cap: none), except the first, which is the base
+// even above the cap (apimachinery's wait.Backoff caps only the steps after the first).
 func (t podsReadyTimers) backoff(count int32) time.Duration {
-	d := time.Duration(t.base) * time.Second
-	for i := int32(1); i < count; i++ {
-		d *= 2
-	}
-	if limit := time.Duration(t.max) * time.Second; t.max > 0 && d > limit {
-		d = limit
-	}
-	return d
+	b := kwait.NewBackoff(time.Duration(t.base)*time.Second, time.Duration(t.max)*time.Second, 2, 0)
+	return b.WaitTime(int(count))
 }
 
 // podsNotReady runs the recovery timeout of an admitted workload's not-ready pods.
