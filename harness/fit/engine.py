@@ -94,14 +94,16 @@ def check_supported(scenario: Scenario) -> KueueRules:
                 "cluster runs it: --cluster=local)"
             )
     PodsReadiness(scenario).check_supported()
+    held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
+    section = scenario.kueue_config.document.get("waitForPodsReady")
+    if held and section is None and not rules.pods_ready_on_by_default:
+        raise UnsupportedVersionError(
+            f"{scenario.path}: steps {held[0]}: Kueue {rules.version} runs waitForPodsReady "
+            "only with a kueueConfig.waitForPodsReady section (on by default from v0.19); "
+            "without it Kueue writes no PodsReady condition"
+        )
     if why := _pods_ready_not_run(scenario, rules):
         raise UnsupportedVersionError(f"{scenario.path}: kueueConfig.waitForPodsReady: {why}")
-    held = [s.action for s in scenario.steps if s.action in READINESS_ACTIONS]
-    if held and rules.version != DEFAULT_KUEUE:
-        raise UnsupportedVersionError(
-            f"{scenario.path}: steps {held[0]}: waitForPodsReady is modelled for Kueue "
-            f"{DEFAULT_KUEUE} only, not {rules.version} (the embedded cluster runs it)"
-        )
     for gate, value in MODELLED_GATES.items():
         if gate not in MODELLED_EITHER_WAY and rules.gate(scenario, gate, value) != value:
             raise UnsupportedVersionError(
@@ -122,11 +124,13 @@ def _pods_ready_not_run(scenario: Scenario, rules: KueueRules) -> str | None:
             f"Kueue {rules.version} refuses to start without a timeout (validateWaitForPodsReady: "
             '"timeout: must be specified"; v0.19 defaults it to 30m)'
         )
-    if not rules.pods_ready_with_faults and scenario.fault_features():
+    faults = [s.action for s in scenario.steps if s.action in FAULT_ACTIONS]
+    faults += [f"{n.name} not ready" for n in scenario.nodes if not n.ready]
+    if not rules.pods_ready_with_faults and faults:
         return (
-            f"beside node faults ({scenario.fault_features()[0]}) is not modelled for Kueue "
-            f"{rules.version}: blockAdmission also holds the repair of a workload on a failed "
-            "node there (fixed in v0.19 by kueue#13736)"
+            f"beside node faults ({faults[0]}) is not modelled for Kueue {rules.version}: "
+            "blockAdmission also holds the repair of a workload on a failed node there (fixed "
+            "in v0.19 by kueue#13736)"
         )
     return None
 

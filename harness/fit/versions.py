@@ -155,6 +155,11 @@ class KueueRules:
     `preemptorCq.Parent().Root()`, a nil parent: Kueue panics while it nominates a workload
     whose own queue's candidates all go without making room (refused). Fair sharing is
     otherwise the same in the three versions (strategies, shares, target order)."""
+    pods_ready_on_by_default: bool = True
+    """v0.19 (pkg/util/waitforpodsready Enabled, defaults.go): waitForPodsReady is on
+    without a section. v0.17.1 and v0.18.2 run it only with the section: without it Kueue
+    writes no PodsReady condition and a pods-not-ready step changes nothing (refused: the
+    embedded cluster waits for the condition)."""
     pods_ready_timeout_defaulted: bool = True
     """v0.19 (apis/config/v1beta2 defaults.go): a waitForPodsReady section without a
     timeout (or 0) waits 30 minutes. v0.17.1 and v0.18.2 refuse to start with it
@@ -330,6 +335,7 @@ RULES: dict[str, KueueRules] = {
         cohortless_fair_ordering_ends=False,
         pods_ready_timeout_defaulted=False,
         pods_ready_with_faults=False,
+        pods_ready_on_by_default=False,
     ),
     "v0.18.2": KueueRules(
         "v0.18.2",
@@ -348,6 +354,7 @@ RULES: dict[str, KueueRules] = {
         balanced_ties_by_level_values=False,
         pods_ready_timeout_defaulted=False,
         pods_ready_with_faults=False,
+        pods_ready_on_by_default=False,
     ),
     "v0.19.2": KueueRules("v0.19.2"),
 }

@@ -5,6 +5,9 @@ model refuses both there and runs them on v0.19.2."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +15,7 @@ import yaml
 
 from harness.errors import UnsupportedVersionError
 from harness.fit import fit
-from harness.scenario.loader import scenario_from_data
+from harness.scenario.loader import load_scenario, scenario_from_data
 from harness.scenario.model import Scenario
 
 BASE = """\
@@ -62,3 +65,31 @@ def test_node_faults_beside_the_section_are_refused_before_v0_19(version: str) -
     with pytest.raises(UnsupportedVersionError, match="kueue#13736"):
         fit(scenario(version, section, **FAILURE))
     assert fit(scenario(version, section)).outcomes["train"].admitted
+
+
+PODS_READY = sorted((Path(__file__).resolve().parents[2] / "suites" / "pods-ready").glob("*.yaml"))
+
+
+REFUSED_BEFORE_V0_19 = (
+    "refuses to start without a timeout|only with a kueueConfig.waitForPodsReady section"
+)
+"""The version differences the model names (KueueRules.pods_ready_*) for files without node
+faults (none in suites/pods-ready: their `evicted` expectations are PodsReady timeouts)."""
+
+
+@pytest.mark.parametrize("version", ["v0.17.1", "v0.18.2"])
+@pytest.mark.parametrize("path", PODS_READY, ids=lambda p: p.stem)
+def test_pods_ready_suites_read_the_same_before_v0_19(version: str, path: Path) -> None:
+    """Kueue's PodsReady timeouts, evictions, backoff, deactivation and blockAdmission are the
+    same code in the three versions (a diff of workload_controller.go, scheduler.go, the
+    requeue state and the queue backoff); a suite's PodsReadyTimeout evictions are no node
+    faults. Each file predicts the same outcomes on the older version, or is refused for one
+    of the differences the model names."""
+    scenario = load_scenario(path)
+    newest = fit(dataclasses.replace(scenario, kueue="v0.19.2"))
+    try:
+        older = fit(dataclasses.replace(scenario, kueue=version))
+    except UnsupportedVersionError as refused:
+        assert re.search(REFUSED_BEFORE_V0_19, str(refused)), refused
+        return
+    assert (older.outcomes, older.steps) == (newest.outcomes, newest.steps)
