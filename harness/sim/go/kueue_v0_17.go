@@ -23,6 +23,11 @@ import (
 
 const kueueVersion = "v0.17.1"
 
+// podsReadyOnByDefault: from v0.19 waitForPodsReady is on without a section (defaults.go);
+// before, only with one, and Kueue refuses to start with a section that has no timeout
+// (pkg/config/validation.go validateWaitForPodsReady).
+const podsReadyOnByDefault = false
+
 func patchAdmissionStatus(ctx context.Context, c client.Client, wl *kueue.Workload, clk clock.Clock, update workload.UpdateFunc) error {
 	return workload.PatchAdmissionStatus(ctx, c, wl, clk, update)
 }

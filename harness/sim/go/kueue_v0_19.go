@@ -31,6 +31,11 @@ import (
 // kueueVersion is the Kueue module this binary is built against.
 const kueueVersion = "v0.19.2"
 
+// podsReadyOnByDefault: from v0.19 waitForPodsReady is on without a section (defaults.go);
+// before, only with one, and Kueue refuses to start with a section that has no timeout
+// (pkg/config/validation.go validateWaitForPodsReady).
+const podsReadyOnByDefault = true
+
 // patchAdmissionStatus: in pkg/workload/patching since v0.19 (pkg/workload before).
 func patchAdmissionStatus(ctx context.Context, c client.Client, wl *kueue.Workload, clk clock.Clock, update workloadpatching.UpdateFunc) error {
 	return workloadpatching.PatchAdmissionStatus(ctx, c, wl, clk, update)

@@ -41,7 +41,7 @@ func podsReadyConfig(sc *Scenario) (podsReadyTimers, bool) {
 	t := podsReadyTimers{timeout: 30 * time.Minute, recovery: 30 * time.Minute, base: 60, max: 3600}
 	w := sc.KueueConfig.WaitForPodsReady
 	if w == nil {
-		return t, true
+		return t, podsReadyOnByDefault
 	}
 	if w.Timeout.Duration > 0 {
 		t.timeout, t.recovery = w.Timeout.Duration, w.Timeout.Duration
@@ -55,6 +55,15 @@ func podsReadyConfig(sc *Scenario) (podsReadyTimers, bool) {
 		t.limit = s.BackoffLimitCount
 	}
 	return t, true
+}
+
+// podsReadyRefused is Kueue's refusal to start with this section (podsReadyOnByDefault).
+func podsReadyRefused(sc *Scenario) error {
+	w := sc.KueueConfig.WaitForPodsReady
+	if podsReadyOnByDefault || w == nil || w.Timeout.Duration > 0 {
+		return nil
+	}
+	return fmt.Errorf("Kueue %s refuses to start: waitForPodsReady.timeout: Required value: must be specified", kueueVersion)
 }
 
 // backoff is UpdateRequeueState's wait, computed by Kueue's own Backoff without its 0.0001

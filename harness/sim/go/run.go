@@ -113,6 +113,10 @@ func startCluster(parent context.Context, sc *Scenario, log logr.Logger, timeout
 		nsOf: map[string]string{}, lqCQ: map[string]string{}, neverReady: sets.New[string](),
 		podsHeld: map[string]bool{}, queuesUsed: sets.New[string](),
 	}
+	if err := podsReadyRefused(sc); err != nil {
+		cancel()
+		return nil, err
+	}
 	c.podsReady, c.podsReadyOn = podsReadyConfig(sc)
 	c.bindable = sc.BindableNodes
 	fail := func(err error) (*cluster, error) {
