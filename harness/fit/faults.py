@@ -219,7 +219,11 @@ class Faults:
             failed = health.failed
             if failed and node not in listed:
                 if listed:
-                    nodes = ", ".join([*listed, node])
+                    # Kueue names the nodes recorded before, then the one whose reconcile
+                    # evicts (evictWorkloadIfNeeded); two failing in the same step race for
+                    # that order, so only the message's start is predicted then.
+                    at_once = fresh.get(name) in listed
+                    nodes = "" if at_once else ", ".join([*listed, node])
                     self._note_multiple(world, name, node, health, listed)
                     self.evict(world, name, MULTIPLE_FAILURES.format(nodes))
                     return True

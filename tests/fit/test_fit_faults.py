@@ -120,8 +120,10 @@ def test_a_second_failed_node_evicts_before_the_first_is_replaced() -> None:
     steps = "  - node-not-ready: a1\n  - node-not-ready: a2\n  - terminate-pods: {workload: job}\n"
     got = last(world(REQUIRED_RACK, steps))
     assert got.evicted is not None and got.evicted.reason == "NodeFailures"
+    # The two pods end in one step: which node Kueue records first races (the order is not
+    # predicted, only the message's start).
     assert got.evicted.message == (
-        "Workload eviction triggered due to multiple TAS assigned node failures, including: a1, a2"
+        "Workload eviction triggered due to multiple TAS assigned node failures, including: "
     )
     # Two failures one after the other are two replacements.
     two = last(world(REQUIRED_RACK, "  - delete-node: a1\n  - delete-node: a2\n"))
@@ -206,11 +208,12 @@ def test_no_pod_is_released_onto_a_node_awaiting_replacement() -> None:
     assert "unhealthyNodes" in got.unschedulable_reasons["main"]
 
 
-def test_multiple_failures_are_listed_in_rank_order_not_by_name() -> None:
-    """Pods ending together on two NotReady nodes: the ungater gave rank i to the i-th domain
-    of the assignment (sorted by level values), a step ends pods by rank, and Kueue's node
-    controller records the nodes in that order: x9 (rack r1) before x0 (rack r2), as real
-    Kueue v0.19.2 wrote it for suites/faults/faults-two-notready-...-evicted (x3, x1)."""
+def test_multiple_failures_at_once_predict_no_node_order() -> None:
+    """Pods ending together on two NotReady nodes: Kueue's node controller names the node it
+    recorded first, then the one whose reconcile evicts (evictWorkloadIfNeeded), and which
+    reconcile comes first races: real Kueue v0.19.2 wrote "x3, x1" and, in make e2e run N
+    of 2026-12-07, "x1, x3" for suites/faults/faults-two-notready-...-evicted. The model
+    predicts the message's start only."""
     text = """name: w
 topology: {name: t, levels: [example.com/block, example.com/rack, kubernetes.io/hostname]}
 flavor: {name: gpu}
@@ -230,4 +233,4 @@ steps:
     scenario = scenario_from_data(parse_yaml(text, "w.yaml"), "w.yaml")
     evicted = fit(scenario).steps[-1]["job"].evicted
     assert evicted is not None
-    assert evicted.message.endswith("including: x9, x0")
+    assert evicted.message.endswith("including: ")
