@@ -71,7 +71,7 @@ def create_usage(
     entries = list(usage)
     pods = [pod for index, u in entries for pod in objects.usage_pods(u, index, names)]
     if pods:
-        _await_webhook_namespace(kube, pods[0], t)
+        await_webhook_namespace(kube, pods[0], timeout=t.settle, interval=t.interval)
     kube.create_all(pods)
     wait_for_all(
         kube,
@@ -87,7 +87,7 @@ def create_usage(
     )
 
 
-def _await_webhook_namespace(kube: Kube, pod: Obj, t: Timeouts) -> None:
+def await_webhook_namespace(kube: Kube, pod: Obj, *, timeout: float, interval: float) -> None:
     """Kueue's pod webhook reads Namespaces from its informer cache, so a pod posted right
     after its namespace was created can be refused 404 'Namespace "..." not found' until
     the cache has it (once in four e2e runs). A dry run stores nothing and shows when the
@@ -104,7 +104,7 @@ def _await_webhook_namespace(kube: Kube, pod: Obj, t: Timeouts) -> None:
         return True, "the webhook sees the namespace"
 
     poll_until(
-        seen, what="Kueue's pod webhook to see the namespace", timeout=t.settle, interval=t.interval
+        seen, what="Kueue's pod webhook to see the namespace", timeout=timeout, interval=interval
     )
 
 

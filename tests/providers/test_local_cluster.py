@@ -33,6 +33,7 @@ from harness.providers import ComponentCrashed
 from harness.providers.kwok import fake_node, wait_nodes_ready
 from harness.providers.local import spec as localspec
 from harness.providers.local.cluster import LocalCluster
+from harness.runner.shaping import await_webhook_namespace
 from harness.toolchain.cache import cache_root
 from tests.ctrl_c import restore_ctrl_c
 
@@ -112,25 +113,25 @@ def test_kwok_gpu_node_becomes_ready_and_keeps_pods_running(kube: Kube) -> None:
     assert kube.get("v1", "Node", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "6"
 
     ns = _namespace(kube, "kwok-pods")
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "p", "namespace": ns},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {
-                            "requests": {"nvidia.com/gpu": "2"},
-                            "limits": {"nvidia.com/gpu": "2"},
-                        },
-                    }
-                ]
-            },
-        }
-    )
+    gpu_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": ns},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {
+                        "requests": {"nvidia.com/gpu": "2"},
+                        "limits": {"nvidia.com/gpu": "2"},
+                    },
+                }
+            ]
+        },
+    }
+    await_webhook_namespace(kube, gpu_pod, timeout=30, interval=0.2)
+    kube.create(gpu_pod)
     pod = wait_for(
         kube, "v1", "Pod", "p", has_condition("Ready"), namespace=ns, what="Ready", timeout=60
     )
@@ -399,6 +400,7 @@ def test_stop_leaves_no_process_port_or_run_dir() -> None:
 _START_THEN_WAIT = """
 import sys, time
 from harness.providers.local.cluster import LocalCluster
+from harness.runner.shaping import await_webhook_namespace
 cluster = LocalCluster()
 handle = cluster.start()
 assert cluster.layout is not None
