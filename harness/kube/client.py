@@ -9,12 +9,14 @@ urllib3 (harness.kube.transport), resolving kind -> resource path through API di
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlencode
 
 import urllib3
@@ -27,6 +29,45 @@ T = TypeVar("T")
 FIELD_MANAGER = "kueue-tas-harness"
 CREATE_WORKERS = 8  # parallel POSTs in create_all; also the connection pool size
 LIST_PAGE = 500  # kubectl's default --chunk-size
+WATCH_READ_TIMEOUT = 120.0
+"""A watch is ended by the API server after its timeoutSeconds; silence longer than this
+means the connection is gone."""
+
+
+class Served:
+    """How many reads of one probe a watch-fed copy answered."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+_LAGGING_READS: ContextVar[Served | None] = ContextVar("kth_lagging_reads", default=None)
+
+
+class ReadCache(Protocol):
+    """Watch-fed copies that may answer reads inside a wait (harness.kube.informer)."""
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None, labels: str | None
+    ) -> list[Obj] | None: ...
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None
+    ) -> tuple[bool, Obj | None]: ...
+
+
+@contextlib.contextmanager
+def lagging_reads() -> Iterator[Served]:
+    """Within the block, reads may come from a watch-fed copy a few milliseconds behind the
+    API server (a wait's probe: it polls again anyway); the count says how many did."""
+    served = Served()
+    token = _LAGGING_READS.set(served)
+    try:
+        yield served
+    finally:
+        _LAGGING_READS.reset(token)
+
+
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -86,6 +127,9 @@ class Kube:
         self._lock = threading.Lock()
         self._pools: dict[tuple[bytes, bytes] | None, urllib3.PoolManager] = {}
         self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
+        self.cache: ReadCache | None = None
+        self._watches: dict[int, tuple[object, urllib3.BaseHTTPResponse]] = {}
+        self._ended: set[int] = set()
 
     def _pool(self, cert: tuple[bytes, bytes] | None) -> urllib3.PoolManager:
         """The pool presenting `cert`; a rotated certificate closes the old connections (as
@@ -165,6 +209,57 @@ class Kube:
                 f"cannot connect to {self.host} ({transport.unreachable(err)}); {method} {path}"
             ) from err
 
+    def watch(self, path: str, query: Mapping[str, str], *, owner: object) -> Iterator[Obj]:
+        """The events of one watch request, decoded, until the server ends it (its
+        timeoutSeconds) or `stop_watches(owner)` closes it from another thread."""
+        url = self.host + path + "?" + urlencode(query)
+        sent = urllib3.HTTPHeaderDict(self._headers)
+        creds = self._auth.current()
+        for name, value in creds.headers:
+            sent.add(name, value)
+        timeout = urllib3.Timeout(connect=self.timeout, read=WATCH_READ_TIMEOUT)
+        try:
+            resp = self._pool(creds.cert).request(
+                "GET", url, headers=sent, preload_content=False, timeout=timeout, retries=False
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError(f"cannot watch {path} ({transport.unreachable(err)})") from err
+        with self._lock:
+            ended = id(owner) in self._ended
+            self._ended.discard(id(owner))
+            if not ended:
+                self._watches[id(owner)] = (owner, resp)
+        try:
+            if ended:  # stopped while this request was on its way
+                return
+            if resp.status >= 400:
+                raise KubeError(f"GET {path} (watch): {resp.status} {resp.read()[:300]!r}")
+            pending = b""
+            for chunk in resp.stream(64 * 1024):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError(f"watch of {path} broke off: {err}") from err
+        finally:
+            with self._lock:
+                self._watches.pop(id(owner), None)
+            resp.close()  # never back to the pool half read
+            resp.release_conn()
+
+    def stop_watches(self, owner: object) -> None:
+        """End the watch `owner` is reading, from another thread; one it is about to open
+        ends as soon as it opens."""
+        with self._lock:
+            found = self._watches.get(id(owner))
+            if found is None:
+                self._ended.add(id(owner))
+        if found is not None:
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                found[1].shutdown()  # the reader sees the response end early
+
     # -- discovery ---------------------------------------------------------------------
 
     def _resource(self, api_version: str, kind: str) -> tuple[str, bool]:
@@ -203,6 +298,15 @@ class Kube:
     # -- verbs -------------------------------------------------------------------------
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        served = _LAGGING_READS.get()
+        if self.cache is not None and served is not None:
+            answered, found = self.cache.get(api_version, kind, name, namespace)
+            if answered:
+                served.count += 1
+                if found is None:
+                    path = self.path(api_version, kind, name, namespace)
+                    raise NotFound(f"GET {path}: 404 (not in the watched copy)", 404, "NotFound")
+                return found
         obj: Obj = self.request("GET", self.path(api_version, kind, name, namespace))
         return obj
 
@@ -226,13 +330,19 @@ class Kube:
     ) -> list[Obj]:
         """Items of a kind (all namespaces when a namespaced kind gets no namespace), read in
         pages as kubectl does (`limit` and `continue`), so a large cluster answers in pieces."""
+        sel = selector(labels)
+        served = _LAGGING_READS.get()
+        if self.cache is not None and served is not None and not fields and namespace:
+            copied = self.cache.list(api_version, kind, namespace, sel)
+            if copied is not None:
+                served.count += 1
+                return copied
         plural, namespaced = self._resource(api_version, kind)
         if namespaced and namespace:
             path = self.path(api_version, kind, namespace=namespace)
         else:
             path = ("/api/v1" if api_version == "v1" else f"/apis/{api_version}") + f"/{plural}"
         query = {"limit": str(page_size)}
-        sel = selector(labels)
         if sel:
             query["labelSelector"] = sel
         if fields:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from harness.kube.client import Kube, Obj
+from harness.kube.client import Kube, Obj, lagging_reads
 from harness.kube.errors import KubeError, WaitTimeout
 
 Check = Callable[[Obj | None], tuple[bool, str]]
@@ -19,6 +19,7 @@ T = TypeVar("T")
 NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 _WATCHDOG: ContextVar[Callable[[], None] | None] = ContextVar("kth_watchdog", default=None)
+_SLEEP: ContextVar[Callable[[float], None]] = ContextVar("kth_sleep", default=time.sleep)
 
 LONG_WAIT_S = 2.0
 """A wait still unmet after this long waits on a timer of Kueue's or Kubernetes' (Kueue's
@@ -46,12 +47,24 @@ def watchdog(check: Callable[[], None]) -> Iterator[None]:
         _WATCHDOG.reset(token)
 
 
-def pause(seconds: float) -> None:
-    """Sleep between polls of a wait, after asking the watchdog (if any) whether to go on."""
+@contextlib.contextmanager
+def waking(sleep: Callable[[float], None]) -> Iterator[None]:
+    """Within the block a wait's pause is `sleep`, which may end early: when a watched
+    object changed (harness.kube.informer), so the wait sees the change at once."""
+    token = _SLEEP.set(sleep)
+    try:
+        yield
+    finally:
+        _SLEEP.reset(token)
+
+
+def pause(seconds: float, *, wake: bool = False) -> None:
+    """Sleep between polls of a wait, after asking the watchdog (if any) whether to go on;
+    with `wake`, a change of a watched object ends the sleep (see `waking`)."""
     check = _WATCHDOG.get()
     if check is not None:
         check()
-    time.sleep(seconds)
+    (_SLEEP.get() if wake else time.sleep)(seconds)
 
 
 def poll_for(
@@ -67,13 +80,15 @@ def poll_for(
     started = time.monotonic()
     deadline = started + timeout
     while True:
-        found = probe()
+        with lagging_reads() as served:
+            found = probe()
         if found is not None:
             return found
         now = time.monotonic()
         if now >= deadline:
             raise WaitTimeout(gave_up(now - started))
-        pause(min(interval_after(interval, now - started), max(deadline - now, 0.0) + 0.01))
+        seconds = min(interval_after(interval, now - started), max(deadline - now, 0.0) + 0.01)
+        pause(seconds, wake=served.count > 0)
 
 
 def poll_until(

@@ -26,7 +26,8 @@ from harness.errors import HarnessError
 from harness.install import jobset as jobset_install
 from harness.install import kueue as kueue_install
 from harness.install import lws as lws_install
-from harness.kube import RUN_LABEL, Kube, KubeError, WaitTimeout, watchdog
+from harness.kube import KUEUE_API, RUN_LABEL, Kube, KubeError, WaitTimeout, watchdog
+from harness.kube.informer import watching
 from harness.kueue.gates import merged, parse_gates
 from harness.kueue.versions import version_key
 from harness.logtail import lines_about, log_lines_about
@@ -55,6 +56,11 @@ def namespace_for(seq: int, scenario_name: str) -> str:
     """A DNS label unique within the run: kth-<seq>-<scenario name>, cut to 63 characters."""
     clean = re.sub(r"[^a-z0-9-]+", "-", scenario_name.lower())
     return f"kth-{seq}-{clean}"[:63].rstrip("-")
+
+
+WATCHED = (("v1", "Pod"), (KUEUE_API, "Workload"))
+"""What a scenario's waits read from watch-fed copies (harness.kube.informer): most of what
+they poll."""
 
 
 class ClusterBackend:
@@ -363,7 +369,10 @@ class ClusterBackend:
             ),
             wave=wave,
         )
-        with watchdog(lambda: incidents.raise_if_down(self.provider)):
+        with (
+            watchdog(lambda: incidents.raise_if_down(self.provider)),
+            watching(kube, WATCHED, names.all_namespaces),
+        ):
             try:
                 shaping.shape(kube, scenario, names, self.timeouts)
                 wave.shaped()
