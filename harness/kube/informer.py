@@ -136,7 +136,11 @@ def _entry(obj: Obj) -> tuple[dict[str, str], bytes]:
     return dict(labels), json.dumps(obj).encode()
 
 
-BURST_S = 0.02
+BURST_S = 0.1
+"""A woken wait probes no sooner than this after its last probe, as when it polled at 10 Hz:
+a probe right after an awaited change can come before the changes Kueue makes next (with
+20 ms, make test read a pending workload ~15 ms before Kueue's retry after another's
+admission rewrote its message: v2-capacity-not-blocked-when-lender-can-reclaim)."""
 
 
 class Changes:
@@ -153,7 +157,7 @@ class Changes:
 
     def sleep(self, seconds: float) -> None:
         """Until the next change or `seconds`, whichever comes first, but at least
-        BURST_S: a burst of events (a Job's pods created together) wakes a wait once."""
+        BURST_S (a burst of events, e.g. a Job's pods created together, wakes a wait once)."""
         with self._cond:
             seen = self._count
         time.sleep(min(BURST_S, seconds))

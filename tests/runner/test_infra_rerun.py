@@ -64,6 +64,24 @@ def test_nodes_not_ready_by_themselves_are_the_ones_the_scenario_keeps_ready() -
     ]
 
 
+def test_a_ready_node_with_an_unreachable_taint_the_scenario_did_not_add_is_an_incident() -> None:
+    """Kubernetes' node lifecycle controller taints a node it saw before KWOK's first status
+    and keeps the taint on the Ready node until its next pass (make test, 2026-12-07)."""
+    data = {**SCENARIO, "nodes": [*SCENARIO["nodes"], {"name": "t1", "labels": {},
+            "allocatable": {"nvidia.com/gpu": 8},
+            "taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}]}  # type: ignore[list-item]  # fmt: skip
+    scenario = scenario_from_data(data, "incidents.yaml")
+    tainted = node("n1", "True")
+    tainted["spec"] = {"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]}
+    declared = node("t1", "True")
+    declared["spec"] = {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}
+    found = not_ready_by_themselves([tainted, declared, node("n3", "True")], scenario)
+    assert found == [
+        "node n1 is Ready but has the node.kubernetes.io/unreachable taint, which the scenario "
+        "did not add"
+    ]
+
+
 def test_a_watchdog_ends_a_wait_at_once_and_only_within_its_block() -> None:
     calls = []
 
