@@ -51,6 +51,16 @@ def kube(cluster: LocalCluster) -> Iterator[Kube]:
     client.close()
 
 
+def gpu_container(gpus: int) -> dict[str, object]:
+    """A pause container requesting (and limited to) `gpus` GPUs."""
+    gpu = {"nvidia.com/gpu": str(gpus)}
+    return {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": gpu, "limits": dict(gpu)},
+    }
+
+
 def _namespace(kube: Kube, name: str) -> str:
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
@@ -117,18 +127,7 @@ def test_kwok_gpu_node_becomes_ready_and_keeps_pods_running(kube: Kube) -> None:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "p", "namespace": ns},
-        "spec": {
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {
-                        "requests": {"nvidia.com/gpu": "2"},
-                        "limits": {"nvidia.com/gpu": "2"},
-                    },
-                }
-            ]
-        },
+        "spec": {"containers": [gpu_container(2)]},
     }
     await_webhook_namespace(kube, gpu_pod, timeout=30, interval=0.2)
     kube.create(gpu_pod)
@@ -323,16 +322,7 @@ def test_tas_places_job_in_the_only_rack_that_fits(kube: Kube) -> None:
                     "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}},
                     "spec": {
                         "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "registry.k8s.io/pause:3.10",
-                                "resources": {
-                                    "requests": {"nvidia.com/gpu": "2"},
-                                    "limits": {"nvidia.com/gpu": "2"},
-                                },
-                            }
-                        ],
+                        "containers": [gpu_container(2)],
                     },
                 },
             },
