@@ -105,6 +105,22 @@ def test_cluster_serves_pinned_kubernetes(cluster: LocalCluster, kube: Kube) -> 
     cluster.check()
 
 
+def test_every_component_runs_with_its_share_of_the_cores(cluster: LocalCluster) -> None:
+    """Each Go process gets GOGC and GOMAXPROCS from the harness unless the environment set
+    them: one P per process when this test's pytest-xdist workers outnumber the cores."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    share = max(1, (os.cpu_count() or 1) // workers)
+    expected = {
+        "GOGC": os.environ.get("GOGC", "300"),
+        "GOMAXPROCS": os.environ.get("GOMAXPROCS", str(share)),
+    }
+    for name, pid in cluster.pids().items():
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        env = dict(e.decode().split("=", 1) for e in raw if b"=" in e)
+        got = {k: env.get(k) for k in expected}
+        assert got == expected, f"{name}: {got}"
+
+
 def test_kwok_gpu_node_becomes_ready_and_keeps_pods_running(kube: Kube) -> None:
     node = fake_node(
         "gpu-node-1",

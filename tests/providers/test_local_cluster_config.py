@@ -360,3 +360,16 @@ def test_visibility_asked_for_without_its_certs_is_an_error(
     cluster = local_cluster.LocalCluster(feature_gates={"VisibilityOnDemand": True})
     with pytest.raises(ClusterError, match="/visibility"):
         cluster._ensure_visibility_certs(pki.Authority.create())
+
+
+def test_go_processes_get_one_p_each_when_six_clusters_share_two_cores() -> None:
+    six_workers = {"PYTEST_XDIST_WORKER_COUNT": "6"}
+    assert local_cluster.go_env(six_workers, cores=2) == {"GOGC": "300", "GOMAXPROCS": "1"}
+    assert local_cluster.go_env({"PYTEST_XDIST_WORKER_COUNT": "2"}, cores=8)["GOMAXPROCS"] == "4"
+
+
+def test_one_cluster_keeps_every_core_and_the_users_go_settings_win() -> None:
+    assert local_cluster.go_env({}, cores=2)["GOMAXPROCS"] == "2"
+    assert local_cluster.go_env({"PYTEST_XDIST_WORKER_COUNT": "junk"}, cores=2)["GOMAXPROCS"] == "2"
+    mine = {"PYTEST_XDIST_WORKER_COUNT": "6", "GOMAXPROCS": "2", "GOGC": "100"}
+    assert local_cluster.go_env(mine, cores=2) == {}

@@ -61,6 +61,33 @@ GO_GC_PERCENT = "300"
 server during scenarios spent about 15 % of its CPU in garbage collection at Go's default 100,
 and the API server is over half of a scenario's CPU; a few hundred MB more heap per cluster is
 the price."""
+CLUSTERS_SHARING_ENV = "PYTEST_XDIST_WORKER_COUNT"
+"""How many clusters share the machine's cores: pytest-xdist's worker count, one cluster per
+worker (harness.plugin.distribute); unset, one."""
+
+
+def go_max_procs(cores: int, clusters: int) -> int:
+    """GOMAXPROCS for a cluster's Go processes: the cluster's share of the cores, at least
+    one. With six clusters on two cores every Go process kept two Ps, and its idle Ps' threads
+    spun looking for work (runtime.findRunnable) on cores the other clusters needed. One P
+    each took 8 % less CPU for the same 237 scenarios, run beside the two-P clusters so
+    that the machine's noise hit both alike (docs/dev/concurrent-e2e-plan.md §13)."""
+    return max(1, cores // max(1, clusters))
+
+
+def go_env(environ: Mapping[str, str], cores: int | None = None) -> dict[str, str]:
+    """The Go runtime settings a cluster's processes get unless `environ` sets its own."""
+    try:
+        clusters = int(environ.get(CLUSTERS_SHARING_ENV) or 1)
+    except ValueError:
+        clusters = 1
+    wanted = {
+        "GOGC": GO_GC_PERCENT,
+        "GOMAXPROCS": str(go_max_procs(cores or os.cpu_count() or 1, clusters)),
+    }
+    return {k: v for k, v in wanted.items() if k not in environ}
+
+
 LWS_INTEGRATION = {"integrations": {"frameworks": [*manifests.FRAMEWORKS, lws_install.FRAMEWORK]}}
 """Kueue manages LeaderWorkerSets here (the LWS controller runs beside it); kind does not.
 Always on: the cost is the API server taking LWS's CRD (1.5-4 s more start-up on 2 busy
@@ -589,7 +616,7 @@ class LocalCluster(ProviderBase):
     ) -> Process:
         assert self.layout is not None
         env = dict(os.environ)
-        env.setdefault("GOGC", GO_GC_PERCENT)
+        env.update(go_env(os.environ))
         env.update(
             {
                 "KUBECONFIG": str(self.layout.kubeconfig),
