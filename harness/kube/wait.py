@@ -76,11 +76,17 @@ def poll_for(
 ) -> T:
     """Call `probe` until it returns a value (not None), pausing `interval` between calls;
     past the deadline raise WaitTimeout(gave_up(seconds waited)), which says what was last
-    seen. The one deadline loop: a stateful wait keeps its state in the probe's closure."""
+    seen. The one deadline loop: a stateful wait keeps its state in the probe's closure.
+    Its reads may come from watch-fed copies; a value found that way counts only when a
+    second call, reading from the API server, returns one too."""
     started = time.monotonic()
     deadline = started + timeout
     while True:
         with lagging_reads() as served:
+            found = probe()
+        if found is not None and served.count:
+            # A watch-fed copy answered: the API server confirms, since a watch stalled on a
+            # loaded machine looks like a quiet cluster to a wait that asks for stillness.
             found = probe()
         if found is not None:
             return found

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.kube import Kube, KubeError, absent, poll_until, wait_for
+from harness.kube import Kube, KubeError, WaitTimeout, absent, poll_until, wait_for
 from harness.kube import informer as informer_module
 from harness.kube.client import lagging_reads
 from harness.kube.informer import watching
@@ -72,7 +72,36 @@ def test_a_wait_wakes_on_the_change_and_reads_without_requests(
         thread.join()
         during_wait = config_map_gets[listed_at_start:]
     assert waited < 10, f"the wait slept through the change ({waited:.1f}s)"
-    assert during_wait == [], "the wait's reads went to the API server"
+    # Its polls read the copy; the one GET is the API server confirming what the copy said.
+    assert during_wait == [f"/api/v1/namespaces/{NS}/configmaps/woken"], during_wait
+
+
+def test_a_stalled_copy_simulated_cannot_end_a_wait_the_api_server_contradicts(
+    kube: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stall is simulated (a watch that delivers nothing): the copy keeps saying 'old'
+    while the API server says 'new', as a watch lagging on a loaded machine would."""
+    kube.create({**config_map("phase"), "data": {"phase": "old"}})
+    released = threading.Event()
+
+    def stalled(path: str, query: Any, *, owner: object) -> Iterator[dict[str, Any]]:
+        released.wait(60)
+        yield from ()
+
+    with watching(kube, [CONFIG_MAP], [NS]):
+        assert kube.cache is not None
+        (informer,) = kube.cache.informers.values()  # type: ignore[attr-defined]
+        monkeypatch.setattr(kube, "watch", stalled)
+        kube.stop_watches(informer)  # the real watch ends; the next one is the stalled one
+        kube.patch(*CONFIG_MAP, "phase", {"data": {"phase": "new"}}, namespace=NS)
+        try:
+            with pytest.raises(WaitTimeout):
+                wait_for(kube, *CONFIG_MAP, "phase",
+                         lambda o: ((o or {}).get("data", {}).get("phase") == "old", "old"),
+                         namespace=NS, what="the old phase", timeout=2, interval=0.1)  # fmt: skip
+            assert informer.get("phase")[1]["data"] == {"phase": "old"}, "the copy was not stale"
+        finally:
+            released.set()
 
 
 def test_reads_outside_a_wait_ask_the_api_server(kube: Kube, config_map_gets: list[str]) -> None:
